@@ -1,0 +1,162 @@
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { connect, createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
+import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
+import { ScreenModelHost } from '../session/screen-model.js';
+import { SessionRegistry } from '../session/session-registry.js';
+import { acquirePidLock, releasePidLock } from './daemon-lock.js';
+import { StubRequestHandler } from './request-handler.js';
+import { StubConnection } from './stub-connection.js';
+
+export const DEFAULT_IDLE_EXIT_MS = 15 * 60 * 1000;
+const SWEEP_INTERVAL_MS = 60 * 1000;
+const DEFAULT_RING_BYTES = 4 * 1024 * 1024;
+const DEFAULT_SCROLLBACK_ROWS = 10_000;
+
+export interface DaemonOptions {
+  runtimeDir: string;
+  idleExitMs?: number;
+  ringBytes?: number;
+  scrollbackRows?: number;
+  buildId?: string;
+}
+
+function log(msg: string, extra: Record<string, unknown> = {}): void {
+  process.stdout.write(
+    `${JSON.stringify({ time: new Date().toISOString(), pid: process.pid, msg, ...extra })}\n`,
+  );
+}
+
+/** sha256 of this bundle, so a relay can tell which build a running daemon is. */
+export function ownBuildId(): string {
+  if (process.env.PTYRELAY_BUILD_ID) return process.env.PTYRELAY_BUILD_ID;
+  try {
+    return createHash('sha256').update(readFileSync(process.argv[1])).digest('hex').slice(0, 12);
+  } catch {
+    return 'unknown';
+  }
+}
+
+function socketAnswers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(path);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * The per-user stub daemon: a Unix socket (0600 in a 0700 dir), many connections, the sessions,
+ * and an idle exit when nothing has used it for a while.
+ */
+export async function runDaemon(opts: DaemonOptions): Promise<void> {
+  const dir = opts.runtimeDir;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
+  const socketPath = daemonSocketPath(dir);
+  const lockPath = daemonLockPath(dir);
+  if (!acquirePidLock(lockPath) || (await socketAnswers(socketPath))) {
+    log('another daemon owns this runtime dir; exiting', { dir });
+    return;
+  }
+  try {
+    unlinkSync(socketPath);
+  } catch {
+    // no stale socket
+  }
+  const buildId = opts.buildId ?? ownBuildId();
+  const idleExitMs = opts.idleExitMs ?? DEFAULT_IDLE_EXIT_MS;
+  const startedAt = Date.now();
+  const model = new ScreenModelHost();
+  const connections = new Set<StubConnection>();
+  let idleTimer: NodeJS.Timeout | undefined;
+  let server: Server | undefined;
+
+  const registry = new SessionRegistry(
+    model,
+    {
+      ringBytes: opts.ringBytes ?? DEFAULT_RING_BYTES,
+      scrollbackRows: opts.scrollbackRows ?? DEFAULT_SCROLLBACK_ROWS,
+    },
+    join(dir, 'shell'),
+    () => armIdle(),
+  );
+
+  const shutdown = async (reason: string) => {
+    log('daemon exiting', { reason });
+    clearTimeout(idleTimer);
+    server?.close();
+    for (const c of connections) c.close();
+    await registry.shutdownAll();
+    releasePidLock(lockPath);
+    try {
+      unlinkSync(socketPath);
+    } catch {
+      // already gone
+    }
+    await model.dispose();
+    process.exit(0);
+  };
+
+  /** Starts the idle countdown when nothing is alive and nobody is connected; cancels it otherwise. */
+  function armIdle(): void {
+    const busy = registry.aliveCount > 0 || connections.size > 0;
+    if (busy) {
+      clearTimeout(idleTimer);
+      idleTimer = undefined;
+    } else if (!idleTimer) {
+      idleTimer = setTimeout(() => {
+        idleTimer = undefined;
+        if (registry.aliveCount === 0 && connections.size === 0) void shutdown('idle');
+        else armIdle();
+      }, idleExitMs);
+    }
+  }
+
+  const handler = new StubRequestHandler(registry, {
+    info: () => ({
+      pid: process.pid,
+      buildId,
+      protocol: STUB_PROTOCOL_VERSION,
+      sessions: registry.aliveCount,
+      connections: connections.size,
+      startedAt,
+    }),
+    shutdown: () => void shutdown('requested'),
+  });
+  const inputLedger = new Map<string, number>();
+
+  server = createServer((socket) => {
+    const conn = new StubConnection(socket, {
+      buildId,
+      handler,
+      inputLedger,
+      log,
+      onClose: (c) => {
+        connections.delete(c);
+        armIdle();
+      },
+    });
+    connections.add(conn);
+    armIdle();
+  });
+  const oldMask = process.umask(0o177);
+  await new Promise<void>((resolve, reject) => {
+    server!.once('error', reject);
+    server!.listen(socketPath, () => resolve());
+  });
+  process.umask(oldMask);
+  chmodSync(socketPath, 0o600);
+  setInterval(() => registry.sweep(), SWEEP_INTERVAL_MS).unref();
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  // Session exits do not call back here; a periodic check notices the last one ending.
+  setInterval(() => armIdle(), Math.min(idleExitMs, SWEEP_INTERVAL_MS)).unref();
+  log('daemon listening', { socketPath, buildId, protocol: STUB_PROTOCOL_VERSION });
+  armIdle();
+}

@@ -1,0 +1,222 @@
+import { PtyRelayError } from '../../provider/errors.js';
+import type { StubAttachResult, StubMethod, StubSpawnParams } from '../../provider/wire/messages.js';
+import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
+import type { PtySession } from '../session/pty-session.js';
+import type { SessionRegistry } from '../session/session-registry.js';
+import type { StubConnection } from './stub-connection.js';
+
+/** A snapshot may be overtaken by output that also falls out of the ring; retry this often. */
+const SNAPSHOT_ATTEMPTS = 3;
+
+export interface HandlerOutput {
+  result: unknown;
+  blob?: Uint8Array;
+}
+
+export interface DaemonControl {
+  info(): {
+    pid: number;
+    buildId: string;
+    protocol: number;
+    sessions: number;
+    connections: number;
+    startedAt: number;
+  };
+  shutdown(): void;
+}
+
+type Params = Record<string, unknown>;
+
+function str(p: Params, key: string): string {
+  const v = p[key];
+  if (typeof v !== 'string') throw new PtyRelayError('INVALID_ARGUMENT', `${key} must be a string`);
+  return v;
+}
+
+function optNum(p: Params, key: string): number | undefined {
+  const v = p[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+    throw new PtyRelayError('INVALID_ARGUMENT', `${key} must be a non-negative number`);
+  }
+  return v;
+}
+
+function validSpawn(p: Params): StubSpawnParams {
+  const cols = optNum(p, 'cols') ?? 80;
+  const rows = optNum(p, 'rows') ?? 24;
+  if (
+    !Number.isInteger(cols) ||
+    !Number.isInteger(rows) ||
+    cols < 1 ||
+    rows < 1 ||
+    cols > 4096 ||
+    rows > 4096
+  ) {
+    throw new PtyRelayError('INVALID_ARGUMENT', `invalid size ${cols}x${rows}`);
+  }
+  if (p.args !== undefined && (!Array.isArray(p.args) || p.args.some((a) => typeof a !== 'string'))) {
+    throw new PtyRelayError('INVALID_ARGUMENT', 'args must be an array of strings');
+  }
+  if (p.command !== undefined && (typeof p.command !== 'string' || p.command === '')) {
+    throw new PtyRelayError('INVALID_ARGUMENT', 'command must be a non-empty string');
+  }
+  return { ...(p as unknown as StubSpawnParams), cols, rows };
+}
+
+/** Executes stub-link requests against the registry. One instance per daemon. */
+export class StubRequestHandler {
+  constructor(
+    private readonly registry: SessionRegistry,
+    private readonly control: DaemonControl,
+  ) {}
+
+  write(id: string, data: Uint8Array): void {
+    this.registry.get(id).write(data);
+  }
+
+  async handle(conn: StubConnection, method: StubMethod, p: Params): Promise<HandlerOutput> {
+    switch (method) {
+      case 'spawn': {
+        const { session, reused } = this.registry.spawn(validSpawn(p));
+        const out = await this.attach(conn, session, 0);
+        (out.result as StubAttachResult).reused = reused;
+        return out;
+      }
+      case 'attach': {
+        const s = this.registry.get(str(p, 'id'));
+        const expected = p.expectedIncarnationId;
+        if (typeof expected === 'string' && expected !== s.incarnationId) {
+          throw new PtyRelayError(
+            'INCARNATION_MISMATCH',
+            `${s.id} runs incarnation ${s.incarnationId}, not ${expected}`,
+            {
+              id: s.id,
+              incarnationId: s.incarnationId,
+            },
+          );
+        }
+        return this.attach(conn, s, optNum(p, 'fromSeq'));
+      }
+      case 'detach':
+        conn.detach(this.registry.get(str(p, 'id')));
+        return { result: {} };
+      case 'resize':
+        this.registry.get(str(p, 'id')).resize(optNum(p, 'cols') ?? -1, optNum(p, 'rows') ?? -1);
+        return { result: {} };
+      case 'shutdown': {
+        const s = this.registry.get(str(p, 'id'));
+        await s.shutdown({ immediate: p.immediate === true, deadlineMs: optNum(p, 'deadlineMs') });
+        this.registry.remove(s.id);
+        return { result: {} };
+      }
+      case 'signal':
+        this.registry.get(str(p, 'id')).signal(str(p, 'signal'));
+        return { result: {} };
+      case 'getCwd': {
+        const s = this.registry.get(str(p, 'id'));
+        const fg = s.alive ? foregroundProcess(s.pid) : undefined;
+        return {
+          result: { cwd: (fg && readCwd(fg.pid)) ?? (s.alive ? readCwd(s.pid) : undefined) ?? s.cwd },
+        };
+      }
+      case 'getForegroundProcess': {
+        const s = this.registry.get(str(p, 'id'));
+        return { result: { process: s.alive ? foregroundProcess(s.pid) : undefined } };
+      }
+      case 'hasChildProcesses': {
+        const s = this.registry.get(str(p, 'id'));
+        return { result: { value: s.alive && childPids(s.pid).length > 0 } };
+      }
+      case 'list':
+        return { result: { sessions: this.registry.list().map(describe) } };
+      case 'probe':
+        return { result: { alive: this.registry.find(str(p, 'id'))?.alive ?? false } };
+      case 'snapshot':
+        return { result: await this.registry.get(str(p, 'id')).snapshot(optNum(p, 'scrollbackRows')) };
+      case 'clear':
+        this.registry.get(str(p, 'id')).clearModel();
+        return { result: {} };
+      case 'pause':
+        this.registry.get(str(p, 'id')).gate.hold('explicit');
+        return { result: {} };
+      case 'resume':
+        this.registry.get(str(p, 'id')).gate.release('explicit');
+        return { result: {} };
+      case 'setBackgrounded':
+        // Keep-tail thinning arrives with the flow-control work; accepted as a no-op until then.
+        this.registry.get(str(p, 'id'));
+        return { result: {} };
+      case 'daemonInfo':
+        return { result: this.control.info() };
+      case 'daemonShutdown':
+        setImmediate(() => this.control.shutdown());
+        return { result: {} };
+      default:
+        throw new PtyRelayError('INVALID_ARGUMENT', `unknown method ${String(method)}`);
+    }
+  }
+
+  /** Exact replay from `fromSeq` when the ring holds it, else a snapshot at S plus the bytes [S, head). */
+  private async attach(
+    conn: StubConnection,
+    s: PtySession,
+    fromSeq: number | undefined,
+  ): Promise<HandlerOutput> {
+    conn.detach(s);
+    const base = {
+      id: s.id,
+      pid: s.pid,
+      incarnationId: s.incarnationId,
+      title: s.title,
+      cwd: s.cwd,
+      ...(s.exited ? { exited: s.exited } : {}),
+    };
+    if (fromSeq !== undefined && s.ring.has(fromSeq)) {
+      const replay = s.ring.slice(fromSeq)!;
+      conn.attach(s);
+      const result: StubAttachResult = {
+        ...base,
+        cols: s.cols,
+        rows: s.rows,
+        seq: s.ring.head,
+        generation: 'continued',
+        replayBytes: replay.length,
+        replayFromSeq: fromSeq,
+      };
+      return { result, blob: replay };
+    }
+    for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+      const snapshot = await s.snapshot();
+      const replay = s.ring.slice(snapshot.seq);
+      if (!replay) continue;
+      conn.attach(s);
+      const result: StubAttachResult = {
+        ...base,
+        cols: s.cols,
+        rows: s.rows,
+        seq: s.ring.head,
+        generation: 'reset',
+        snapshot,
+        replayBytes: replay.length,
+        replayFromSeq: snapshot.seq,
+      };
+      return { result, blob: replay };
+    }
+    throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);
+  }
+}
+
+function describe(s: PtySession) {
+  return {
+    id: s.id,
+    pid: s.pid,
+    incarnationId: s.incarnationId,
+    title: s.title,
+    cwd: s.cwd,
+    cols: s.cols,
+    rows: s.rows,
+    name: s.name,
+    ...(s.exited ? { exited: s.exited } : {}),
+  };
+}

@@ -1,0 +1,240 @@
+import type { Socket } from 'node:net';
+import type { PtyExitInfo, PtyFact } from '../../provider/contract.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import {
+  encodeDataFrameParts,
+  encodeJsonBlobFrame,
+  encodeJsonFrame,
+  type Frame,
+  FrameDecoder,
+  FrameType,
+} from '../../provider/wire/frame-codec.js';
+import {
+  type HelloMessage,
+  isObject,
+  type RequestMessage,
+  STUB_PROTOCOL_VERSION,
+  type StubMethod,
+} from '../../provider/wire/messages.js';
+import type { PtySession, SessionSink } from '../session/pty-session.js';
+import type { StubRequestHandler } from './request-handler.js';
+
+/** Socket output buffered beyond this pauses the sessions feeding this connection. */
+const SOCKET_HIGH_WATER = 4 * 1024 * 1024;
+
+let nextConnectionId = 1;
+
+export interface ConnectionContext {
+  buildId: string;
+  handler: StubRequestHandler;
+  /** Per-link highest applied input seq, shared across connections of one link (exactly-once input). */
+  inputLedger: Map<string, number>;
+  onClose(conn: StubConnection): void;
+  log(msg: string, extra?: Record<string, unknown>): void;
+}
+
+/**
+ * One client connection to the daemon: handshake, request dispatch, input frames, and the
+ * stream of every session this connection attached to (a SessionSink).
+ */
+export class StubConnection implements SessionSink {
+  readonly cid = nextConnectionId++;
+  readonly attached = new Set<PtySession>();
+  private readonly decoder = new FrameDecoder();
+  private hello: HelloMessage | undefined;
+  private linkId = '';
+  private ackScheduled = false;
+  private readonly failedInputs: { inputSeq: number; error: ReturnType<PtyRelayError['toJSON']> }[] = [];
+  private blocked = false;
+  private closed = false;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly ctx: ConnectionContext,
+  ) {
+    socket.setNoDelay?.(true);
+    socket.on('data', (chunk) => this.onChunk(chunk));
+    socket.on('drain', () => this.unblock());
+    socket.on('close', () => this.close());
+    socket.on('error', () => this.close());
+  }
+
+  get gateReason(): string {
+    return `conn-${this.cid}`;
+  }
+
+  send(message: unknown): void {
+    if (!this.closed) this.write(encodeJsonFrame(message));
+  }
+
+  sendWithBlob(message: unknown, blob: Uint8Array): void {
+    if (!this.closed) this.write(encodeJsonBlobFrame(message, blob));
+  }
+
+  attach(s: PtySession): void {
+    this.attached.add(s);
+    s.addSink(this);
+    if (this.blocked) s.gate.hold(this.gateReason);
+  }
+
+  detach(s: PtySession): void {
+    this.attached.delete(s);
+    s.removeSink(this);
+    s.gate.release(this.gateReason);
+  }
+
+  data(s: PtySession, seq: number, data: Uint8Array): void {
+    if (this.closed) return;
+    const [meta, payload] = encodeDataFrameParts(s.id, s.incarnationId, seq, data);
+    this.socket.cork();
+    this.socket.write(meta);
+    this.write(payload);
+    this.socket.uncork();
+  }
+
+  fact(s: PtySession, seq: number, fact: PtyFact): void {
+    this.send({ t: 'fact', id: s.id, incarnationId: s.incarnationId, seq, fact });
+  }
+
+  exit(s: PtySession, info: PtyExitInfo, seq: number): void {
+    this.send({ t: 'exit', id: s.id, incarnationId: s.incarnationId, seq, ...info });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const s of this.attached) this.detach(s);
+    this.socket.destroy();
+    this.ctx.onClose(this);
+  }
+
+  private write(buf: Uint8Array): void {
+    this.socket.write(buf);
+    if (!this.blocked && this.socket.writableLength > SOCKET_HIGH_WATER) {
+      this.blocked = true;
+      for (const s of this.attached) s.gate.hold(this.gateReason);
+    }
+  }
+
+  private unblock(): void {
+    if (!this.blocked) return;
+    this.blocked = false;
+    for (const s of this.attached) s.gate.release(this.gateReason);
+  }
+
+  private onChunk(chunk: Buffer): void {
+    let frames: Frame[];
+    try {
+      frames = this.decoder.push(chunk);
+    } catch (err) {
+      this.failProtocol(err instanceof PtyRelayError ? err.message : String(err));
+      return;
+    }
+    for (const f of frames) {
+      if (this.closed) return;
+      try {
+        this.onFrame(f);
+      } catch (err) {
+        this.failProtocol(err instanceof PtyRelayError ? err.message : String(err));
+        return;
+      }
+    }
+  }
+
+  private failProtocol(message: string): void {
+    this.ctx.log('closing connection after protocol error', { cid: this.cid, message });
+    this.send({ t: 'error', error: { code: 'PROTOCOL_ERROR', message } });
+    this.socket.end();
+    setTimeout(() => this.close(), 100).unref();
+  }
+
+  private onFrame(f: Frame): void {
+    if (!this.hello) {
+      if (f.type !== FrameType.Json || !isObject(f.message) || f.message.t !== 'hello') {
+        throw new PtyRelayError('PROTOCOL_ERROR', 'expected hello first');
+      }
+      this.onHello(f.message as unknown as HelloMessage);
+      return;
+    }
+    if (f.type === FrameType.Input) {
+      this.onInput(f.inputSeq, f.id, f.data);
+      return;
+    }
+    if (f.type !== FrameType.Json || !isObject(f.message) || f.message.t !== 'req') {
+      throw new PtyRelayError('PROTOCOL_ERROR', 'unexpected frame');
+    }
+    const m = f.message as unknown as RequestMessage;
+    if (typeof m.rid !== 'number' || typeof m.method !== 'string') {
+      throw new PtyRelayError('PROTOCOL_ERROR', 'request without rid or method');
+    }
+    this.dispatch(m);
+  }
+
+  private onHello(h: HelloMessage): void {
+    if (h.protocol !== STUB_PROTOCOL_VERSION) {
+      this.send({
+        t: 'hello',
+        protocol: STUB_PROTOCOL_VERSION,
+        buildId: this.ctx.buildId,
+        role: 'stub-daemon',
+        pid: process.pid,
+      });
+      throw new PtyRelayError(
+        'PROTOCOL_ERROR',
+        `protocol ${h.protocol} not supported (daemon speaks ${STUB_PROTOCOL_VERSION})`,
+      );
+    }
+    this.hello = h;
+    this.linkId = typeof h.linkId === 'string' ? h.linkId : `c${this.cid}`;
+    this.send({
+      t: 'hello',
+      protocol: STUB_PROTOCOL_VERSION,
+      buildId: this.ctx.buildId,
+      role: 'stub-daemon',
+      pid: process.pid,
+    });
+  }
+
+  private dispatch(m: RequestMessage): void {
+    const params = isObject(m.params) ? m.params : {};
+    this.ctx.handler
+      .handle(this, m.method as StubMethod, params)
+      .then((out) => {
+        if (out.blob) this.sendWithBlob({ t: 'res', rid: m.rid, result: out.result }, out.blob);
+        else this.send({ t: 'res', rid: m.rid, result: out.result });
+      })
+      .catch((err: unknown) => {
+        const e =
+          err instanceof PtyRelayError
+            ? err
+            : new PtyRelayError('PROTOCOL_ERROR', (err as Error)?.message ?? String(err));
+        this.send({ t: 'res', rid: m.rid, error: e.toJSON() });
+      });
+  }
+
+  /** Input frames are applied in order and at most once per link (a resent frame is dropped). */
+  private onInput(inputSeq: number, id: string, data: Uint8Array): void {
+    const last = this.ctx.inputLedger.get(this.linkId) ?? 0;
+    if (inputSeq > last) {
+      this.ctx.inputLedger.set(this.linkId, inputSeq);
+      try {
+        this.ctx.handler.write(id, data);
+      } catch (err) {
+        const e = err instanceof PtyRelayError ? err : new PtyRelayError('PROTOCOL_ERROR', String(err));
+        this.failedInputs.push({ inputSeq, error: e.toJSON() });
+      }
+    }
+    if (!this.ackScheduled) {
+      this.ackScheduled = true;
+      setImmediate(() => {
+        this.ackScheduled = false;
+        const failed = this.failedInputs.splice(0);
+        this.send({
+          t: 'inputAck',
+          upTo: this.ctx.inputLedger.get(this.linkId) ?? 0,
+          ...(failed.length ? { failed } : {}),
+        });
+      });
+    }
+  }
+}

@@ -1,0 +1,264 @@
+import { randomUUID } from 'node:crypto';
+import { constants as osConstants } from 'node:os';
+import * as pty from 'node-pty';
+import type { PtyExitInfo, PtyFact, ScreenSnapshot, ShutdownOptions } from '../../provider/contract.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import { FactScanner, type ScanResult } from './fact-scanner.js';
+import { OutputRing } from './output-ring.js';
+import { descendantPids, foregroundGroup } from './proc-info.js';
+import { ProducerGate } from './producer-gate.js';
+import type { ScreenModelHost } from './screen-model.js';
+
+/** A partial escape sequence held by the scanner is released after this long without more output. */
+const SCANNER_FLUSH_MS = 25;
+/** Model backlog (bytes posted to the worker, not yet parsed) that pauses the PTY, and resumes it. */
+const MODEL_BACKLOG_HIGH = 16 * 1024 * 1024;
+const MODEL_BACKLOG_LOW = 4 * 1024 * 1024;
+const DEFAULT_SHUTDOWN_DEADLINE_MS = 2000;
+
+/** Receives a session's stream, in order. Connections implement this. */
+export interface SessionSink {
+  data(session: PtySession, seq: number, data: Uint8Array): void;
+  fact(session: PtySession, seq: number, fact: PtyFact): void;
+  exit(session: PtySession, info: PtyExitInfo, seq: number): void;
+}
+
+export interface SessionLaunch {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  cols: number;
+  rows: number;
+  name?: string;
+  nonce: string;
+  supportsCommandDetection: boolean;
+}
+
+export interface SessionLimits {
+  ringBytes: number;
+  scrollbackRows: number;
+}
+
+const SIGNAL_NAMES = new Map<number, string>(
+  Object.entries(osConstants.signals).map(([name, num]) => [num as number, name]),
+);
+
+export function signalNumber(name: string): number {
+  const n = (osConstants.signals as Record<string, number>)[name];
+  if (n === undefined) throw new PtyRelayError('INVALID_ARGUMENT', `unknown signal ${JSON.stringify(name)}`);
+  return n;
+}
+
+/**
+ * One PTY and its output pipeline: scanner (facts, strip OSC 633) → ring (seq) → model
+ * worker → attached sinks. The PTY reader never waits on the model.
+ */
+export class PtySession {
+  readonly incarnationId = randomUUID();
+  readonly pid: number;
+  readonly name?: string;
+  readonly createdAt = Date.now();
+  cols: number;
+  rows: number;
+  title: string;
+  cwd?: string;
+  exited?: PtyExitInfo;
+  exitedAt?: number;
+  readonly ring: OutputRing;
+  readonly gate: ProducerGate;
+  private readonly proc: pty.IPty;
+  private readonly scanner: FactScanner;
+  private readonly sinks = new Set<SessionSink>();
+  private readonly exitWaiters: Array<() => void> = [];
+  private flushTimer: NodeJS.Timeout | undefined;
+  private modelQueued = 0;
+  private modelParsed = 0;
+  private commandDetection = false;
+
+  constructor(
+    readonly id: string,
+    launch: SessionLaunch,
+    limits: SessionLimits,
+    private readonly model: ScreenModelHost,
+  ) {
+    this.cols = launch.cols;
+    this.rows = launch.rows;
+    this.name = launch.name;
+    this.title = launch.name ?? launch.file;
+    this.cwd = launch.cwd;
+    this.ring = new OutputRing(limits.ringBytes);
+    this.scanner = new FactScanner({ nonce: launch.nonce });
+    this.proc = pty.spawn(launch.file, launch.args, {
+      name: launch.env.TERM ?? 'xterm-256color',
+      cols: launch.cols,
+      rows: launch.rows,
+      cwd: launch.cwd,
+      env: launch.env,
+      encoding: null,
+    } as pty.IPtyForkOptions);
+    this.pid = this.proc.pid;
+    this.gate = new ProducerGate(
+      () => this.proc.pause(),
+      () => this.proc.resume(),
+    );
+    model.post({
+      kind: 'open',
+      sid: this.incarnationId,
+      cols: launch.cols,
+      rows: launch.rows,
+      scrollback: limits.scrollbackRows,
+    });
+    model.onProgress(this.incarnationId, (seq) => {
+      this.modelParsed = seq;
+      if (this.modelQueued - seq <= MODEL_BACKLOG_LOW) this.gate.release('model');
+    });
+    this.proc.onData((d) => this.onOutput(d as unknown as Buffer));
+    this.proc.onExit((e) => this.onProcessExit(e.exitCode, e.signal));
+  }
+
+  get alive(): boolean {
+    return this.exited === undefined;
+  }
+
+  get supportsCommandDetection(): boolean {
+    return this.commandDetection;
+  }
+
+  addSink(s: SessionSink): void {
+    this.sinks.add(s);
+  }
+
+  removeSink(s: SessionSink): void {
+    this.sinks.delete(s);
+  }
+
+  get sinkCount(): number {
+    return this.sinks.size;
+  }
+
+  write(data: Uint8Array): void {
+    if (!this.alive) throw new PtyRelayError('SESSION_EXITED', `${this.id} has exited`);
+    if (data.length > 0) this.proc.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+  }
+
+  resize(cols: number, rows: number): void {
+    if (
+      !Number.isInteger(cols) ||
+      !Number.isInteger(rows) ||
+      cols < 1 ||
+      rows < 1 ||
+      cols > 4096 ||
+      rows > 4096
+    ) {
+      throw new PtyRelayError('INVALID_ARGUMENT', `invalid size ${cols}x${rows}`);
+    }
+    if (!this.alive) return;
+    this.cols = cols;
+    this.rows = rows;
+    this.proc.resize(cols, rows);
+    this.model.post({ kind: 'resize', sid: this.incarnationId, cols, rows });
+  }
+
+  /** Signal the foreground process group (what Ctrl-C would reach), not just the shell. */
+  signal(name: string): void {
+    const num = signalNumber(name);
+    if (!this.alive) throw new PtyRelayError('SESSION_EXITED', `${this.id} has exited`);
+    const pgid = foregroundGroup(this.pid) ?? this.pid;
+    try {
+      process.kill(-pgid, num);
+    } catch {
+      process.kill(this.pid, num);
+    }
+  }
+
+  snapshot(scrollbackRows?: number): Promise<ScreenSnapshot> {
+    return this.model.snapshot(this.incarnationId, scrollbackRows);
+  }
+
+  clearModel(): void {
+    this.model.post({ kind: 'clear', sid: this.incarnationId });
+  }
+
+  /** SIGHUP the process groups, SIGKILL whatever is left after the deadline; resolves after exit. */
+  async shutdown(opts: ShutdownOptions = {}): Promise<void> {
+    if (!this.alive) return;
+    const doomed = [this.pid, ...descendantPids(this.pid)];
+    const exited = new Promise<void>((r) => this.exitWaiters.push(r));
+    const killAll = (sig: NodeJS.Signals) => {
+      for (const p of doomed) {
+        try {
+          process.kill(p, sig);
+        } catch {
+          // already gone
+        }
+      }
+    };
+    if (opts.immediate) killAll('SIGKILL');
+    else {
+      killAll('SIGHUP');
+      const deadline = opts.deadlineMs ?? DEFAULT_SHUTDOWN_DEADLINE_MS;
+      const timer = setTimeout(() => killAll('SIGKILL'), deadline);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, deadline))]);
+      clearTimeout(timer);
+    }
+    killAll('SIGKILL');
+    await exited;
+  }
+
+  /** Release the model; called when the registry forgets the session. */
+  dispose(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.model.onProgress(this.incarnationId, undefined);
+    this.model.post({ kind: 'close', sid: this.incarnationId });
+    this.sinks.clear();
+  }
+
+  private onOutput(chunk: Buffer): void {
+    this.deliver(this.scanner.push(chunk));
+    if (this.scanner.hasPending()) {
+      if (!this.flushTimer) {
+        this.flushTimer = setTimeout(() => {
+          this.flushTimer = undefined;
+          this.deliver(this.scanner.flush());
+        }, SCANNER_FLUSH_MS);
+      }
+    } else if (this.flushTimer) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = undefined;
+    }
+  }
+
+  private deliver(res: ScanResult): void {
+    const base = this.ring.head;
+    const { data } = res;
+    if (data.length > 0) {
+      this.ring.append(data);
+      // postMessage copies (structured clone), so the worker never shares our buffer.
+      this.model.post({ kind: 'data', sid: this.incarnationId, seq: base, data });
+      this.modelQueued = base + data.length;
+      if (this.modelQueued - this.modelParsed > MODEL_BACKLOG_HIGH) this.gate.hold('model');
+      for (const s of this.sinks) s.data(this, base, data);
+    }
+    for (const f of res.facts) {
+      const fact = f.fact;
+      if (fact.type === 'promptStart' || fact.type === 'promptEnd') continue;
+      if (fact.type === 'title') this.title = fact.title;
+      else if (fact.type === 'cwd') this.cwd = fact.cwd;
+      else if (fact.type === 'commandDetectionAvailable') this.commandDetection = true;
+      for (const s of this.sinks) s.fact(this, base + f.offset, fact as PtyFact);
+    }
+  }
+
+  private onProcessExit(exitCode: number, signal?: number): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.deliver(this.scanner.flush());
+    const sigName = signal ? SIGNAL_NAMES.get(signal) : undefined;
+    this.exited = sigName ? { exitCode: exitCode || 128 + (signal ?? 0), signal: sigName } : { exitCode };
+    this.exitedAt = Date.now();
+    this.gate.releaseAll();
+    for (const s of this.sinks) s.exit(this, this.exited, this.ring.head);
+    for (const w of this.exitWaiters.splice(0)) w();
+  }
+}

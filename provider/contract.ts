@@ -1,0 +1,222 @@
+/**
+ * The IPtyProvider contract: one shape for every PTY host (the local daemon, SSH hosts,
+ * a relay reached over WebSocket). Semantics are explained in docs/contract.md.
+ */
+
+/** Where the sequence numbering of a stream stands after spawn/attach. */
+export interface ProviderSequence {
+  /** Seq of the next byte the live stream will deliver. */
+  value: number;
+  /**
+   * `continued`: the caller's view is exact up to `value` (replay filled any gap).
+   * `reset`: a snapshot replaced the caller's history; the caller must clear its view first.
+   */
+  generation: 'continued' | 'reset';
+}
+
+/** A serialized screen (VT sequences that repaint it) taken at a known seq. */
+export interface ScreenSnapshot {
+  /** VT data that reproduces screen, scrollback rows and cursor when written to a fresh emulator. */
+  data: string;
+  cols: number;
+  rows: number;
+  /** The snapshot reflects exactly the output bytes `[0, seq)`. */
+  seq: number;
+  /** True when a full-screen program had the alternate screen active. */
+  alternateScreen: boolean;
+}
+
+/** State recovered from disk for a session whose process is gone (cold restore). */
+export interface ColdRestore {
+  scrollback: string;
+  cwd?: string;
+  cols: number;
+  rows: number;
+  lastTitle?: string;
+}
+
+export interface PtyExitInfo {
+  /** Exit status; when killed by a signal this is 128 + signal number (shell convention). */
+  exitCode: number;
+  /** Name of the terminating signal, e.g. `SIGKILL`, when there was one. */
+  signal?: string;
+}
+
+export interface PtySpawnOptions {
+  /** Host name from the provider's configuration. Ignored by the local provider. */
+  host?: string;
+  cols: number;
+  rows: number;
+  /** Working directory; must exist. Defaults to the user's home directory. */
+  cwd?: string;
+  /** Variables added to (or overriding) the daemon's environment. */
+  env?: Record<string, string>;
+  /** Variables removed from the environment before spawning. */
+  envToDelete?: string[];
+  /** Program to run (argv[0]); never a shell string. Default: the user's login shell with integration. */
+  command?: string;
+  /** Arguments for `command`. */
+  args?: string[];
+  /** Display name; the initial title until the program sets one. */
+  name?: string;
+  /** Concurrent or repeated spawns with the same paneKey yield one live PTY (attached, not re-created). */
+  paneKey?: string;
+  /** Idempotency key: a retried spawn with the same requestId never makes a second PTY. */
+  requestId?: string;
+  /** Aborts a spawn that has not been answered yet. */
+  signal?: AbortSignal;
+}
+
+export interface PtyAttachOptions {
+  /** Last seq the caller has seen; replay starts here when the ring still holds it. */
+  fromSeq?: number;
+  /** Fence: fail with INCARNATION_MISMATCH unless the session still runs this incarnation. */
+  expectedIncarnationId?: string;
+}
+
+/** Shared by spawn and attach results. */
+export interface PtyAttachResult {
+  /** Globally routable id, `<host>/<id>`. */
+  id: string;
+  pid: number;
+  incarnationId: string;
+  cols: number;
+  rows: number;
+  providerSequence: ProviderSequence;
+  /** Exact bytes from the caller's `fromSeq` (or from `snapshot.seq`) up to `providerSequence.value`. Do not clear before writing. */
+  replay?: Uint8Array;
+  /** Screen at `snapshot.seq`; present when generation is `reset`. Write it to a cleared emulator, then `replay`. */
+  snapshot?: ScreenSnapshot;
+  /** The PTY this id named no longer exists and nothing can be replayed. */
+  sessionExpired?: boolean;
+  /** Set when the process has already exited; no further data will come. */
+  exited?: PtyExitInfo;
+  coldRestore?: ColdRestore;
+  /** Title and cwd known when the result was built. */
+  title?: string;
+  cwd?: string;
+}
+
+export interface PtySpawnResult extends PtyAttachResult {
+  /** The process exited before the spawn reply was produced (exit info in `exited`). */
+  exitedBeforeSpawnReply?: boolean;
+  /** True when paneKey/requestId matched an existing PTY and this spawn attached to it. */
+  reused?: boolean;
+}
+
+export interface PtyDataEvent {
+  id: string;
+  incarnationId: string;
+  /** Byte offset of `data[0]` in the session's whole output stream. */
+  seq: number;
+  data: Uint8Array;
+}
+
+export interface PtyExitEvent extends PtyExitInfo {
+  id: string;
+  incarnationId: string;
+}
+
+/** Facts extracted from the output stream by the stub. */
+export type PtyFact =
+  | { type: 'title'; title: string }
+  | { type: 'cwd'; cwd: string }
+  | { type: 'bell' }
+  | { type: 'commandDetectionAvailable' }
+  | { type: 'commandStarted'; commandLine: string }
+  | { type: 'commandFinished'; exitCode?: number; durationMs?: number; commandLine?: string };
+
+export interface PtyFactEvent {
+  id: string;
+  incarnationId: string;
+  /** Position in the output stream where the fact occurred. */
+  seq: number;
+  fact: PtyFact;
+}
+
+/** Events a backgrounded session delivers in stream order, instead of (most of) its data. */
+export type PtyBackgroundStreamEvent =
+  | { id: string; incarnationId: string; type: 'backgroundMarker'; background: boolean; seq: number }
+  | {
+      id: string;
+      incarnationId: string;
+      type: 'dataGap';
+      droppedBytes: number;
+      fromSeq: number;
+      toSeq: number;
+    }
+  | {
+      id: string;
+      incarnationId: string;
+      type: 'fact';
+      seq: number;
+      fact: PtyFact | { type: 'exit'; exitCode: number; signal?: string };
+    };
+
+export interface PtyProcessInfo {
+  id: string;
+  host: string;
+  pid: number;
+  incarnationId: string;
+  title: string;
+  cwd?: string;
+  cols: number;
+  rows: number;
+  exited?: PtyExitInfo;
+  name?: string;
+}
+
+export interface ForegroundProcess {
+  pid: number;
+  /** Short command name (`/proc/<pid>/comm`). */
+  name: string;
+  /** Full argv when readable. */
+  argv?: string[];
+}
+
+export interface ShutdownOptions {
+  /** SIGKILL at once instead of SIGHUP then SIGKILL after the deadline. */
+  immediate?: boolean;
+  /** Time allowed between SIGHUP and SIGKILL (default 2000 ms). */
+  deadlineMs?: number;
+}
+
+export type Unsubscribe = () => void;
+
+export interface IPtyProvider {
+  /** Start a new PTY (or attach to the one named by paneKey/requestId). Resolves only after the spawn succeeded. */
+  spawn(opts: PtySpawnOptions): Promise<PtySpawnResult>;
+  /** Subscribe to an existing PTY: exact replay from `fromSeq` or a snapshot with a seq reset. */
+  attach(id: string, opts?: PtyAttachOptions): Promise<PtyAttachResult>;
+  /** Queue input for the PTY; resolves when the stub has accepted it. */
+  write(id: string, data: string | Uint8Array): Promise<void>;
+  resize(id: string, cols: number, rows: number): Promise<void>;
+  /** End the PTY's process group: SIGHUP, SIGKILL after the deadline (or at once with `immediate`). */
+  shutdown(id: string, opts?: ShutdownOptions): Promise<void>;
+  /** Deliver a signal (e.g. `SIGINT`) to the PTY's foreground process group. */
+  sendSignal(id: string, signal: string): Promise<void>;
+  /** Current working directory of the foreground process (Linux: /proc). */
+  getCwd(id: string): Promise<string | undefined>;
+  getForegroundProcess(id: string): Promise<ForegroundProcess | undefined>;
+  /** True when the shell has children (a command is running). */
+  hasChildProcesses(id: string): Promise<boolean>;
+  listProcesses(): Promise<PtyProcessInfo[]>;
+  /** `false` only when the provider positively answered that the PTY is absent; `undefined` when it cannot tell. */
+  probePtyLiveness(id: string): Promise<boolean | undefined>;
+  getBufferSnapshot(id: string, opts?: { scrollbackRows?: number }): Promise<ScreenSnapshot>;
+  /** Drop the model's scrollback (the screen stays). */
+  clearBuffer(id: string): Promise<void>;
+  /** Stop reading the PTY (the writing program blocks in the kernel). */
+  pauseProducer(id: string): Promise<void>;
+  resumeProducer(id: string): Promise<void>;
+  /** Background sessions send only a keep-tail of their output plus ordered background stream events. */
+  setPtyBackgrounded(id: string, background: boolean): Promise<void>;
+  /** Credit flow control: the consumer has processed `bytes` more bytes of this session's data. */
+  acknowledgeDataEvent(id: string, bytes: number): void;
+  onData(listener: (e: PtyDataEvent) => void): Unsubscribe;
+  onExit(listener: (e: PtyExitEvent) => void): Unsubscribe;
+  onFact(listener: (e: PtyFactEvent) => void): Unsubscribe;
+  onBackgroundStreamEvent(listener: (e: PtyBackgroundStreamEvent) => void): Unsubscribe;
+  /** Release connections and listeners. PTYs keep running in their daemon. */
+  dispose(): Promise<void>;
+}

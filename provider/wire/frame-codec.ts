@@ -1,0 +1,206 @@
+import { PtyRelayError } from '../errors.js';
+
+/**
+ * Framing of the stub link (relay <-> agent stub). Pure: no I/O.
+ *
+ *   u32 BE length (of everything after these 4 bytes) | u8 type | payload
+ *
+ * JSON frames carry control messages; DATA and INPUT frames carry raw bytes with a small
+ * binary header so the data path never goes through JSON or base64.
+ */
+export const FrameType = {
+  /** UTF-8 JSON control message. */
+  Json: 1,
+  /** Stub -> relay output: u16 idLen | id | u8 incLen | incarnation | f64 seq | bytes. */
+  Data: 2,
+  /** Relay -> stub input: u16 idLen | id | f64 inputSeq | bytes. */
+  Input: 3,
+  /** JSON with a binary attachment: u32 jsonLen | json | blob (replays, snapshots). */
+  JsonBlob: 4,
+} as const;
+
+/** Largest frame accepted; a peer sending more is broken or hostile. Rings are capped below this. */
+export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
+const HEADER_BYTES = 5;
+
+export type Frame =
+  | { type: typeof FrameType.Json; message: unknown }
+  | { type: typeof FrameType.JsonBlob; message: unknown; blob: Uint8Array }
+  | { type: typeof FrameType.Data; id: string; incarnationId: string; seq: number; data: Uint8Array }
+  | { type: typeof FrameType.Input; id: string; inputSeq: number; data: Uint8Array };
+
+function protocolError(message: string): PtyRelayError {
+  return new PtyRelayError('PROTOCOL_ERROR', message);
+}
+
+function frameHeader(type: number, payloadLength: number): Buffer {
+  if (payloadLength + 1 > MAX_FRAME_BYTES)
+    throw protocolError(`frame of ${payloadLength} bytes exceeds the maximum`);
+  const h = Buffer.allocUnsafe(HEADER_BYTES);
+  h.writeUInt32BE(payloadLength + 1, 0);
+  h.writeUInt8(type, 4);
+  return h;
+}
+
+export function encodeJsonFrame(message: unknown): Buffer {
+  const body = Buffer.from(JSON.stringify(message), 'utf8');
+  return Buffer.concat([frameHeader(FrameType.Json, body.length), body]);
+}
+
+export function encodeJsonBlobFrame(message: unknown, blob: Uint8Array): Buffer {
+  const json = Buffer.from(JSON.stringify(message), 'utf8');
+  const len = Buffer.allocUnsafe(4);
+  len.writeUInt32BE(json.length, 0);
+  return Buffer.concat([frameHeader(FrameType.JsonBlob, 4 + json.length + blob.length), len, json, blob]);
+}
+
+/** Header + payload as separate buffers so a large output chunk is never copied (socket.cork + 2 writes). */
+export function encodeDataFrameParts(
+  id: string,
+  incarnationId: string,
+  seq: number,
+  data: Uint8Array,
+): [Buffer, Uint8Array] {
+  const idBytes = Buffer.from(id, 'utf8');
+  const incBytes = Buffer.from(incarnationId, 'utf8');
+  const metaLen = 2 + idBytes.length + 1 + incBytes.length + 8;
+  const head = frameHeader(FrameType.Data, metaLen + data.length);
+  const meta = Buffer.allocUnsafe(HEADER_BYTES + metaLen);
+  head.copy(meta, 0);
+  let o = HEADER_BYTES;
+  o = meta.writeUInt16BE(idBytes.length, o);
+  o += idBytes.copy(meta, o);
+  o = meta.writeUInt8(incBytes.length, o);
+  o += incBytes.copy(meta, o);
+  meta.writeDoubleBE(seq, o);
+  return [meta, data];
+}
+
+export function encodeDataFrame(id: string, incarnationId: string, seq: number, data: Uint8Array): Buffer {
+  const [meta, payload] = encodeDataFrameParts(id, incarnationId, seq, data);
+  return Buffer.concat([meta, payload]);
+}
+
+export function encodeInputFrame(id: string, inputSeq: number, data: Uint8Array): Buffer {
+  const idBytes = Buffer.from(id, 'utf8');
+  const metaLen = 2 + idBytes.length + 8;
+  const out = Buffer.allocUnsafe(HEADER_BYTES + metaLen + data.length);
+  frameHeader(FrameType.Input, metaLen + data.length).copy(out, 0);
+  let o = HEADER_BYTES;
+  o = out.writeUInt16BE(idBytes.length, o);
+  o += idBytes.copy(out, o);
+  o = out.writeDoubleBE(inputSeq, o);
+  out.set(data, o);
+  return out;
+}
+
+function parseJson(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+  } catch {
+    throw protocolError('malformed JSON in frame');
+  }
+}
+
+function decodePayload(type: number, p: Buffer): Frame {
+  switch (type) {
+    case FrameType.Json:
+      return { type, message: parseJson(p) };
+    case FrameType.JsonBlob: {
+      if (p.length < 4) throw protocolError('truncated JSON blob frame');
+      const jsonLen = p.readUInt32BE(0);
+      if (4 + jsonLen > p.length) throw protocolError('JSON length exceeds frame');
+      return { type, message: parseJson(p.subarray(4, 4 + jsonLen)), blob: p.subarray(4 + jsonLen) };
+    }
+    case FrameType.Data: {
+      if (p.length < 2) throw protocolError('truncated data frame');
+      const idLen = p.readUInt16BE(0);
+      let o = 2 + idLen;
+      if (o + 1 > p.length) throw protocolError('truncated data frame');
+      const id = p.toString('utf8', 2, o);
+      const incLen = p.readUInt8(o);
+      o += 1;
+      if (o + incLen + 8 > p.length) throw protocolError('truncated data frame');
+      const incarnationId = p.toString('utf8', o, o + incLen);
+      o += incLen;
+      const seq = p.readDoubleBE(o);
+      return { type, id, incarnationId, seq, data: p.subarray(o + 8) };
+    }
+    case FrameType.Input: {
+      if (p.length < 2) throw protocolError('truncated input frame');
+      const idLen = p.readUInt16BE(0);
+      const o = 2 + idLen;
+      if (o + 8 > p.length) throw protocolError('truncated input frame');
+      return { type, id: p.toString('utf8', 2, o), inputSeq: p.readDoubleBE(o), data: p.subarray(o + 8) };
+    }
+    default:
+      throw protocolError(`unknown frame type ${type}`);
+  }
+}
+
+/**
+ * Incremental decoder: feed arbitrary chunks, get whole frames. Throws PROTOCOL_ERROR on an
+ * oversized, truncated or unknown frame; after a throw the decoder is unusable (close the link).
+ */
+export class FrameDecoder {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private failed = false;
+
+  constructor(private readonly maxFrameBytes = MAX_FRAME_BYTES) {}
+
+  push(chunk: Uint8Array): Frame[] {
+    if (this.failed) throw protocolError('decoder already failed');
+    const buf = Buffer.isBuffer(chunk)
+      ? chunk
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (buf.length === 0) return [];
+    this.chunks.push(buf);
+    this.buffered += buf.length;
+    const frames: Frame[] = [];
+    try {
+      for (;;) {
+        if (this.buffered < 4) break;
+        const len = this.peekLength();
+        if (len < 1 || len > this.maxFrameBytes) throw protocolError(`frame length ${len} out of range`);
+        if (this.buffered < 4 + len) break;
+        const whole = this.take(4 + len);
+        frames.push(decodePayload(whole[4], whole.subarray(5)));
+      }
+    } catch (err) {
+      this.failed = true;
+      throw err;
+    }
+    return frames;
+  }
+
+  /** Bytes held waiting for the rest of a frame. */
+  get pendingBytes(): number {
+    return this.buffered;
+  }
+
+  private peekLength(): number {
+    const first = this.chunks[0];
+    if (first.length >= 4) return first.readUInt32BE(0);
+    const head = Buffer.concat(this.chunks, Math.min(this.buffered, 8));
+    return head.readUInt32BE(0);
+  }
+
+  private take(n: number): Buffer {
+    const first = this.chunks[0];
+    if (first.length >= n) {
+      // Zero-copy when the frame lies inside one chunk (the common case for large reads).
+      const out = first.subarray(0, n);
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+      this.buffered -= n;
+      return out;
+    }
+    const all = Buffer.concat(this.chunks, this.buffered);
+    const out = all.subarray(0, n);
+    const rest = all.subarray(n);
+    this.chunks = rest.length > 0 ? [rest] : [];
+    this.buffered = rest.length;
+    return out;
+  }
+}

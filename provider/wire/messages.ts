@@ -1,0 +1,150 @@
+import type {
+  ForegroundProcess,
+  PtyAttachOptions,
+  PtyExitInfo,
+  PtyFact,
+  PtyProcessInfo,
+  ScreenSnapshot,
+  ShutdownOptions,
+} from '../contract.js';
+import type { PtyRelayErrorShape } from '../errors.js';
+
+/**
+ * JSON control messages of the stub link. Data and input travel in binary frames
+ * (frame-codec.ts); everything else is one of these.
+ */
+
+/** Major version of the stub link protocol; a daemon serves exactly one major. */
+export const STUB_PROTOCOL_VERSION = 1;
+
+export interface HelloMessage {
+  t: 'hello';
+  protocol: number;
+  buildId: string;
+  /** Who is speaking, for logs ('relay', 'cli', 'stub-daemon'). */
+  role: string;
+  pid?: number;
+  version?: string;
+  /** Relay's stable link identity (input de-duplication across reconnects). */
+  linkId?: string;
+}
+
+/** Spawn as the stub sees it: ids are local (`pty-1`), no AbortSignal. */
+export interface StubSpawnParams {
+  cols: number;
+  rows: number;
+  cwd?: string;
+  env?: Record<string, string>;
+  envToDelete?: string[];
+  command?: string;
+  args?: string[];
+  name?: string;
+  paneKey?: string;
+  requestId?: string;
+}
+
+export interface StubAttachResult {
+  id: string;
+  pid: number;
+  incarnationId: string;
+  cols: number;
+  rows: number;
+  seq: number;
+  generation: 'continued' | 'reset';
+  /** The attached JSON-blob frame's blob holds replay bytes of this length. */
+  replayBytes?: number;
+  /** Seq of the first replay byte. */
+  replayFromSeq?: number;
+  snapshot?: ScreenSnapshot;
+  exited?: PtyExitInfo;
+  title?: string;
+  cwd?: string;
+  reused?: boolean;
+  exitedBeforeSpawnReply?: boolean;
+  sessionExpired?: boolean;
+}
+
+export interface StubMethods {
+  spawn: { params: StubSpawnParams; result: StubAttachResult };
+  attach: { params: { id: string } & PtyAttachOptions; result: StubAttachResult };
+  detach: { params: { id: string }; result: Record<string, never> };
+  resize: { params: { id: string; cols: number; rows: number }; result: Record<string, never> };
+  shutdown: { params: { id: string } & ShutdownOptions; result: Record<string, never> };
+  signal: { params: { id: string; signal: string }; result: Record<string, never> };
+  getCwd: { params: { id: string }; result: { cwd?: string } };
+  getForegroundProcess: { params: { id: string }; result: { process?: ForegroundProcess } };
+  hasChildProcesses: { params: { id: string }; result: { value: boolean } };
+  list: { params: Record<string, never>; result: { sessions: Omit<PtyProcessInfo, 'host'>[] } };
+  probe: { params: { id: string }; result: { alive: boolean } };
+  snapshot: { params: { id: string; scrollbackRows?: number }; result: ScreenSnapshot };
+  clear: { params: { id: string }; result: Record<string, never> };
+  pause: { params: { id: string }; result: Record<string, never> };
+  resume: { params: { id: string }; result: Record<string, never> };
+  setBackgrounded: { params: { id: string; background: boolean }; result: Record<string, never> };
+  daemonInfo: {
+    params: Record<string, never>;
+    result: {
+      pid: number;
+      buildId: string;
+      protocol: number;
+      sessions: number;
+      connections: number;
+      startedAt: number;
+    };
+  };
+  /** Ends every session and the daemon itself (tests, `ptyrelay` admin). */
+  daemonShutdown: { params: Record<string, never>; result: Record<string, never> };
+}
+
+export type StubMethod = keyof StubMethods;
+
+export interface RequestMessage<M extends StubMethod = StubMethod> {
+  t: 'req';
+  rid: number;
+  method: M;
+  params: StubMethods[M]['params'];
+}
+
+export interface ResponseMessage {
+  t: 'res';
+  rid: number;
+  result?: unknown;
+  error?: PtyRelayErrorShape;
+}
+
+/** Input acknowledgement: every input frame with inputSeq <= upTo was applied (or failed, listed). */
+export interface InputAckMessage {
+  t: 'inputAck';
+  upTo: number;
+  failed?: { inputSeq: number; error: PtyRelayErrorShape }[];
+}
+
+export interface FactEventMessage {
+  t: 'fact';
+  id: string;
+  incarnationId: string;
+  seq: number;
+  fact: PtyFact;
+}
+
+export interface ExitEventMessage {
+  t: 'exit';
+  id: string;
+  incarnationId: string;
+  exitCode: number;
+  signal?: string;
+  /** Seq at which output ended. */
+  seq: number;
+}
+
+export type StubToClientMessage =
+  | HelloMessage
+  | ResponseMessage
+  | InputAckMessage
+  | FactEventMessage
+  | ExitEventMessage;
+export type ClientToStubMessage = HelloMessage | RequestMessage;
+
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

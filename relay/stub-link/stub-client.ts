@@ -1,0 +1,251 @@
+import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
+import { Emitter } from '../../provider/emitter.js';
+import { PtyRelayError, type PtyRelayErrorShape } from '../../provider/errors.js';
+import {
+  encodeInputFrame,
+  encodeJsonFrame,
+  type Frame,
+  FrameDecoder,
+  FrameType,
+} from '../../provider/wire/frame-codec.js';
+import {
+  type ExitEventMessage,
+  type FactEventMessage,
+  type HelloMessage,
+  type InputAckMessage,
+  isObject,
+  type ResponseMessage,
+  STUB_PROTOCOL_VERSION,
+  type StubAttachResult,
+  type StubMethod,
+  type StubMethods,
+} from '../../provider/wire/messages.js';
+
+/** A request not answered in this time fails with TIMEOUT (spawns and snapshots are well under it). */
+const REQUEST_TIMEOUT_MS = 30_000;
+const HANDSHAKE_TIMEOUT_MS = 15_000;
+
+export interface StubDataEvent {
+  id: string;
+  incarnationId: string;
+  seq: number;
+  data: Uint8Array;
+}
+
+export interface StubClientOptions {
+  role: string;
+  buildId: string;
+  /** Stable across reconnects of one logical link, so the daemon de-duplicates resent input. */
+  linkId?: string;
+}
+
+interface Pending {
+  method: StubMethod;
+  resolve: (v: { result: unknown; blob?: Uint8Array }) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * Relay side of one stub link over any byte stream (Unix socket, SSH channel, exec stdio):
+ * handshake, request/response, input with acknowledgement, and the event streams.
+ */
+export class StubClient {
+  readonly linkId: string;
+  readonly data = new Emitter<StubDataEvent>();
+  readonly fact = new Emitter<FactEventMessage>();
+  readonly exit = new Emitter<ExitEventMessage>();
+  readonly closed = new Emitter<PtyRelayError>();
+  /**
+   * Spawn/attach results, emitted synchronously as the response is decoded: data frames that
+   * follow in the same chunk are decoded before any promise continuation could record the
+   * new incarnation, so whoever guards incarnations must learn it here.
+   */
+  readonly attached = new Emitter<StubAttachResult>();
+  /** The daemon's hello (protocol, build id, pid). */
+  readonly ready: Promise<HelloMessage>;
+  private readonly decoder = new FrameDecoder();
+  private readonly pending = new Map<number, Pending>();
+  private readonly inputWaiters = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+  private nextRid = 1;
+  private nextInputSeq = 1;
+  private isClosed = false;
+  private resolveHello!: (h: HelloMessage) => void;
+  private rejectHello!: (e: Error) => void;
+  private hello: HelloMessage | undefined;
+
+  constructor(
+    private readonly stream: Duplex,
+    opts: StubClientOptions,
+  ) {
+    this.linkId = opts.linkId ?? randomUUID();
+    this.ready = new Promise((res, rej) => {
+      this.resolveHello = res;
+      this.rejectHello = rej;
+    });
+    this.ready.catch(() => {});
+    const t = setTimeout(
+      () =>
+        this.fail(new PtyRelayError('TIMEOUT', `stub handshake took longer than ${HANDSHAKE_TIMEOUT_MS} ms`)),
+      HANDSHAKE_TIMEOUT_MS,
+    );
+    this.ready.then(
+      () => clearTimeout(t),
+      () => clearTimeout(t),
+    );
+    (stream as { setNoDelay?: (v: boolean) => void }).setNoDelay?.(true);
+    stream.on('data', (c: Buffer) => this.onChunk(c));
+    stream.on('error', (e) => this.fail(new PtyRelayError('LINK_CLOSED', `stub link error: ${e.message}`)));
+    stream.on('close', () => this.fail(new PtyRelayError('LINK_CLOSED', 'stub link closed')));
+    stream.on('end', () => this.fail(new PtyRelayError('LINK_CLOSED', 'stub link ended')));
+    stream.write(
+      encodeJsonFrame({
+        t: 'hello',
+        protocol: STUB_PROTOCOL_VERSION,
+        buildId: opts.buildId,
+        role: opts.role,
+        pid: process.pid,
+        linkId: this.linkId,
+      }),
+    );
+  }
+
+  get isOpen(): boolean {
+    return !this.isClosed;
+  }
+
+  get daemonHello(): HelloMessage | undefined {
+    return this.hello;
+  }
+
+  request<M extends StubMethod>(
+    method: M,
+    params: StubMethods[M]['params'],
+  ): Promise<{ result: StubMethods[M]['result']; blob?: Uint8Array }> {
+    if (this.isClosed) return Promise.reject(new PtyRelayError('LINK_CLOSED', 'stub link is closed'));
+    const rid = this.nextRid++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(rid);
+        reject(new PtyRelayError('TIMEOUT', `${method} got no answer within ${REQUEST_TIMEOUT_MS} ms`));
+      }, REQUEST_TIMEOUT_MS);
+      this.pending.set(rid, { method, resolve: resolve as Pending['resolve'], reject, timer });
+      this.stream.write(encodeJsonFrame({ t: 'req', rid, method, params }));
+    });
+  }
+
+  async call<M extends StubMethod>(
+    method: M,
+    params: StubMethods[M]['params'],
+  ): Promise<StubMethods[M]['result']> {
+    return (await this.request(method, params)).result;
+  }
+
+  /** Sends input; resolves once the daemon applied it (or rejects with its error). */
+  sendInput(id: string, data: Uint8Array): Promise<void> {
+    if (this.isClosed) return Promise.reject(new PtyRelayError('LINK_CLOSED', 'stub link is closed'));
+    const seq = this.nextInputSeq++;
+    return new Promise((resolve, reject) => {
+      this.inputWaiters.set(seq, { resolve, reject });
+      this.stream.write(encodeInputFrame(id, seq, data));
+    });
+  }
+
+  close(): void {
+    this.fail(new PtyRelayError('LINK_CLOSED', 'stub link closed by the relay'));
+  }
+
+  private fail(err: PtyRelayError): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.rejectHello(err);
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+    this.pending.clear();
+    for (const w of this.inputWaiters.values()) w.reject(err);
+    this.inputWaiters.clear();
+    this.stream.destroy();
+    this.closed.emit(err);
+  }
+
+  private onChunk(chunk: Buffer): void {
+    let frames: Frame[];
+    try {
+      frames = this.decoder.push(chunk);
+    } catch (err) {
+      this.fail(err as PtyRelayError);
+      return;
+    }
+    for (const f of frames) this.onFrame(f);
+  }
+
+  private onFrame(f: Frame): void {
+    if (f.type === FrameType.Data) {
+      this.data.emit({ id: f.id, incarnationId: f.incarnationId, seq: f.seq, data: f.data });
+      return;
+    }
+    if (f.type !== FrameType.Json && f.type !== FrameType.JsonBlob) return;
+    const m = f.message;
+    if (!isObject(m)) return;
+    switch (m.t) {
+      case 'hello':
+        this.onHello(m as unknown as HelloMessage);
+        break;
+      case 'res':
+        this.onResponse(m as unknown as ResponseMessage, f.type === FrameType.JsonBlob ? f.blob : undefined);
+        break;
+      case 'inputAck':
+        this.onInputAck(m as unknown as InputAckMessage);
+        break;
+      case 'fact':
+        this.fact.emit(m as unknown as FactEventMessage);
+        break;
+      case 'exit':
+        this.exit.emit(m as unknown as ExitEventMessage);
+        break;
+      case 'error':
+        this.fail(PtyRelayError.from((m as { error: PtyRelayErrorShape }).error));
+        break;
+    }
+  }
+
+  private onHello(h: HelloMessage): void {
+    if (h.protocol !== STUB_PROTOCOL_VERSION) {
+      this.fail(
+        new PtyRelayError(
+          'VERSION_MISMATCH',
+          `daemon speaks protocol ${h.protocol}, relay ${STUB_PROTOCOL_VERSION}`,
+        ),
+      );
+      return;
+    }
+    this.hello = h;
+    this.resolveHello(h);
+  }
+
+  private onResponse(m: ResponseMessage, blob: Uint8Array | undefined): void {
+    const p = this.pending.get(m.rid);
+    if (!p) return;
+    this.pending.delete(m.rid);
+    clearTimeout(p.timer);
+    if (m.error) p.reject(PtyRelayError.from(m.error));
+    else {
+      if (p.method === 'spawn' || p.method === 'attach') this.attached.emit(m.result as StubAttachResult);
+      p.resolve({ result: m.result, blob });
+    }
+  }
+
+  private onInputAck(m: InputAckMessage): void {
+    const failed = new Map((m.failed ?? []).map((f) => [f.inputSeq, f.error]));
+    for (const [seq, w] of this.inputWaiters) {
+      if (seq > m.upTo) break;
+      this.inputWaiters.delete(seq);
+      const err = failed.get(seq);
+      if (err) w.reject(PtyRelayError.from(err));
+      else w.resolve();
+    }
+  }
+}

@@ -1,0 +1,241 @@
+import { execFileSync } from 'node:child_process';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isPtyRelayError } from '../../provider/errors.js';
+import { daemonSocketPath } from '../../provider/stub-paths.js';
+import { encodeJsonFrame, FrameDecoder } from '../../provider/wire/frame-codec.js';
+import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+import {
+  type LocalFixture,
+  OutputCollector,
+  pidAlive,
+  startLocal,
+  waitFor,
+} from '../support/local-daemon.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+async function rejectsWith(p: Promise<unknown>, code: string): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    expect(isPtyRelayError(err)).toBe(true);
+    expect((err as { code: string }).code).toBe(code);
+    return (err as Error).message;
+  }
+  throw new Error(`expected ${code}`);
+}
+
+describe('local daemon', () => {
+  let fx: LocalFixture;
+  beforeAll(async () => {
+    fx = await startLocal(['--ring-bytes', String(1024 * 1024)]);
+  });
+  afterAll(async () => {
+    await fx.cleanup();
+  });
+
+  it('lets a second process reattach with exact replay', async () => {
+    const out = new OutputCollector(fx.provider);
+    const r = await fx.provider.spawn({ cols: 80, rows: 24, command: 'bash', env: { HOME: fx.home } });
+    out.bind(r.id);
+    await fx.provider.write(r.id, 'for i in $(seq 1 200); do echo line-$i; done\r');
+    await out.waitText('line-200\r\n');
+    const mark = Math.floor(out.nextSeq / 2);
+    const script = `
+      import { LocalPtyProvider } from ${JSON.stringify(join(ROOT, 'dist', 'index.js'))};
+      const p = new LocalPtyProvider({ runtimeDir: ${JSON.stringify(fx.runtimeDir)} });
+      const r = await p.attach(${JSON.stringify(r.id)}, { fromSeq: ${mark} });
+      process.stdout.write(JSON.stringify({ gen: r.providerSequence.generation, value: r.providerSequence.value,
+        inc: r.incarnationId, replay: Buffer.from(r.replay ?? []).toString('base64'), snapshot: !!r.snapshot }));
+      await p.dispose();`;
+    const res = JSON.parse(
+      execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }),
+    );
+    expect(res.gen).toBe('continued');
+    expect(res.snapshot).toBe(false);
+    expect(res.inc).toBe(r.incarnationId);
+    const expected = out.bytes.subarray(mark, res.value);
+    expect(Buffer.from(res.replay, 'base64').equals(expected)).toBe(true);
+    expect(res.value).toBeGreaterThanOrEqual(out.nextSeq);
+    await fx.provider.shutdown(r.id);
+  });
+
+  it('answers a fromSeq that fell out of a 1 MiB ring with a snapshot and reset', async () => {
+    const r = await fx.provider.spawn({
+      cols: 80,
+      rows: 24,
+      command: 'sh',
+      args: ['-c', 'head -c 10485760 /dev/zero | tr "\\0" "x"; echo; echo END-OF-FLOOD; sleep 30'],
+    });
+    const flooded = await waitFor(
+      async () => {
+        const a = await fx.provider.attach(r.id, { fromSeq: 0 });
+        return a.providerSequence.value > 10 * 1024 * 1024 ? a : undefined;
+      },
+      30_000,
+      'the flood to pass 10 MiB',
+    );
+    expect(flooded.providerSequence.generation).toBe('reset');
+    expect(flooded.snapshot).toBeDefined();
+    expect(flooded.snapshot!.seq).toBeLessThanOrEqual(flooded.providerSequence.value);
+    expect(flooded.snapshot!.seq + (flooded.replay?.length ?? 0)).toBe(flooded.providerSequence.value);
+    expect(flooded.snapshot!.data).toContain('xxxxxxxx');
+    await fx.provider.shutdown(r.id, { immediate: true });
+  });
+
+  it('makes one PTY from 20 concurrent spawns with one paneKey', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        fx.provider.spawn({ cols: 80, rows: 24, paneKey: 'pane-A', command: 'cat' }),
+      ),
+    );
+    expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    expect(new Set(results.map((r) => r.pid)).size).toBe(1);
+    expect(results.filter((r) => !r.reused)).toHaveLength(1);
+    const list = await fx.provider.listProcesses();
+    expect(list.filter((p) => p.id === results[0].id)).toHaveLength(1);
+    const again = await fx.provider.spawn({ cols: 80, rows: 24, requestId: 'req-1', command: 'cat' });
+    const retry = await fx.provider.spawn({ cols: 80, rows: 24, requestId: 'req-1', command: 'cat' });
+    expect(retry.id).toBe(again.id);
+    expect(retry.reused).toBe(true);
+    await fx.provider.shutdown(results[0].id);
+    await fx.provider.shutdown(again.id);
+  });
+
+  it('leaves no process behind after shutdown', async () => {
+    const out = new OutputCollector(fx.provider);
+    const r = await fx.provider.spawn({ cols: 80, rows: 24, command: 'bash', env: { HOME: fx.home } });
+    out.bind(r.id);
+    await fx.provider.write(r.id, 'sleep 1001 & sleep 1002 & echo bg-$((1+1)); sleep 1003\r');
+    await out.waitText('bg-2');
+    const pids = await waitFor(() => {
+      const found = execFileSync('pgrep', ['-f', '^sleep 100[123]$'], { encoding: 'utf8' })
+        .trim()
+        .split('\n');
+      return found.length === 3 ? found.map(Number) : undefined;
+    });
+    await fx.provider.shutdown(r.id, { deadlineMs: 500 });
+    expect(pidAlive(r.pid)).toBe(false);
+    await waitFor(() => pids.every((p) => !pidAlive(p)), 3000, 'children to die');
+    await rejectsWith(fx.provider.attach(r.id), 'NOT_FOUND');
+  });
+
+  it('takes a snapshot of a full-screen program with the alternate-screen flag', async () => {
+    const out = new OutputCollector(fx.provider);
+    const r = await fx.provider.spawn({
+      cols: 80,
+      rows: 24,
+      command: 'less',
+      args: [join(ROOT, 'package.json')],
+    });
+    out.bind(r.id);
+    await out.waitText('"name"');
+    const snap = await waitFor(async () => {
+      const s = await fx.provider.getBufferSnapshot(r.id);
+      return s.data.includes('"name": "ptyrelay"') ? s : undefined;
+    });
+    expect(snap.alternateScreen).toBe(true);
+    expect(snap.data).toContain('\x1b[?1049h');
+    const attached = await fx.provider.attach(r.id);
+    expect(attached.providerSequence.generation).toBe('reset');
+    expect(attached.snapshot?.alternateScreen).toBe(true);
+    await fx.provider.write(r.id, 'q');
+    const after = await waitFor(async () => {
+      const s = await fx.provider.getBufferSnapshot(r.id).catch(() => undefined);
+      return s && !s.alternateScreen ? s : undefined;
+    });
+    expect(after.alternateScreen).toBe(false);
+  });
+});
+
+describe('bad input', () => {
+  let fx: LocalFixture;
+  beforeAll(async () => {
+    fx = await startLocal();
+  });
+  afterAll(async () => {
+    await fx.cleanup();
+  });
+
+  it('answers unknown ids, missing cwd and missing commands with typed errors, daemon unharmed', async () => {
+    const keep = new OutputCollector(fx.provider);
+    const alive = await fx.provider.spawn({ cols: 80, rows: 24, command: 'cat' });
+    keep.bind(alive.id);
+    await rejectsWith(fx.provider.write('local/pty-999', 'x'), 'NOT_FOUND');
+    await rejectsWith(fx.provider.resize('local/pty-999', 10, 10), 'NOT_FOUND');
+    await rejectsWith(fx.provider.attach('local/pty-999'), 'NOT_FOUND');
+    const cwdMsg = await rejectsWith(
+      fx.provider.spawn({ cols: 80, rows: 24, cwd: '/no/such/dir' }),
+      'SPAWN_FAILED',
+    );
+    expect(cwdMsg).toContain('/no/such/dir');
+    const cmdMsg = await rejectsWith(
+      fx.provider.spawn({ cols: 80, rows: 24, command: 'no-such-command-xyz' }),
+      'SPAWN_FAILED',
+    );
+    expect(cmdMsg).toContain('no-such-command-xyz');
+    await rejectsWith(fx.provider.resize(alive.id, 0, -1), 'INVALID_ARGUMENT');
+    await rejectsWith(fx.provider.sendSignal(alive.id, 'SIGNOPE'), 'INVALID_ARGUMENT');
+    expect(await fx.provider.probePtyLiveness('local/pty-999')).toBe(false);
+    await fx.provider.write(alive.id, 'still-here\r');
+    await keep.waitText('still-here');
+    expect(await fx.provider.probePtyLiveness(alive.id)).toBe(true);
+    await fx.provider.shutdown(alive.id);
+  });
+
+  it('closes a connection that sends malformed or oversized frames with PROTOCOL_ERROR, others untouched', async () => {
+    const keep = new OutputCollector(fx.provider);
+    const alive = await fx.provider.spawn({ cols: 80, rows: 24, command: 'cat' });
+    keep.bind(alive.id);
+    const path = daemonSocketPath(fx.runtimeDir);
+    for (const garbage of [
+      Buffer.concat([
+        encodeJsonFrame({ t: 'hello', protocol: 1, buildId: 'x', role: 'test' }),
+        Buffer.from([0, 0, 0, 3, 1, 123, 0]),
+      ]),
+      Buffer.from([0x7f, 0xff, 0xff, 0xff, 1, 0, 0]),
+      encodeJsonFrame({ t: 'req', rid: 1, method: 'list', params: {} }),
+    ]) {
+      const s = connect(path);
+      const dec = new FrameDecoder();
+      const got: unknown[] = [];
+      s.on('data', (c) => got.push(...dec.push(c).map((f) => ('message' in f ? f.message : f))));
+      s.write(garbage);
+      await new Promise<void>((res) => s.on('close', () => res()));
+      expect(JSON.stringify(got)).toContain('PROTOCOL_ERROR');
+    }
+    await fx.provider.write(alive.id, 'after-garbage\r');
+    await keep.waitText('after-garbage');
+    expect((await fx.provider.daemonInfo()).sessions).toBeGreaterThanOrEqual(1);
+    await fx.provider.shutdown(alive.id);
+  });
+});
+
+describe('daemon lifecycle', () => {
+  it('exits after the idle timeout with no sessions and no connections', async () => {
+    const fx = await startLocal(['--idle-exit-ms', '300']);
+    expect(pidAlive(fx.daemonPid)).toBe(true);
+    await fx.provider.dispose();
+    await waitFor(() => !pidAlive(fx.daemonPid), 5000, 'idle exit');
+    await fx.cleanup();
+  });
+
+  it('keeps sessions alive across providers and is reused, not duplicated', async () => {
+    const fx = await startLocal();
+    const r = await fx.provider.spawn({ cols: 80, rows: 24, command: 'cat' });
+    await fx.provider.dispose();
+    const second = new LocalPtyProvider({ runtimeDir: fx.runtimeDir });
+    expect((await second.daemonInfo()).pid).toBe(fx.daemonPid);
+    const list = await second.listProcesses();
+    expect(list.map((p) => p.id)).toContain(r.id);
+    expect(list.find((p) => p.id === r.id)?.incarnationId).toBe(r.incarnationId);
+    await rejectsWith(second.attach(r.id, { expectedIncarnationId: 'other' }), 'INCARNATION_MISMATCH');
+    await second.shutdownDaemon();
+    await second.dispose();
+    await waitFor(() => !pidAlive(fx.daemonPid), 5000, 'daemon exit');
+    expect(pidAlive(r.pid)).toBe(false);
+    await fx.cleanup();
+  });
+});

@@ -1,0 +1,121 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { IPtyProvider, PtyDataEvent } from '../../provider/contract.js';
+import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+
+export interface LocalFixture {
+  provider: LocalPtyProvider;
+  runtimeDir: string;
+  /** A throwaway HOME with empty rc files, so prompts and facts are predictable. */
+  home: string;
+  daemonPid: number;
+  cleanup(): Promise<void>;
+}
+
+export async function startLocal(daemonArgs: string[] = []): Promise<LocalFixture> {
+  const root = mkdtempSync(join(tmpdir(), 'ptr-'));
+  const runtimeDir = join(root, 'run');
+  const home = join(root, 'home');
+  mkdirSync(home);
+  for (const f of ['.bashrc', '.bash_profile', '.zshrc', '.zshenv']) writeFileSync(join(home, f), '');
+  writeFileSync(join(home, '.zshrc'), 'PS1="%~ %# "\n');
+  const provider = new LocalPtyProvider({ runtimeDir, daemonArgs });
+  const { pid } = await provider.daemonInfo();
+  return {
+    provider,
+    runtimeDir,
+    home,
+    daemonPid: pid,
+    async cleanup() {
+      try {
+        await provider.shutdownDaemon();
+      } catch {
+        // already gone
+      }
+      await provider.dispose();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `fn` (sync or async) until it returns a truthy value. */
+export async function waitFor<T>(
+  fn: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Collects one terminal's output (bytes and text) and checks seq contiguity as it goes. Events
+ * can arrive before spawn() resolves, so create it first and bind the id afterwards.
+ */
+export class OutputCollector {
+  chunks: Buffer[] = [];
+  nextSeq: number;
+  gaps: string[] = [];
+  private off: () => void;
+  private early: PtyDataEvent[] = [];
+
+  constructor(
+    provider: IPtyProvider,
+    public id?: string,
+    fromSeq = 0,
+  ) {
+    this.nextSeq = fromSeq;
+    this.off = provider.onData((e: PtyDataEvent) => {
+      if (this.id === undefined) {
+        this.early.push(e);
+        return;
+      }
+      this.take(e);
+    });
+  }
+
+  bind(id: string): this {
+    this.id = id;
+    for (const e of this.early.splice(0)) this.take(e);
+    return this;
+  }
+
+  private take(e: PtyDataEvent): void {
+    if (e.id !== this.id) return;
+    if (e.seq !== this.nextSeq) this.gaps.push(`expected ${this.nextSeq}, got ${e.seq}`);
+    this.nextSeq = e.seq + e.data.length;
+    this.chunks.push(Buffer.from(e.data));
+  }
+
+  get bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+
+  get text(): string {
+    return this.bytes.toString('utf8');
+  }
+
+  waitText(re: RegExp | string, timeoutMs = 10_000): Promise<string> {
+    const test = (t: string) => (typeof re === 'string' ? t.includes(re) : re.test(t));
+    return waitFor(() => (test(this.text) ? this.text : undefined), timeoutMs, `output matching ${re}`);
+  }
+
+  stop(): void {
+    this.off();
+  }
+}

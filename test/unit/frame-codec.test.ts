@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { PtyRelayError } from '../../provider/errors.js';
+import {
+  encodeDataFrame,
+  encodeInputFrame,
+  encodeJsonBlobFrame,
+  encodeJsonFrame,
+  type Frame,
+  FrameDecoder,
+  FrameType,
+} from '../../provider/wire/frame-codec.js';
+
+const sample = (): Buffer[] => [
+  encodeJsonFrame({ t: 'req', rid: 1, method: 'list', params: {} }),
+  encodeDataFrame('pty-1', 'c0ffee-inc', 123456789012, Buffer.from('hello \x1b[1mworld\x1b[0m')),
+  encodeInputFrame('pty-22', 7, Buffer.from('ls -la\r')),
+  encodeJsonBlobFrame({ t: 'res', rid: 2, result: { replayBytes: 3 } }, Buffer.from([0, 255, 10])),
+  encodeDataFrame('pty-1', 'c0ffee-inc', 0, Buffer.alloc(0)),
+  encodeJsonFrame({ t: 'hello', text: 'ünïcödé ✓' }),
+];
+
+function normalize(frames: Frame[]): unknown[] {
+  return frames.map((f) => {
+    const o: Record<string, unknown> = { ...f };
+    for (const k of ['data', 'blob']) if (o[k]) o[k] = Buffer.from(o[k] as Uint8Array).toString('hex');
+    return o;
+  });
+}
+
+describe('frame codec', () => {
+  it('round-trips every frame type', () => {
+    const frames = new FrameDecoder().push(Buffer.concat(sample()));
+    expect(frames.map((f) => f.type)).toEqual([
+      FrameType.Json,
+      FrameType.Data,
+      FrameType.Input,
+      FrameType.JsonBlob,
+      FrameType.Data,
+      FrameType.Json,
+    ]);
+    const [json, data, input, blob, empty, uni] = frames;
+    expect(json).toEqual({ type: FrameType.Json, message: { t: 'req', rid: 1, method: 'list', params: {} } });
+    expect(data.type === FrameType.Data && data.seq).toBe(123456789012);
+    expect(data.type === FrameType.Data && Buffer.from(data.data).toString()).toBe(
+      'hello \x1b[1mworld\x1b[0m',
+    );
+    expect(data.type === FrameType.Data && data.incarnationId).toBe('c0ffee-inc');
+    expect(
+      input.type === FrameType.Input && [input.id, input.inputSeq, Buffer.from(input.data).toString()],
+    ).toEqual(['pty-22', 7, 'ls -la\r']);
+    expect(blob.type === FrameType.JsonBlob && [...blob.blob]).toEqual([0, 255, 10]);
+    expect(empty.type === FrameType.Data && empty.data.length).toBe(0);
+    expect(uni.type === FrameType.Json && uni.message).toEqual({ t: 'hello', text: 'ünïcödé ✓' });
+  });
+
+  it('gives the same frames for every split position and for byte-at-a-time input', () => {
+    const all = Buffer.concat(sample());
+    const expected = normalize(new FrameDecoder().push(all));
+    for (let i = 0; i <= all.length; i++) {
+      const d = new FrameDecoder();
+      const got = [...d.push(all.subarray(0, i)), ...d.push(all.subarray(i))];
+      expect(normalize(got)).toEqual(expected);
+      expect(d.pendingBytes).toBe(0);
+    }
+    const d = new FrameDecoder();
+    const got: Frame[] = [];
+    for (const b of all) got.push(...d.push(Buffer.from([b])));
+    expect(normalize(got)).toEqual(expected);
+  });
+
+  it('decodes merged chunks holding several frames and a partial one', () => {
+    const [a, b, c] = sample();
+    const d = new FrameDecoder();
+    expect(d.push(Buffer.concat([a, b, c.subarray(0, 4)]))).toHaveLength(2);
+    expect(d.push(c.subarray(4))).toHaveLength(1);
+  });
+
+  it('rejects malformed JSON with PROTOCOL_ERROR', () => {
+    const body = Buffer.from('{not json');
+    const head = Buffer.from([0, 0, 0, body.length + 1, FrameType.Json]);
+    expect(() => new FrameDecoder().push(Buffer.concat([head, body]))).toThrowError(
+      expect.objectContaining({ code: 'PROTOCOL_ERROR' }),
+    );
+  });
+
+  it('rejects oversized, zero-length, unknown and truncated frames', () => {
+    const cases = [
+      Buffer.from([0x7f, 0xff, 0xff, 0xff, 1]),
+      Buffer.from([0, 0, 0, 0]),
+      Buffer.from([0, 0, 0, 2, 99, 0]),
+      Buffer.from([0, 0, 0, 3, FrameType.Data, 0, 50]),
+      Buffer.from([0, 0, 0, 5, FrameType.JsonBlob, 0, 0, 0, 9]),
+    ];
+    for (const c of cases) {
+      const d = new FrameDecoder();
+      let err: unknown;
+      try {
+        d.push(c);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(PtyRelayError);
+      expect((err as PtyRelayError).code).toBe('PROTOCOL_ERROR');
+      expect(() => d.push(Buffer.from([1]))).toThrow();
+    }
+  });
+
+  it('enforces a custom maximum frame size before buffering the body', () => {
+    const d = new FrameDecoder(1024);
+    const big = encodeJsonFrame({ pad: 'x'.repeat(2000) });
+    expect(() => d.push(big.subarray(0, 10))).toThrowError(
+      expect.objectContaining({ code: 'PROTOCOL_ERROR' }),
+    );
+  });
+});

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { OutputRing } from '../../agent-stub/session/output-ring.js';
+
+function bytes(from: number, len: number): Buffer {
+  const b = Buffer.alloc(len);
+  for (let i = 0; i < len; i++) b[i] = (from + i) & 0xff;
+  return b;
+}
+
+describe('OutputRing', () => {
+  it('returns exact ranges before wraparound', () => {
+    const r = new OutputRing(16);
+    r.append(bytes(0, 10));
+    expect(r.head).toBe(10);
+    expect(r.start).toBe(0);
+    expect(r.slice(3, 7)).toEqual(bytes(3, 4));
+    expect(r.slice(0)).toEqual(bytes(0, 10));
+  });
+
+  it('wraps around and keeps the last capacity bytes exact', () => {
+    const r = new OutputRing(16);
+    let seq = 0;
+    for (const n of [5, 7, 9, 3, 11, 1, 16, 2]) {
+      r.append(bytes(seq, n));
+      seq += n;
+      expect(r.head).toBe(seq);
+      expect(r.start).toBe(Math.max(0, seq - 16));
+      for (let from = r.start; from <= seq; from++)
+        expect(r.slice(from, seq)).toEqual(bytes(from, seq - from));
+    }
+  });
+
+  it('refuses ranges that were overwritten or lie in the future', () => {
+    const r = new OutputRing(8);
+    r.append(bytes(0, 20));
+    expect(r.start).toBe(12);
+    expect(r.slice(11)).toBeUndefined();
+    expect(r.has(11)).toBe(false);
+    expect(r.has(12)).toBe(true);
+    expect(r.slice(12, 21)).toBeUndefined();
+    expect(r.slice(15, 14)).toBeUndefined();
+    expect(r.slice(20)).toEqual(Buffer.alloc(0));
+  });
+
+  it('handles one append larger than the capacity', () => {
+    const r = new OutputRing(8);
+    r.append(bytes(0, 3));
+    r.append(bytes(3, 30));
+    expect(r.head).toBe(33);
+    expect(r.slice(25)).toEqual(bytes(25, 8));
+  });
+
+  it('matches a reference model under random appends', () => {
+    let state = 12345;
+    const rand = (n: number) => {
+      state = (state * 1103515245 + 12345) & 0x7fffffff;
+      return state % n;
+    };
+    const cap = 37;
+    const r = new OutputRing(cap);
+    const all: number[] = [];
+    for (let i = 0; i < 500; i++) {
+      const chunk = bytes(all.length, rand(50));
+      r.append(chunk);
+      all.push(...chunk);
+      const from = Math.max(0, all.length - cap) + rand(Math.min(cap, all.length) + 1);
+      expect(r.slice(from)).toEqual(Buffer.from(all.slice(from)));
+    }
+  });
+});
