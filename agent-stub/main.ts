@@ -1,6 +1,6 @@
 import { isMainThread, workerData } from 'node:worker_threads';
 import { connectOrStartDaemon } from '../provider/daemon-launcher.js';
-import { defaultRuntimeDir } from '../provider/stub-paths.js';
+import { daemonSocketPath, defaultRuntimeDir } from '../provider/stub-paths.js';
 import { runDaemon } from './daemon/daemon-server.js';
 import { MODEL_WORKER_MARKER } from './session/model-protocol.js';
 import { runModelWorker } from './session/model-worker.js';
@@ -8,6 +8,7 @@ import { runModelWorker } from './session/model-worker.js';
 /**
  * Entry of the bundled stub (`stub.cjs`):
  *   node stub.cjs daemon [--runtime-dir D] [--idle-exit-ms N] [--ring-bytes N]
+ *   node stub.cjs ensure [--runtime-dir D]    (starts the daemon if needed, prints its socket path)
  *   node stub.cjs connect [--runtime-dir D]   (bridges stdio to the daemon, starting it if needed)
  * The same file runs the screen-model worker thread.
  */
@@ -39,6 +40,15 @@ async function main(argv: string[]): Promise<void> {
     });
     return;
   }
+  if (cmd === 'ensure') {
+    // Start the daemon if needed and say where its socket is (the relay then forwards to it).
+    const i = args.indexOf('--runtime-dir');
+    const daemonArgs = i >= 0 ? [...args.slice(0, i), ...args.slice(i + 2)] : args;
+    const socket = await connectOrStartDaemon(process.argv[1], runtimeDir, daemonArgs);
+    socket.destroy();
+    process.stdout.write(`${JSON.stringify({ socketPath: daemonSocketPath(runtimeDir), runtimeDir })}\n`);
+    return;
+  }
   if (cmd === 'connect') {
     const i = args.indexOf('--runtime-dir');
     const daemonArgs = i >= 0 ? [...args.slice(0, i), ...args.slice(i + 2)] : args;
@@ -49,7 +59,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdin.on('end', () => socket.end());
     return;
   }
-  process.stderr.write('usage: stub.cjs daemon|connect [--runtime-dir DIR]\n');
+  process.stderr.write('usage: stub.cjs daemon|ensure|connect [--runtime-dir DIR]\n');
   process.exit(2);
 }
 
