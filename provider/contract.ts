@@ -183,6 +183,33 @@ export interface ShutdownOptions {
 
 export type Unsubscribe = () => void;
 
+/** State of the link between a provider and one host's daemon. */
+export type LinkState =
+  | { state: 'idle' }
+  | { state: 'connecting' }
+  | { state: 'connected' }
+  | { state: 'reconnecting'; attempt: number; nextInMs: number; lastError?: string }
+  | { state: 'lost'; reason: string };
+
+export interface LinkStateEvent {
+  host: string;
+  state: LinkState;
+}
+
+/**
+ * A session the provider re-attached on its own after a reconnect. Exact replays arrive as
+ * ordinary `onData` events; this event says when the view was reset (snapshot) or the PTY is gone.
+ */
+export interface PtyReattachEvent {
+  id: string;
+  incarnationId: string;
+  generation: 'continued' | 'reset';
+  /** Present on `reset`: clear the view, write it, then the replay bytes that follow as onData. */
+  snapshot?: ScreenSnapshot;
+  /** The PTY no longer exists (daemon restarted, or it exited and was forgotten). */
+  sessionExpired?: boolean;
+}
+
 export interface IPtyProvider {
   /** Start a new PTY (or attach to the one named by paneKey/requestId). Resolves only after the spawn succeeded. */
   spawn(opts: PtySpawnOptions): Promise<PtySpawnResult>;
@@ -217,6 +244,10 @@ export interface IPtyProvider {
   onExit(listener: (e: PtyExitEvent) => void): Unsubscribe;
   onFact(listener: (e: PtyFactEvent) => void): Unsubscribe;
   onBackgroundStreamEvent(listener: (e: PtyBackgroundStreamEvent) => void): Unsubscribe;
+  /** Link state changes per host (providers with a network link). */
+  onLinkState?(listener: (e: LinkStateEvent) => void): Unsubscribe;
+  /** Sessions re-attached after a reconnect that were reset or have expired. */
+  onReattach?(listener: (e: PtyReattachEvent) => void): Unsubscribe;
   /** Release connections and listeners. PTYs keep running in their daemon. */
   dispose(): Promise<void>;
 }

@@ -156,6 +156,10 @@ export class StubConnection implements SessionSink {
       this.onHello(f.message as unknown as HelloMessage);
       return;
     }
+    if (f.type === FrameType.Json && isObject(f.message) && f.message.t === 'ping') {
+      this.send({ t: 'pong', n: f.message.n });
+      return;
+    }
     if (f.type === FrameType.Input) {
       this.onInput(f.inputSeq, f.id, f.data);
       return;

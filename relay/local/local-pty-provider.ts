@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { connectOrStartDaemon } from '../../provider/daemon-launcher.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { defaultRuntimeDir } from '../../provider/stub-paths.js';
+import type { Logger } from '../log.js';
 import { stubBuildId, stubBundlePath } from '../stub-bundle.js';
-import { StubBackedProvider } from '../stub-link/stub-backed-provider.js';
+import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
 
 export interface LocalPtyProviderOptions {
@@ -13,6 +15,9 @@ export interface LocalPtyProviderOptions {
   daemonArgs?: string[];
   /** Path of the stub bundle; default the package's `dist/stub/stub.cjs`. */
   stubPath?: string;
+  log?: Logger;
+  /** Reconnect ladder and dead-link detection settings. */
+  link?: LinkPolicy;
 }
 
 /**
@@ -21,30 +26,22 @@ export interface LocalPtyProviderOptions {
  */
 export class LocalPtyProvider extends StubBackedProvider {
   protected readonly defaultHost = 'local';
+  protected readonly log: Logger | undefined;
   readonly runtimeDir: string;
-  private client: StubClient | undefined;
-  private connecting: Promise<StubClient> | undefined;
   private readonly stubPath: string;
-  private readonly linkId = crypto.randomUUID();
+  /** Stable across reconnects, so the daemon drops input it already applied. */
+  private readonly linkId = randomUUID();
 
   constructor(private readonly opts: LocalPtyProviderOptions = {}) {
     super();
     this.runtimeDir = opts.runtimeDir ?? defaultRuntimeDir();
     this.stubPath = opts.stubPath ?? stubBundlePath();
+    this.log = opts.log;
+    if (opts.link) this.linkPolicy = opts.link;
   }
 
-  protected link(host: string): Promise<StubClient> {
-    if (host !== 'local')
-      return Promise.reject(new PtyRelayError('UNKNOWN_HOST', `LocalPtyProvider has no host ${host}`));
-    if (this.disposed) return Promise.reject(new PtyRelayError('DISPOSED', 'provider was disposed'));
-    if (this.client?.isOpen) return Promise.resolve(this.client);
-    this.connecting ??= this.open().finally(() => {
-      this.connecting = undefined;
-    });
-    return this.connecting;
-  }
-
-  private async open(): Promise<StubClient> {
+  protected async openLink(host: string): Promise<StubClient> {
+    if (host !== 'local') throw new PtyRelayError('UNKNOWN_HOST', `LocalPtyProvider has no host ${host}`);
     let socket: Awaited<ReturnType<typeof connectOrStartDaemon>>;
     try {
       socket = await connectOrStartDaemon(this.stubPath, this.runtimeDir, this.opts.daemonArgs ?? []);
@@ -57,8 +54,6 @@ export class LocalPtyProvider extends StubBackedProvider {
       linkId: this.linkId,
     });
     await client.ready;
-    this.wireLink('local', client);
-    this.client = client;
     return client;
   }
 
@@ -74,20 +69,18 @@ export class LocalPtyProvider extends StubBackedProvider {
   /** Stops the daemon and every session in it (tests, administration). */
   async shutdownDaemon(): Promise<void> {
     const c = await this.link('local');
-    await c.call('daemonShutdown', {});
-    await new Promise<void>((resolve) => {
+    const gone = new Promise<void>((resolve) => {
       if (!c.isOpen) resolve();
       else c.closed.on(() => resolve());
     });
+    await c.call('daemonShutdown', {}).catch(() => {});
+    // Stop reconnecting to a daemon we are deliberately ending (it exits right after answering).
+    this.hostLinks.get('local')?.close();
+    this.hostLinks.delete('local');
+    await gone;
   }
 
   async dispose(): Promise<void> {
-    this.disposed = true;
-    this.client?.close();
-    this.client = undefined;
-    this.dataEvents.clear();
-    this.exitEvents.clear();
-    this.factEvents.clear();
-    this.backgroundEvents.clear();
+    this.disposeLinks();
   }
 }

@@ -1,6 +1,7 @@
 import type {
   ForegroundProcess,
   IPtyProvider,
+  LinkStateEvent,
   PtyAttachOptions,
   PtyAttachResult,
   PtyBackgroundStreamEvent,
@@ -8,6 +9,7 @@ import type {
   PtyExitEvent,
   PtyFactEvent,
   PtyProcessInfo,
+  PtyReattachEvent,
   PtySpawnOptions,
   PtySpawnResult,
   ScreenSnapshot,
@@ -17,7 +19,19 @@ import type {
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubAttachResult, StubSpawnParams } from '../../provider/wire/messages.js';
+import type { Logger } from '../log.js';
+import { HostLink, type HostLinkOptions } from '../reconnect/host-link.js';
+import { InputChannel } from '../reconnect/input-channel.js';
+import { SessionTracker } from './session-tracker.js';
 import type { StubClient } from './stub-client.js';
+
+/** Sessions re-attached at once after a reconnect (Orca: 8). */
+const REATTACH_CONCURRENCY = 8;
+
+export interface LinkPolicy {
+  ladder?: HostLinkOptions['ladder'];
+  health?: HostLinkOptions['health'];
+}
 
 /** Splits `<host>/<id>`; a bare id belongs to the default host. */
 export function splitTerminalId(id: string, defaultHost: string): { host: string; localId: string } {
@@ -35,30 +49,129 @@ export abstract class StubBackedProvider implements IPtyProvider {
   protected readonly exitEvents = new Emitter<PtyExitEvent>();
   protected readonly factEvents = new Emitter<PtyFactEvent>();
   protected readonly backgroundEvents = new Emitter<PtyBackgroundStreamEvent>();
-  /** Current incarnation per global id: events of any other incarnation are dropped. */
-  protected readonly incarnations = new Map<string, string>();
+  protected readonly linkStateEvents = new Emitter<LinkStateEvent>();
+  protected readonly reattachEvents = new Emitter<PtyReattachEvent>();
+  /** Delivery state per global id: incarnation guard, seq, exit-once. */
+  protected readonly tracker = new SessionTracker();
+  protected readonly hostLinks = new Map<string, HostLink>();
+  private readonly inputs = new Map<string, InputChannel>();
+  /** Local ids whose attach is a reattach after a reconnect (their replay is emitted as data). */
+  private readonly reattaching = new Set<string>();
   protected disposed = false;
 
   protected abstract readonly defaultHost: string;
-  /** The live stub link of `host`, connecting (and deploying) when needed. */
-  protected abstract link(host: string): Promise<StubClient>;
+  protected abstract readonly log: Logger | undefined;
+  protected linkPolicy: LinkPolicy = {};
+  /** Opens a fresh stub link to `host` (connect, deploy, handshake). Called again on every reconnect. */
+  protected abstract openLink(host: string): Promise<StubClient>;
 
-  /** Subscribes this provider to a new link's events; call once per link. */
+  /** The connected client of `host`, connecting or waiting for a reconnect as needed. */
+  protected link(host: string): Promise<StubClient> {
+    if (this.disposed) return Promise.reject(new PtyRelayError('DISPOSED', 'provider was disposed'));
+    return this.hostLink(host).get();
+  }
+
+  protected hostLink(host: string): HostLink {
+    let l = this.hostLinks.get(host);
+    if (!l) {
+      l = new HostLink(host, () => this.openLink(host), {
+        ...this.linkPolicy,
+        log: this.log,
+        onConnected: (c, reconnect) => this.onConnected(host, c, reconnect),
+        onDisconnected: () => this.inputChannel(host).disconnect(),
+      });
+      l.states.on((state) => this.linkStateEvents.emit({ host, state }));
+      this.hostLinks.set(host, l);
+    }
+    return l;
+  }
+
+  protected inputChannel(host: string): InputChannel {
+    let c = this.inputs.get(host);
+    if (!c) {
+      c = new InputChannel();
+      this.inputs.set(host, c);
+    }
+    return c;
+  }
+
+  private async onConnected(host: string, client: StubClient, reconnect: boolean): Promise<void> {
+    this.wireLink(host, client);
+    this.inputChannel(host).connect(client);
+    if (reconnect) await this.reattachHost(host, client);
+  }
+
+  /** Re-attaches every session this provider delivered on `host`, from the last delivered seq. */
+  private async reattachHost(host: string, client: StubClient): Promise<void> {
+    const queue = this.tracker.ofHost(host);
+    const worker = async () => {
+      for (let t = queue.shift(); t; t = queue.shift()) {
+        this.reattaching.add(t.localId);
+        try {
+          await client.request('attach', {
+            id: t.localId,
+            fromSeq: t.seq,
+            expectedIncarnationId: t.incarnationId,
+          });
+        } catch (err) {
+          const code = (err as PtyRelayError).code;
+          if (code !== 'NOT_FOUND' && code !== 'INCARNATION_MISMATCH') throw err;
+          this.tracker.delete(t.id);
+          this.reattachEvents.emit({
+            id: t.id,
+            incarnationId: t.incarnationId,
+            generation: 'reset',
+            sessionExpired: true,
+          });
+        } finally {
+          this.reattaching.delete(t.localId);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(REATTACH_CONCURRENCY, queue.length) }, worker));
+  }
+
+  /** Runs synchronously as a spawn/attach reply is decoded, before the data frames behind it. */
+  private onAttachReply(host: string, r: StubAttachResult, blob: Uint8Array | undefined): void {
+    const id = `${host}/${r.id}`;
+    const reattach = this.reattaching.has(r.id);
+    const from = r.replayFromSeq ?? r.seq;
+    const t = this.tracker.set(id, host, r.id, r.incarnationId, reattach ? from : r.seq);
+    if (!reattach) return;
+    if (r.generation === 'reset') {
+      this.reattachEvents.emit({
+        id,
+        incarnationId: r.incarnationId,
+        generation: 'reset',
+        snapshot: r.snapshot,
+      });
+    }
+    if (blob && blob.length > 0) {
+      const d = this.tracker.accept(id, r.incarnationId, from, blob);
+      if (d) this.dataEvents.emit({ id, incarnationId: r.incarnationId, ...d });
+    }
+    t.seq = r.seq;
+    if (r.exited && this.tracker.markExit(id, r.incarnationId)) {
+      this.exitEvents.emit({ id, incarnationId: r.incarnationId, ...r.exited });
+    }
+  }
+
+  /** Subscribes this provider to a new link's events. */
   protected wireLink(host: string, client: StubClient): void {
-    client.attached.on((r) => this.incarnations.set(`${host}/${r.id}`, r.incarnationId));
+    client.attached.on(({ result, blob }) => this.onAttachReply(host, result, blob));
     client.data.on((e) => {
       const id = `${host}/${e.id}`;
-      if (this.incarnations.get(id) !== e.incarnationId) return;
-      this.dataEvents.emit({ id, incarnationId: e.incarnationId, seq: e.seq, data: e.data });
+      const d = this.tracker.accept(id, e.incarnationId, e.seq, e.data);
+      if (d) this.dataEvents.emit({ id, incarnationId: e.incarnationId, seq: d.seq, data: d.data });
     });
     client.fact.on((e) => {
       const id = `${host}/${e.id}`;
-      if (this.incarnations.get(id) !== e.incarnationId) return;
+      if (!this.tracker.isCurrent(id, e.incarnationId)) return;
       this.factEvents.emit({ id, incarnationId: e.incarnationId, seq: e.seq, fact: e.fact });
     });
     client.exit.on((e) => {
       const id = `${host}/${e.id}`;
-      if (this.incarnations.get(id) !== e.incarnationId) return;
+      if (!this.tracker.markExit(id, e.incarnationId)) return;
       this.exitEvents.emit({
         id,
         incarnationId: e.incarnationId,
@@ -75,7 +188,6 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   protected toResult(host: string, r: StubAttachResult, blob: Uint8Array | undefined): PtySpawnResult {
     const id = `${host}/${r.id}`;
-    this.incarnations.set(id, r.incarnationId);
     const out: PtySpawnResult = {
       id,
       pid: r.pid,
@@ -136,7 +248,10 @@ export abstract class StubBackedProvider implements IPtyProvider {
   async write(id: string, data: string | Uint8Array): Promise<void> {
     const { host, localId } = this.resolve(id);
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    await (await this.link(host)).sendInput(localId, bytes);
+    const link = this.hostLink(host);
+    // First contact must succeed before input can be queued; later outages queue it.
+    if (link.state.state === 'idle' || link.state.state === 'connecting') await link.get();
+    await this.inputChannel(host).submit(localId, bytes);
   }
 
   protected async call<T>(
@@ -154,6 +269,12 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   async shutdown(id: string, opts: ShutdownOptions = {}): Promise<void> {
     await this.call(id, 'shutdown', opts);
+    this.tracker.delete(this.canonical(id));
+  }
+
+  protected canonical(id: string): string {
+    const { host, localId } = this.resolve(id);
+    return `${host}/${localId}`;
   }
 
   async sendSignal(id: string, signal: string): Promise<void> {
@@ -227,6 +348,35 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   onBackgroundStreamEvent(listener: (e: PtyBackgroundStreamEvent) => void): Unsubscribe {
     return this.backgroundEvents.on(listener);
+  }
+
+  onLinkState(listener: (e: LinkStateEvent) => void): Unsubscribe {
+    return this.linkStateEvents.on(listener);
+  }
+
+  onReattach(listener: (e: PtyReattachEvent) => void): Unsubscribe {
+    return this.reattachEvents.on(listener);
+  }
+
+  /** Drops a host's link as a network failure would; it reconnects and reattaches on its own. */
+  dropLink(host: string = this.defaultHost): void {
+    this.hostLinks.get(host)?.drop();
+  }
+
+  /** Link state of one host. */
+  linkState(host: string) {
+    return this.hostLinks.get(host)?.state ?? { state: 'idle' as const };
+  }
+
+  /** Closes every link and listener; PTYs keep running in their daemons. */
+  protected disposeLinks(): void {
+    this.disposed = true;
+    for (const l of this.hostLinks.values()) l.close();
+    this.hostLinks.clear();
+    for (const c of this.inputs.values()) c.failAll(new PtyRelayError('DISPOSED', 'provider was disposed'));
+    for (const e of [this.dataEvents, this.exitEvents, this.factEvents, this.backgroundEvents]) e.clear();
+    this.linkStateEvents.clear();
+    this.reattachEvents.clear();
   }
 
   abstract dispose(): Promise<void>;

@@ -62,14 +62,18 @@ export class StubClient {
    * follow in the same chunk are decoded before any promise continuation could record the
    * new incarnation, so whoever guards incarnations must learn it here.
    */
-  readonly attached = new Emitter<StubAttachResult>();
+  readonly attached = new Emitter<{ result: StubAttachResult; blob?: Uint8Array }>();
+  readonly inputAcks = new Emitter<InputAckMessage>();
+  /** Called for every chunk received and every frame sent that expects an answer (link health). */
+  onReceive: () => void = () => {};
+  onExpectAnswer: () => void = () => {};
   /** The daemon's hello (protocol, build id, pid). */
   readonly ready: Promise<HelloMessage>;
   private readonly decoder = new FrameDecoder();
   private readonly pending = new Map<number, Pending>();
-  private readonly inputWaiters = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+  private readonly pings = new Map<number, (rttMs: number) => void>();
+  private nextPing = 1;
   private nextRid = 1;
-  private nextInputSeq = 1;
   private isClosed = false;
   private resolveHello!: (h: HelloMessage) => void;
   private rejectHello!: (e: Error) => void;
@@ -131,6 +135,7 @@ export class StubClient {
         reject(new PtyRelayError('TIMEOUT', `${method} got no answer within ${REQUEST_TIMEOUT_MS} ms`));
       }, REQUEST_TIMEOUT_MS);
       this.pending.set(rid, { method, resolve: resolve as Pending['resolve'], reject, timer });
+      this.onExpectAnswer();
       this.stream.write(encodeJsonFrame({ t: 'req', rid, method, params }));
     });
   }
@@ -142,13 +147,22 @@ export class StubClient {
     return (await this.request(method, params)).result;
   }
 
-  /** Sends input; resolves once the daemon applied it (or rejects with its error). */
-  sendInput(id: string, data: Uint8Array): Promise<void> {
+  /** Sends one input frame; the daemon answers with `inputAck` (see InputChannel). */
+  sendInputFrame(inputSeq: number, id: string, data: Uint8Array): void {
+    if (this.isClosed) return;
+    this.onExpectAnswer();
+    this.stream.write(encodeInputFrame(id, inputSeq, data));
+  }
+
+  /** Heartbeat probe; resolves with the round-trip time. */
+  ping(): Promise<number> {
     if (this.isClosed) return Promise.reject(new PtyRelayError('LINK_CLOSED', 'stub link is closed'));
-    const seq = this.nextInputSeq++;
-    return new Promise((resolve, reject) => {
-      this.inputWaiters.set(seq, { resolve, reject });
-      this.stream.write(encodeInputFrame(id, seq, data));
+    const n = this.nextPing++;
+    const t0 = performance.now();
+    this.onExpectAnswer();
+    return new Promise((resolve) => {
+      this.pings.set(n, () => resolve(performance.now() - t0));
+      this.stream.write(encodeJsonFrame({ t: 'ping', n }));
     });
   }
 
@@ -165,13 +179,13 @@ export class StubClient {
       p.reject(err);
     }
     this.pending.clear();
-    for (const w of this.inputWaiters.values()) w.reject(err);
-    this.inputWaiters.clear();
+    this.pings.clear();
     this.stream.destroy();
     this.closed.emit(err);
   }
 
   private onChunk(chunk: Buffer): void {
+    this.onReceive();
     let frames: Frame[];
     try {
       frames = this.decoder.push(chunk);
@@ -198,8 +212,14 @@ export class StubClient {
         this.onResponse(m as unknown as ResponseMessage, f.type === FrameType.JsonBlob ? f.blob : undefined);
         break;
       case 'inputAck':
-        this.onInputAck(m as unknown as InputAckMessage);
+        this.inputAcks.emit(m as unknown as InputAckMessage);
         break;
+      case 'pong': {
+        const n = (m as { n?: number }).n ?? 0;
+        this.pings.get(n)?.(0);
+        this.pings.delete(n);
+        break;
+      }
       case 'fact':
         this.fact.emit(m as unknown as FactEventMessage);
         break;
@@ -233,19 +253,9 @@ export class StubClient {
     clearTimeout(p.timer);
     if (m.error) p.reject(PtyRelayError.from(m.error));
     else {
-      if (p.method === 'spawn' || p.method === 'attach') this.attached.emit(m.result as StubAttachResult);
+      if (p.method === 'spawn' || p.method === 'attach')
+        this.attached.emit({ result: m.result as StubAttachResult, blob });
       p.resolve({ result: m.result, blob });
-    }
-  }
-
-  private onInputAck(m: InputAckMessage): void {
-    const failed = new Map((m.failed ?? []).map((f) => [f.inputSeq, f.error]));
-    for (const [seq, w] of this.inputWaiters) {
-      if (seq > m.upTo) break;
-      this.inputWaiters.delete(seq);
-      const err = failed.get(seq);
-      if (err) w.reject(PtyRelayError.from(err));
-      else w.resolve();
     }
   }
 }

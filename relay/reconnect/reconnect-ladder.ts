@@ -1,0 +1,56 @@
+/** Delays between reconnect attempts; the last step repeats. */
+export const RECONNECT_STEPS_MS = [500, 1000, 2000, 5000, 10_000, 30_000] as const;
+/** A link that stayed up this long starts the ladder from the bottom again. */
+export const STABLE_RESET_MS = 60_000;
+/** ±20 % jitter so many relays do not hammer a recovering host in lockstep. */
+export const RECONNECT_JITTER = 0.2;
+
+export interface ReconnectLadderOptions {
+  steps?: readonly number[];
+  jitter?: number;
+  /** Attempts before giving up; undefined = retry forever. */
+  giveUpAfter?: number;
+  random?: () => number;
+}
+
+/** Pure schedule of reconnect attempts: which attempt comes next and after how long. */
+export class ReconnectLadder {
+  private attempt = 0;
+  private connectedAt: number | undefined;
+  private readonly steps: readonly number[];
+  private readonly jitter: number;
+  private readonly random: () => number;
+
+  constructor(private readonly opts: ReconnectLadderOptions = {}) {
+    this.steps = opts.steps ?? RECONNECT_STEPS_MS;
+    this.jitter = opts.jitter ?? RECONNECT_JITTER;
+    this.random = opts.random ?? Math.random;
+  }
+
+  /** The next attempt, or undefined when the give-up count is reached. */
+  next(): { attempt: number; delayMs: number } | undefined {
+    if (this.opts.giveUpAfter !== undefined && this.attempt >= this.opts.giveUpAfter) return undefined;
+    const base = this.steps[Math.min(this.attempt, this.steps.length - 1)];
+    this.attempt++;
+    const factor = 1 + (this.random() * 2 - 1) * this.jitter;
+    return { attempt: this.attempt, delayMs: Math.max(0, Math.round(base * factor)) };
+  }
+
+  connected(now: number): void {
+    this.connectedAt = now;
+  }
+
+  /** Call when the link drops: a long stable period resets the ladder. */
+  disconnected(now: number): void {
+    if (this.connectedAt !== undefined && now - this.connectedAt >= STABLE_RESET_MS) this.attempt = 0;
+    this.connectedAt = undefined;
+  }
+
+  reset(): void {
+    this.attempt = 0;
+  }
+
+  get attempts(): number {
+    return this.attempt;
+  }
+}
