@@ -50,6 +50,7 @@ export function runModelWorker(): void {
         e.queuedSeq = end;
         e.term.write(m.data, () => {
           e.parsedSeq = end;
+          // Skipped output makes seq jump: parsed state is "everything up to end".
           if (end - e.lastReported >= PROGRESS_EVERY_BYTES || end === e.queuedSeq) {
             e.lastReported = end;
             send({ kind: 'progress', sid: m.sid, seq: end });

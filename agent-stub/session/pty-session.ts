@@ -4,6 +4,7 @@ import * as pty from 'node-pty';
 import type { PtyExitInfo, PtyFact, ScreenSnapshot, ShutdownOptions } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { FactScanner, type ScanResult } from './fact-scanner.js';
+import { ModelFeeder } from './model-feeder.js';
 import { OutputRing } from './output-ring.js';
 import { descendantPids, foregroundGroup } from './proc-info.js';
 import { ProducerGate } from './producer-gate.js';
@@ -11,9 +12,6 @@ import type { ScreenModelHost } from './screen-model.js';
 
 /** A partial escape sequence held by the scanner is released after this long without more output. */
 const SCANNER_FLUSH_MS = 25;
-/** Model backlog (bytes posted to the worker, not yet parsed) that pauses the PTY, and resumes it. */
-const MODEL_BACKLOG_HIGH = 16 * 1024 * 1024;
-const MODEL_BACKLOG_LOW = 4 * 1024 * 1024;
 const DEFAULT_SHUTDOWN_DEADLINE_MS = 2000;
 
 /** Receives a session's stream, in order. Connections implement this. */
@@ -72,8 +70,7 @@ export class PtySession {
   private readonly sinks = new Set<SessionSink>();
   private readonly exitWaiters: Array<() => void> = [];
   private flushTimer: NodeJS.Timeout | undefined;
-  private modelQueued = 0;
-  private modelParsed = 0;
+  private readonly feeder: ModelFeeder;
   private commandDetection = false;
 
   constructor(
@@ -109,10 +106,15 @@ export class PtySession {
       rows: launch.rows,
       scrollback: limits.scrollbackRows,
     });
-    model.onProgress(this.incarnationId, (seq) => {
-      this.modelParsed = seq;
-      if (this.modelQueued - seq <= MODEL_BACKLOG_LOW) this.gate.release('model');
-    });
+    this.feeder = new ModelFeeder(
+      {
+        // postMessage copies (structured clone), so the worker never shares our buffers.
+        post: (seq, data) => model.post({ kind: 'data', sid: this.incarnationId, seq, data }),
+        backpressure: (on) => (on ? this.gate.hold('model') : this.gate.release('model')),
+      },
+      limits.scrollbackRows + launch.rows,
+    );
+    model.onProgress(this.incarnationId, (seq) => this.feeder.progress(seq));
     this.proc.onData((d) => this.onOutput(d as unknown as Buffer));
     this.proc.onExit((e) => this.onProcessExit(e.exitCode, e.signal));
   }
@@ -157,6 +159,7 @@ export class PtySession {
     this.cols = cols;
     this.rows = rows;
     this.proc.resize(cols, rows);
+    this.feeder.flushAll();
     this.model.post({ kind: 'resize', sid: this.incarnationId, cols, rows });
   }
 
@@ -173,10 +176,12 @@ export class PtySession {
   }
 
   snapshot(scrollbackRows?: number): Promise<ScreenSnapshot> {
+    this.feeder.flushAll();
     return this.model.snapshot(this.incarnationId, scrollbackRows);
   }
 
   clearModel(): void {
+    this.feeder.flushAll();
     this.model.post({ kind: 'clear', sid: this.incarnationId });
   }
 
@@ -209,6 +214,7 @@ export class PtySession {
   /** Release the model; called when the registry forgets the session. */
   dispose(): void {
     if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.feeder.dispose();
     this.model.onProgress(this.incarnationId, undefined);
     this.model.post({ kind: 'close', sid: this.incarnationId });
     this.sinks.clear();
@@ -234,10 +240,7 @@ export class PtySession {
     const { data } = res;
     if (data.length > 0) {
       this.ring.append(data);
-      // postMessage copies (structured clone), so the worker never shares our buffer.
-      this.model.post({ kind: 'data', sid: this.incarnationId, seq: base, data });
-      this.modelQueued = base + data.length;
-      if (this.modelQueued - this.modelParsed > MODEL_BACKLOG_HIGH) this.gate.hold('model');
+      this.feeder.push(base, data);
       for (const s of this.sinks) s.data(this, base, data);
     }
     for (const f of res.facts) {

@@ -16,20 +16,23 @@ async function shell(args: string[]): Promise<number> {
   const name = i >= 0 ? args[i + 1] : 'default';
   const provider = new LocalPtyProvider();
   const stdout = process.stdout;
-  const r = await provider.spawn({
-    cols: stdout.columns || 80,
-    rows: stdout.rows || 24,
-    paneKey: `cli-shell:${name}`,
-    name: `ptyrelay shell ${name}`,
+  const { why, attach } = await attachTty(provider, async () => {
+    const r = await provider.spawn({
+      cols: stdout.columns || 80,
+      rows: stdout.rows || 24,
+      paneKey: `cli-shell:${name}`,
+      name: `ptyrelay shell ${name}`,
+    });
+    process.stderr.write(
+      `${r.reused ? 'reattached to' : 'started'} ${r.id} (pid ${r.pid}); detach with Ctrl-]\r\n`,
+    );
+    // A reattach repaints from the screen model rather than replaying the whole history.
+    return r.reused ? provider.attach(r.id) : r;
   });
   process.stderr.write(
-    `${r.reused ? 'reattached to' : 'started'} ${r.id} (pid ${r.pid}); detach with Ctrl-]\r\n`,
-  );
-  const why = await attachTty(provider, r.reused ? await provider.attach(r.id) : r);
-  process.stderr.write(
     why === 'detached'
-      ? `\r\ndetached from ${r.id}; run the same command to reattach\r\n`
-      : `\r\n${r.id} exited\r\n`,
+      ? `\r\ndetached from ${attach.id}; run the same command to reattach\r\n`
+      : `\r\n${attach.id} exited\r\n`,
   );
   await provider.dispose();
   return 0;

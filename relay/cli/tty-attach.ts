@@ -1,4 +1,4 @@
-import type { IPtyProvider, PtyAttachResult } from '../../provider/contract.js';
+import type { IPtyProvider, PtyAttachResult, PtyDataEvent } from '../../provider/contract.js';
 
 /** Ctrl-] detaches (like telnet); the terminal keeps running. */
 export const DETACH_KEY = 0x1d;
@@ -18,46 +18,71 @@ export function paintAttach(out: NodeJS.WritableStream, r: PtyAttachResult): voi
 
 /**
  * Runs an interactive attach in the caller's tty: raw mode, input forwarding, resize, and the
- * detach key. Resolves with why it ended.
+ * detach key. `open` spawns or attaches; output that arrives before it resolves is kept and
+ * written after the attach result (events can overtake the reply). Resolves with why it ended.
  */
 export async function attachTty(
   provider: IPtyProvider,
-  attach: PtyAttachResult,
+  open: () => Promise<PtyAttachResult>,
   opts: TtyAttachOptions = {},
-): Promise<'detached' | 'exited'> {
+): Promise<{ why: 'detached' | 'exited'; attach: PtyAttachResult }> {
   const stdin = opts.stdin ?? process.stdin;
   const stdout = opts.stdout ?? process.stdout;
-  const id = attach.id;
+  const early: PtyDataEvent[] = [];
+  let id: string | undefined;
+  let exited = false;
+  const offData = provider.onData((e) => {
+    if (id === undefined) early.push(e);
+    else if (e.id === id) stdout.write(Buffer.from(e.data));
+  });
+  const offExit = provider.onExit((e) => {
+    if (e.id === id) exited = true;
+  });
+  let attach: PtyAttachResult;
+  try {
+    attach = await open();
+  } catch (err) {
+    offData();
+    offExit();
+    throw err;
+  }
+  id = attach.id;
   paintAttach(stdout, attach);
-  if (attach.exited) return 'exited';
+  for (const e of early) {
+    if (e.id === id && e.seq >= attach.providerSequence.value) stdout.write(Buffer.from(e.data));
+  }
+  if (attach.exited || exited) {
+    offData();
+    offExit();
+    return { why: 'exited', attach };
+  }
+  const termId = id;
   return new Promise((resolve) => {
-    const offData = provider.onData((e) => {
-      if (e.id === id) stdout.write(Buffer.from(e.data));
-    });
     const finish = (why: 'detached' | 'exited') => {
       offData();
+      offExit2();
       offExit();
       stdin.off('data', onInput);
       stdout.off('resize', onResize);
       if (stdin.isTTY) stdin.setRawMode(false);
       stdin.pause();
-      resolve(why);
+      resolve({ why, attach });
     };
-    const offExit = provider.onExit((e) => {
-      if (e.id === id) finish('exited');
+    const offExit2 = provider.onExit((e) => {
+      if (e.id === termId) finish('exited');
     });
     const onInput = (chunk: Buffer) => {
       const k = chunk.indexOf(DETACH_KEY);
       if (k >= 0) {
-        if (k > 0) void provider.write(id, chunk.subarray(0, k)).catch(() => {});
+        if (k > 0) void provider.write(termId, chunk.subarray(0, k)).catch(() => {});
         finish('detached');
         return;
       }
-      provider.write(id, chunk).catch(() => {});
+      provider.write(termId, chunk).catch(() => {});
     };
     const onResize = () => {
       if (stdout.columns && stdout.rows)
-        void provider.resize(id, stdout.columns, stdout.rows).catch(() => {});
+        void provider.resize(termId, stdout.columns, stdout.rows).catch(() => {});
     };
     if (stdin.isTTY) stdin.setRawMode(true);
     stdin.resume();

@@ -85,6 +85,29 @@ describe('local daemon', () => {
     await fx.provider.shutdown(r.id, { immediate: true });
   });
 
+  it('keeps the model exact through a line flood (the newest 10,000 rows of scrollback)', async () => {
+    const out = new OutputCollector(fx.provider);
+    const r = await fx.provider.spawn({
+      cols: 80,
+      rows: 24,
+      command: 'sh',
+      args: ['-c', 'seq 1 300000; read x'],
+    });
+    out.bind(r.id);
+    await out.waitText('\r\n300000\r\n', 30_000);
+    const snap = await fx.provider.getBufferSnapshot(r.id);
+    const nums = snap.data
+      .split('\r\n')
+      .map((l) => l.trim())
+      .filter((l) => /^\d+$/.test(l))
+      .map(Number);
+    expect(nums.at(-1)).toBe(300000);
+    expect(nums.length).toBeGreaterThanOrEqual(10_000);
+    // Contiguous: no line lost or duplicated inside the retained history.
+    for (let i = 1; i < nums.length; i++) expect(nums[i]).toBe(nums[i - 1] + 1);
+    await fx.provider.shutdown(r.id, { immediate: true });
+  });
+
   it('makes one PTY from 20 concurrent spawns with one paneKey', async () => {
     const results = await Promise.all(
       Array.from({ length: 20 }, () =>

@@ -31,7 +31,7 @@ describe('reconnect on the local link', () => {
     await Promise.all(typed);
     await out.waitText('three\r\n');
     expect(states).toContain('reconnecting');
-    expect(states.at(-1)).toBe('connected');
+    await waitFor(() => states.at(-1) === 'connected', 5000, 'connected state');
     // Output produced during and after the outage arrives once, contiguous.
     await provider.write(r.id, 'after\r');
     await out.waitText('after\r\n');

@@ -1,0 +1,198 @@
+/**
+ * Scripts the deployer runs on the host. Both are sent on stdin (`/bin/sh -s`, `node -`), so no
+ * login shell (bash, zsh, fish, tcsh) ever parses them; output lines carry a random marker so MOTD and
+ * rc-file noise on stdout cannot be mistaken for results.
+ */
+
+/** A marker unlikely to appear in rc-file output: letters and digits only, safe in every shell. */
+export function newMarker(): string {
+  return `PTYRELAY${Math.random().toString(36).slice(2, 10).toUpperCase()}X`;
+}
+
+/**
+ * POSIX sh probe. Prints `<marker>key=value` lines: uname, home, shell, glibc, and one `cand` line
+ * (`<source> <version> <execPath>`) per node found. It looks on the plain PATH first, then asks the
+ * user's login shell (non-interactive, then interactive, which is where nvm hooks in via .bashrc/.zshrc),
+ * then `bash -lic` and `bash -ic` (a .bash_profile that does not source .bashrc hides nvm from -l),
+ * stopping at the first node of at least `minMajor`. Login shells get the
+ * original PATH; the probe's own tools get a standard PATH appended in case the user's has none.
+ */
+export function probeScript(marker: string, minMajor: number): string {
+  return `M=${marker}
+MIN=${Math.floor(minMajor)}
+up=$PATH
+emit() { printf '%s%s=%s\\n' "$M" "$1" "$2"; }
+ok=
+cand() {
+  [ -n "$2" ] || return 0
+  r=$("$2" -p 'process.version+" "+process.execPath' 2>/dev/null </dev/null) || return 0
+  emit cand "$1 $r"
+  maj=\${r#v}; maj=\${maj%%.*}
+  case "$maj" in ''|*[!0-9]*) return 0 ;; esac
+  [ "$maj" -ge "$MIN" ] && ok=1
+  return 0
+}
+cand path "$(command -v node 2>/dev/null)"
+PATH="$PATH:/usr/local/bin:/usr/bin:/bin"; export PATH
+emit uname "$(uname -sm 2>/dev/null)"
+emit home "$HOME"
+emit shell "$SHELL"
+emit glibc "$(getconf GNU_LIBC_VERSION 2>/dev/null)"
+to=; t=$(command -v timeout 2>/dev/null) && to="$t 15"
+ask() {
+  src=$1; shift
+  out=$(PATH=$up $to "$@" "echo \${M}begin; command -v node; echo \${M}end" </dev/null 2>/dev/null)
+  n=$(printf '%s\\n' "$out" | sed -n "/^\${M}begin\\$/,/^\${M}end\\$/p" | grep '^/' | tail -n 1)
+  cand "$src" "$n"
+}
+if [ -z "$ok" ] && [ -n "$SHELL" ] && [ -x "$SHELL" ]; then
+  ask login "$SHELL" -lc
+  [ -z "$ok" ] && ask login-interactive "$SHELL" -lic
+fi
+b=$(command -v bash 2>/dev/null)
+if [ -z "$ok" ] && [ -n "$b" ]; then
+  [ "$b" != "$SHELL" ] && ask bash-login-interactive "$b" -lic
+  [ -z "$ok" ] && ask bash-interactive "$b" -ic
+fi
+emit end 1
+`;
+}
+
+/** One operation of {@link helperScript}. */
+export type HelperOp =
+  | { op: 'ensureDir'; dir: string }
+  | {
+      op: 'verify';
+      dir: string;
+      files: { path: string; size: number; sha256: string }[];
+      /** Only hash when `.complete` exists. */
+      requireComplete: boolean;
+      /** Refresh `.complete`'s mtime when intact: GC spares recently used dirs. */
+      touch: boolean;
+    }
+  | {
+      op: 'gc';
+      base: string;
+      keep: string;
+      graceMs: number;
+      /** Also remove leftover temp, replaced and stale-lock dirs (only safe while holding the lock). */
+      underLock: boolean;
+      /** Skip unless every earlier verify op found its dir complete and intact. */
+      onlyIfIntact: boolean;
+    }
+  | { op: 'now' };
+
+/** Result of a `verify` op. */
+export interface VerifyResult {
+  complete: boolean;
+  bad: { path: string; reason: string }[];
+}
+
+/** Result of a `gc` op (`skipped` when `onlyIfIntact` held it back or /proc is unreadable). */
+export interface GcResult {
+  removed: string[];
+  kept: { name: string; reason: string }[];
+  skipped?: boolean;
+}
+
+// Plain CommonJS for node >= 18 on the host; reads its parameters from the `P` constant prepended to it.
+const HELPER_BODY = `
+const fs = require('fs');
+const path = require('path');
+const crypto = require('crypto');
+let intact = true;
+function verify(o) {
+  const complete = fs.existsSync(path.join(o.dir, '.complete'));
+  const bad = [];
+  if (o.requireComplete && !complete) { intact = false; return { complete, bad }; }
+  for (const f of o.files) {
+    const p = path.join(o.dir, f.path);
+    let st;
+    try { st = fs.lstatSync(p); } catch (e) { bad.push({ path: f.path, reason: 'missing' }); continue; }
+    if (!st.isFile()) { bad.push({ path: f.path, reason: 'not a regular file' }); continue; }
+    if (st.size !== f.size) { bad.push({ path: f.path, reason: 'size ' + st.size + ' != ' + f.size }); continue; }
+    const h = crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex');
+    if (h !== f.sha256) bad.push({ path: f.path, reason: 'sha256 mismatch' });
+  }
+  if (!complete || bad.length > 0) intact = false;
+  else if (o.touch) { const now = new Date(); fs.utimesSync(path.join(o.dir, '.complete'), now, now); }
+  return { complete, bad };
+}
+function stubDirsInUse() {
+  const used = new Set();
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(pid)) continue;
+    let args;
+    try { args = fs.readFileSync('/proc/' + pid + '/cmdline', 'utf8').split('\\0'); } catch (e) { continue; }
+    for (const a of args) {
+      if (path.basename(a) !== 'stub.cjs') continue;
+      let abs = a;
+      if (!path.isAbsolute(a)) {
+        try { abs = path.resolve(fs.readlinkSync('/proc/' + pid + '/cwd'), a); } catch (e) { continue; }
+      }
+      used.add(path.basename(path.dirname(abs)));
+    }
+  }
+  return used;
+}
+function mtimeMs(p) { try { return fs.statSync(p).mtimeMs; } catch (e) { return undefined; } }
+function gc(o) {
+  if (o.onlyIfIntact && !intact) return { removed: [], kept: [], skipped: true };
+  let used;
+  try { used = stubDirsInUse(); } catch (e) { return { removed: [], kept: [], skipped: true }; }
+  const removed = [];
+  const kept = [];
+  const now = Date.now();
+  for (const name of fs.readdirSync(o.base)) {
+    if (name === o.keep) continue;
+    const full = path.join(o.base, name);
+    if (/^stub-/.test(name)) {
+      if (used.has(name)) { kept.push({ name, reason: 'in use' }); continue; }
+      const t = mtimeMs(path.join(full, '.complete')) ?? mtimeMs(full) ?? 0;
+      if (now - t < o.graceMs) { kept.push({ name, reason: 'recently used' }); continue; }
+    } else if (!(o.underLock && /^(\\.stub-.*\\.(tmp|old)-|install\\.lock\\.stale-)/.test(name))) continue;
+    fs.rmSync(full, { recursive: true, force: true });
+    removed.push(name);
+  }
+  return { removed, kept };
+}
+const out = [];
+for (const o of P.ops) {
+  if (o.op === 'ensureDir') { fs.mkdirSync(o.dir, { recursive: true, mode: 0o700 }); out.push(null); }
+  else if (o.op === 'verify') out.push(verify(o));
+  else if (o.op === 'gc') out.push(gc(o));
+  else if (o.op === 'now') out.push(Date.now());
+}
+process.stdout.write('\\n' + P.marker + JSON.stringify(out) + '\\n');
+`;
+
+/** The node helper for `ops`; run it as `node -` with this on stdin. Prints `<marker>[results…]`. */
+export function helperScript(marker: string, ops: HelperOp[]): string {
+  return `'use strict';\nconst P = ${JSON.stringify({ marker, ops })};\n${HELPER_BODY}`;
+}
+
+/** Values of the `<marker>key=value` lines, grouped by key in output order. */
+export function parseMarkedLines(stdout: string, marker: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const line of stdout.split('\n')) {
+    const at = line.indexOf(marker);
+    if (at < 0) continue;
+    const rest = line.slice(at + marker.length);
+    const eq = rest.indexOf('=');
+    if (eq < 0) continue;
+    const key = rest.slice(0, eq);
+    out.set(key, [...(out.get(key) ?? []), rest.slice(eq + 1)]);
+  }
+  return out;
+}
+
+/** The JSON value printed after `marker` by {@link helperScript}, or undefined. */
+export function parseHelperOutput(stdout: string, marker: string): unknown[] | undefined {
+  const line = stdout.split('\n').find((l) => l.startsWith(marker));
+  if (!line) return undefined;
+  try {
+    return JSON.parse(line.slice(marker.length));
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import type { PtyProcessInfo } from '../../provider/contract.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import { type DeployProgress, type DeployResult, StubDeployer } from '../deploy/stub-deployer.js';
+import { createLogger, type Logger } from '../log.js';
+import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
+import { StubClient } from '../stub-link/stub-client.js';
+import { resolveHost, type SshHostConfig } from './host-config.js';
+import { connectSsh, type SshConnection } from './host-connection.js';
+import { openStubChannel } from './ssh-stub-channel.js';
+
+export type { SshHostConfig } from './host-config.js';
+
+export interface SshPtyProviderOptions {
+  hosts: Record<string, SshHostConfig>;
+  log?: Logger;
+  /** Connection and deployment progress (the CLI prints it). */
+  onProgress?: (
+    host: string,
+    p: DeployProgress | { step: 'connect' | 'connected' | 'link'; message: string },
+  ) => void;
+  /** Flags for a daemon this relay starts on a host (e.g. `--idle-exit-ms`). */
+  daemonArgs?: string[];
+  /** Always use the exec bridge instead of streamlocal forwarding (tests). */
+  preferExec?: boolean;
+  /** Reconnect ladder and dead-link detection settings. */
+  link?: LinkPolicy;
+}
+
+interface HostLink {
+  ssh: SshConnection;
+  client: StubClient;
+  deploy: DeployResult;
+  via: 'streamlocal' | 'exec';
+}
+
+/**
+ * IPtyProvider for SSH hosts: one ssh2 connection per host carrying every session of that
+ * host; the stub is deployed on first use; ids are `<host>/<id>`.
+ */
+export class SshPtyProvider extends StubBackedProvider {
+  protected readonly defaultHost: string;
+  private readonly links = new Map<string, HostLink>();
+  private readonly deployed = new Map<string, DeployResult>();
+  /** Stable per host across reconnects, so the daemon drops input it already applied. */
+  private readonly linkIds = new Map<string, string>();
+  protected readonly log: Logger;
+
+  constructor(private readonly opts: SshPtyProviderOptions) {
+    super();
+    const names = Object.keys(opts.hosts);
+    if (names.length === 0)
+      throw new PtyRelayError('CONFIG_INVALID', 'SshPtyProvider needs at least one host');
+    for (const n of names) {
+      if (n.includes('/')) throw new PtyRelayError('CONFIG_INVALID', `host name ${n} must not contain '/'`);
+    }
+    this.defaultHost = names[0];
+    this.log = opts.log ?? createLogger({ name: 'ptyrelay-ssh' });
+    if (opts.link) this.linkPolicy = opts.link;
+  }
+
+  get hostNames(): string[] {
+    return Object.keys(this.opts.hosts);
+  }
+
+  /** How the host's link is carried, when connected. */
+  linkInfo(
+    host: string,
+  ): { via: 'streamlocal' | 'exec'; deploy: DeployResult; daemonPid?: number } | undefined {
+    const l = this.links.get(host);
+    return l ? { via: l.via, deploy: l.deploy, daemonPid: l.client.daemonHello?.pid } : undefined;
+  }
+
+  protected openLink(host: string): Promise<StubClient> {
+    const cfg = this.opts.hosts[host];
+    if (!cfg) return Promise.reject(new PtyRelayError('UNKNOWN_HOST', `no host named ${host} is configured`));
+    return this.open(host, cfg);
+  }
+
+  private async open(host: string, cfg: SshHostConfig): Promise<StubClient> {
+    const progress = this.opts.onProgress ?? (() => {});
+    const log = this.log.child({ host });
+    const resolved = resolveHost(cfg);
+    progress(host, {
+      step: 'connect',
+      message: `connecting to ${resolved.user}@${resolved.hostName}:${resolved.port}`,
+    });
+    const t0 = Date.now();
+    // A ProxyJump that names another configured host uses that host's settings (keys, known_hosts).
+    const resolveJump = (spec: string) => {
+      const named = this.opts.hosts[spec];
+      return named ? resolveHost(named) : undefined;
+    };
+    const ssh = await connectSsh(resolved, { log, resolveJump });
+    progress(host, { step: 'connected', message: `connected in ${Date.now() - t0} ms` });
+    try {
+      // A reconnect reuses this provider's verified install; a full check runs on first contact.
+      const deploy =
+        this.deployed.get(host) ??
+        (await new StubDeployer(ssh.client, {
+          log,
+          onProgress: (p: DeployProgress) => progress(host, p),
+        }).deploy());
+      this.deployed.set(host, deploy);
+      const channel = await openStubChannel(ssh.client, deploy.nodePath, deploy.stubPath, {
+        log,
+        daemonArgs: this.opts.daemonArgs,
+        preferExec: this.opts.preferExec,
+      });
+      let linkId = this.linkIds.get(host);
+      if (!linkId) {
+        linkId = randomUUID();
+        this.linkIds.set(host, linkId);
+      }
+      const client = new StubClient(channel.stream, { role: 'ssh-relay', buildId: deploy.buildId, linkId });
+      await client.ready;
+      const link: HostLink = { ssh, client, deploy, via: channel.via };
+      this.links.set(host, link);
+      const drop = () => {
+        if (this.links.get(host) === link) this.links.delete(host);
+        client.close();
+        ssh.close();
+      };
+      ssh.client.once('close', drop);
+      client.closed.on(drop);
+      progress(host, {
+        step: 'link',
+        message: `stub link up via ${channel.via} (daemon pid ${client.daemonHello?.pid})`,
+      });
+      log.info({ via: channel.via, uploaded: deploy.uploaded, ms: Date.now() - t0 }, 'host ready');
+      return client;
+    } catch (err) {
+      ssh.close();
+      this.deployed.delete(host);
+      throw err;
+    }
+  }
+
+  /** Drops the SSH connection of a host as a network failure would; the link reconnects and reattaches. */
+  dropConnection(host: string): void {
+    const l = this.links.get(host);
+    this.links.delete(host);
+    l?.ssh.close();
+    l?.client.close();
+  }
+
+  /** Ends a host's daemon and every session in it (tests, administration). */
+  async shutdownDaemon(host: string): Promise<void> {
+    const c = await this.link(host);
+    await c.call('daemonShutdown', {}).catch(() => {});
+    this.hostLinks.get(host)?.close();
+    this.hostLinks.delete(host);
+    this.links.get(host)?.ssh.close();
+    this.links.delete(host);
+  }
+
+  override async listProcesses(): Promise<PtyProcessInfo[]> {
+    const all = await Promise.all(
+      this.hostNames.map((h) =>
+        this.listHost(h).catch((err) => {
+          this.log.warn({ host: h, err: (err as Error).message }, 'cannot list host');
+          return [] as PtyProcessInfo[];
+        }),
+      ),
+    );
+    return all.flat();
+  }
+
+  async dispose(): Promise<void> {
+    this.disposeLinks();
+    for (const l of this.links.values()) l.ssh.close();
+    this.links.clear();
+  }
+}

@@ -1,0 +1,151 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isPtyRelayError } from '../../provider/errors.js';
+import {
+  collectStubArtifacts,
+  manifestJson,
+  platformFromUname,
+  type StubArtifacts,
+  type StubPlatform,
+} from '../../relay/deploy/stub-artifacts.js';
+import { packageRoot } from '../../relay/stub-bundle.js';
+
+const ROOT = packageRoot();
+const VERSION: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
+const LOCAL = `${process.platform}-${process.arch}` as StubPlatform;
+const PTY_NODE = 'node_modules/node-pty/build/Release/pty.node';
+/** The native API node-pty 1.1.0's lib calls (argument lists as the addon spells them in its errors). */
+const NATIVE_API = [
+  'Usage: pty.fork(file, args, env, cwd, cols, rows, uid, gid, utf8, helperPath, onexit)',
+  'Usage: pty.open(cols, rows)',
+  'Usage: pty.resize(fd, cols, rows)',
+  'Usage: pty.process(fd, tty)',
+];
+const available = (p: StubPlatform): StubArtifacts | undefined => {
+  try {
+    return collectStubArtifacts(p);
+  } catch {
+    return undefined;
+  }
+};
+const tmpDirs: string[] = [];
+afterAll(() => {
+  for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** Copies the artifacts into a fresh install-like dir, as the deployer lays them out on a host. */
+function stage(a: StubArtifacts, native = a.files.find((f) => f.path === PTY_NODE)!.source): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ptyrelay-artifacts-'));
+  tmpDirs.push(dir);
+  for (const f of a.files) {
+    mkdirSync(dirname(join(dir, f.path)), { recursive: true });
+    copyFileSync(f.path === PTY_NODE ? native : f.source, join(dir, f.path));
+  }
+  return dir;
+}
+
+describe('platformFromUname', () => {
+  it('maps Linux x86_64 and aarch64, rejects the rest', () => {
+    expect(platformFromUname('Linux x86_64')).toBe('linux-x64');
+    expect(platformFromUname('Linux aarch64\n')).toBe('linux-arm64');
+    expect(platformFromUname('Linux arm64')).toBe('linux-arm64');
+    expect(platformFromUname('Darwin arm64')).toBeUndefined();
+    expect(platformFromUname('Linux armv7l')).toBeUndefined();
+    expect(platformFromUname('FreeBSD amd64')).toBeUndefined();
+    expect(platformFromUname('')).toBeUndefined();
+  });
+});
+
+describe.skipIf(!available(LOCAL))('collectStubArtifacts', () => {
+  it('names the dir after version and manifest hash, stably', () => {
+    const a = collectStubArtifacts(LOCAL);
+    expect(a.dirName).toBe(`stub-${VERSION}-${a.sha12}`);
+    expect(a.sha12).toMatch(/^[0-9a-f]{12}$/);
+    expect(a.sha12).toBe(createHash('sha256').update(manifestJson(a)).digest('hex').slice(0, 12));
+    expect(collectStubArtifacts(LOCAL)).toBe(a); // Cached until a source changes.
+    expect(manifestJson(JSON.parse(JSON.stringify(a)))).toBe(manifestJson(a));
+  });
+
+  it('ships the bundle and a minimal Linux node-pty with the native binary', () => {
+    const a = collectStubArtifacts(LOCAL);
+    const paths = a.files.map((f) => f.path);
+    expect(paths).toContain('stub.cjs');
+    expect(paths).toContain('node_modules/node-pty/package.json');
+    expect(paths).toContain(PTY_NODE);
+    for (const lib of ['index.js', 'unixTerminal.js', 'terminal.js', 'utils.js', 'eventEmitter2.js']) {
+      expect(paths).toContain(`node_modules/node-pty/lib/${lib}`);
+    }
+    expect(paths.filter((p) => /\.map$|\.test\.js$|windows|conpty|\.pdb$|prebuilds\//i.test(p))).toEqual([]);
+    expect([...paths].sort()).toEqual(paths);
+    expect(a.totalBytes).toBe(a.files.reduce((n, f) => n + f.size, 0));
+    for (const f of a.files) {
+      expect(f.sha256).toBe(createHash('sha256').update(readFileSync(f.source)).digest('hex'));
+    }
+    expect(a.files.find((f) => f.path === PTY_NODE)?.mode).toBe(0o755);
+    expect(a.minGlibc).toMatch(/^2\.\d+$/);
+  });
+
+  it('gives each platform its own binary and dir', () => {
+    const arm = available('linux-arm64');
+    const x64 = available('linux-x64');
+    if (!arm || !x64) return; // Offline build: only the local arch is deployable.
+    expect(arm.dirName).not.toBe(x64.dirName);
+    const bin = (a: StubArtifacts) => a.files.find((f) => f.path === PTY_NODE)!;
+    expect(bin(arm).sha256).not.toBe(bin(x64).sha256);
+    expect(readFileSync(bin(arm).source).readUInt16LE(18)).toBe(0xb7); // EM_AARCH64
+    // Same stub and lib on both: only the binary differs.
+    expect(arm.files.filter((f) => f.path !== PTY_NODE)).toEqual(
+      x64.files.filter((f) => f.path !== PTY_NODE),
+    );
+  });
+
+  it('throws UNSUPPORTED_PLATFORM when no binary exists for a platform', () => {
+    let err: unknown;
+    try {
+      collectStubArtifacts('linux-riscv64' as StubPlatform);
+    } catch (e) {
+      err = e;
+    }
+    expect(isPtyRelayError(err, 'UNSUPPORTED_PLATFORM')).toBe(true);
+  });
+
+  it('every candidate binary exports the native API node-pty lib calls', () => {
+    const candidates = [
+      join(ROOT, 'node_modules/node-pty/build/Release/pty.node'),
+      ...['linux-x64', 'linux-arm64'].map((p) => join(ROOT, 'vendor/node-pty-prebuilds', p, 'pty.node')),
+    ].filter(existsSync);
+    const lib = readFileSync(join(ROOT, 'node_modules/node-pty/lib/unixTerminal.js'), 'utf8');
+    expect(lib).toContain('pty.fork(file, args, parsedEnv, cwd, _this._cols, _this._rows, uid, gid,');
+    for (const bin of candidates) {
+      const text = readFileSync(bin).toString('latin1');
+      for (const usage of NATIVE_API) expect(text, bin).toContain(usage);
+    }
+  });
+
+  it.each([
+    ['the chosen binary', undefined],
+    ['node-pty own build', join(ROOT, 'node_modules/node-pty/build/Release/pty.node')],
+    [`@lydell ${LOCAL}`, join(ROOT, 'vendor/node-pty-prebuilds', LOCAL, 'pty.node')],
+  ])('%s drives a PTY through node-pty lib from a staged install dir', (_name, native) => {
+    if (native !== undefined && !existsSync(native)) return;
+    const dir = stage(collectStubArtifacts(LOCAL), native);
+    const script = `
+      const pty = require(${JSON.stringify(join(dir, 'node_modules/node-pty'))});
+      const p = pty.spawn('/bin/sh', ['-c', 'read l; stty size; echo "got:$l"'], { cols: 80, rows: 24 });
+      let out = '';
+      p.onData((d) => { out += d; });
+      setTimeout(() => { p.resize(100, 40); p.write('hi\\r'); }, 100);
+      p.onExit((e) => console.log(JSON.stringify({ out, code: e.exitCode, proc: typeof p.process })));`;
+    const res = JSON.parse(
+      execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 10_000 }),
+    );
+    expect(res.code).toBe(0);
+    expect(res.out).toContain('40 100');
+    expect(res.out).toContain('got:hi');
+    expect(res.proc).toBe('string');
+  });
+});
