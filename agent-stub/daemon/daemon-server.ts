@@ -12,6 +12,8 @@ import { StubConnection } from './stub-connection.js';
 
 export const DEFAULT_IDLE_EXIT_MS = 15 * 60 * 1000;
 const SWEEP_INTERVAL_MS = 60 * 1000;
+/** Lost links' credit claims are checked this often (their grace is 30 s). */
+const CREDIT_SWEEP_MS = 1000;
 const DEFAULT_RING_BYTES = 4 * 1024 * 1024;
 const DEFAULT_SCROLLBACK_ROWS = 10_000;
 
@@ -153,6 +155,10 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   process.umask(oldMask);
   chmodSync(socketPath, 0o600);
   setInterval(() => registry.sweep(), SWEEP_INTERVAL_MS).unref();
+  setInterval(() => {
+    const now = Date.now();
+    for (const s of registry.list()) s.credits.sweep(now);
+  }, CREDIT_SWEEP_MS).unref();
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
   // Session exits do not call back here; a periodic check notices the last one ending.

@@ -75,6 +75,10 @@ export class StubRequestHandler {
     this.registry.get(id).write(data);
   }
 
+  find(id: string): PtySession | undefined {
+    return this.registry.find(id);
+  }
+
   async handle(conn: StubConnection, method: StubMethod, p: Params): Promise<HandlerOutput> {
     switch (method) {
       case 'spawn': {
@@ -174,7 +178,7 @@ export class StubRequestHandler {
     };
     if (fromSeq !== undefined && s.ring.has(fromSeq)) {
       const replay = s.ring.slice(fromSeq)!;
-      conn.attach(s);
+      conn.attach(s, fromSeq);
       const result: StubAttachResult = {
         ...base,
         cols: s.cols,
@@ -190,7 +194,7 @@ export class StubRequestHandler {
       const snapshot = await s.snapshot();
       const replay = s.ring.slice(snapshot.seq);
       if (!replay) continue;
-      conn.attach(s);
+      conn.attach(s, snapshot.seq);
       const result: StubAttachResult = {
         ...base,
         cols: s.cols,

@@ -46,6 +46,7 @@ export class StubConnection implements SessionSink {
   private ackScheduled = false;
   private readonly failedInputs: { inputSeq: number; error: ReturnType<PtyRelayError['toJSON']> }[] = [];
   private blocked = false;
+  private saidGoodbye = false;
   private closed = false;
 
   constructor(
@@ -71,16 +72,21 @@ export class StubConnection implements SessionSink {
     if (!this.closed) this.write(encodeJsonBlobFrame(message, blob));
   }
 
-  attach(s: PtySession): void {
+  /** Starts streaming `s` to this connection; everything before `fromSeq` was sent in the reply. */
+  attach(s: PtySession, fromSeq: number): void {
     this.attached.add(s);
     s.addSink(this);
+    s.credits.register(this.linkId, fromSeq);
     if (this.blocked) s.gate.hold(this.gateReason);
   }
 
-  detach(s: PtySession): void {
+  /** Stops streaming `s`. A deliberate detach also drops this link's credit claim. */
+  detach(s: PtySession, deliberate = true): void {
     this.attached.delete(s);
     s.removeSink(this);
     s.gate.release(this.gateReason);
+    if (deliberate) s.credits.forget(this.linkId);
+    else s.credits.lost(this.linkId);
   }
 
   data(s: PtySession, seq: number, data: Uint8Array): void {
@@ -103,7 +109,7 @@ export class StubConnection implements SessionSink {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const s of this.attached) this.detach(s);
+    for (const s of this.attached) this.detach(s, this.saidGoodbye);
     this.socket.destroy();
     this.ctx.onClose(this);
   }
@@ -156,8 +162,8 @@ export class StubConnection implements SessionSink {
       this.onHello(f.message as unknown as HelloMessage);
       return;
     }
-    if (f.type === FrameType.Json && isObject(f.message) && f.message.t === 'ping') {
-      this.send({ t: 'pong', n: f.message.n });
+    if (f.type === FrameType.Json && isObject(f.message) && f.message.t !== 'req') {
+      this.onControl(f.message);
       return;
     }
     if (f.type === FrameType.Input) {
@@ -172,6 +178,27 @@ export class StubConnection implements SessionSink {
       throw new PtyRelayError('PROTOCOL_ERROR', 'request without rid or method');
     }
     this.dispatch(m);
+  }
+
+  /** Messages that need no reply: heartbeat, credit acks, goodbye. */
+  private onControl(m: Record<string, unknown>): void {
+    switch (m.t) {
+      case 'ping':
+        this.send({ t: 'pong', n: m.n });
+        return;
+      case 'ack': {
+        if (typeof m.id !== 'string' || typeof m.seq !== 'number')
+          throw new PtyRelayError('PROTOCOL_ERROR', 'bad ack');
+        const s = this.ctx.handler.find(m.id);
+        if (s && this.attached.has(s)) s.credits.ack(this.linkId, m.seq);
+        return;
+      }
+      case 'goodbye':
+        this.saidGoodbye = true;
+        return;
+      default:
+        throw new PtyRelayError('PROTOCOL_ERROR', `unexpected message ${String(m.t)}`);
+    }
   }
 
   private onHello(h: HelloMessage): void {

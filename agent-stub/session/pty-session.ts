@@ -3,6 +3,7 @@ import { constants as osConstants } from 'node:os';
 import * as pty from 'node-pty';
 import type { PtyExitInfo, PtyFact, ScreenSnapshot, ShutdownOptions } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { CreditWindow } from './credit-window.js';
 import { FactScanner, type ScanResult } from './fact-scanner.js';
 import { ModelFeeder } from './model-feeder.js';
 import { OutputRing } from './output-ring.js';
@@ -36,6 +37,10 @@ export interface SessionLaunch {
 export interface SessionLimits {
   ringBytes: number;
   scrollbackRows: number;
+  /** Credit window per consumer link (bytes). */
+  creditWindow?: number;
+  /** How long a dropped link keeps holding the producer (ms). */
+  creditGraceMs?: number;
 }
 
 const SIGNAL_NAMES = new Map<number, string>(
@@ -65,6 +70,7 @@ export class PtySession {
   exitedAt?: number;
   readonly ring: OutputRing;
   readonly gate: ProducerGate;
+  readonly credits: CreditWindow;
   private readonly proc: pty.IPty;
   private readonly scanner: FactScanner;
   private readonly sinks = new Set<SessionSink>();
@@ -106,6 +112,7 @@ export class PtySession {
       rows: launch.rows,
       scrollback: limits.scrollbackRows,
     });
+    this.credits = new CreditWindow(this.gate, limits.creditWindow, limits.creditGraceMs);
     this.feeder = new ModelFeeder(
       {
         // postMessage copies (structured clone), so the worker never shares our buffers.
@@ -240,6 +247,7 @@ export class PtySession {
     const { data } = res;
     if (data.length > 0) {
       this.ring.append(data);
+      this.credits.advance(this.ring.head);
       this.feeder.push(base, data);
       for (const s of this.sinks) s.data(this, base, data);
     }

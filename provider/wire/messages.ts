@@ -137,13 +137,31 @@ export interface ExitEventMessage {
   seq: number;
 }
 
+/** Credit: the relay's consumer has taken everything of `id` before `seq`. */
+export interface AckMessage {
+  t: 'ack';
+  id: string;
+  seq: number;
+}
+
+/** Heartbeat probe and answer. */
+export interface PingMessage {
+  t: 'ping' | 'pong';
+  n: number;
+}
+
+/** The relay is leaving on purpose: its credit claims end now instead of after the grace period. */
+export interface GoodbyeMessage {
+  t: 'goodbye';
+}
+
 export type StubToClientMessage =
   | HelloMessage
   | ResponseMessage
   | InputAckMessage
   | FactEventMessage
   | ExitEventMessage;
-export type ClientToStubMessage = HelloMessage | RequestMessage;
+export type ClientToStubMessage = HelloMessage | RequestMessage | AckMessage | PingMessage | GoodbyeMessage;
 
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

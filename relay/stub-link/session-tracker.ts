@@ -6,6 +6,8 @@ export interface SessionTrack {
   incarnationId: string;
   /** Seq of the next byte the consumer should get (everything before it was delivered). */
   seq: number;
+  /** Seq up to which the consumer acknowledged (manual flow control) — credit sent to the stub. */
+  consumerSeq: number;
   exitDelivered: boolean;
 }
 
@@ -18,9 +20,12 @@ export class SessionTracker {
 
   /** Records a spawn/attach result: the consumer's view now ends at `seq`. */
   set(id: string, host: string, localId: string, incarnationId: string, seq: number): SessionTrack {
-    const t: SessionTrack = { id, host, localId, incarnationId, seq, exitDelivered: false };
+    const t: SessionTrack = { id, host, localId, incarnationId, seq, consumerSeq: seq, exitDelivered: false };
     const old = this.tracks.get(id);
-    if (old && old.incarnationId === incarnationId) t.exitDelivered = old.exitDelivered;
+    if (old && old.incarnationId === incarnationId) {
+      t.exitDelivered = old.exitDelivered;
+      t.consumerSeq = Math.min(old.consumerSeq, seq);
+    }
     this.tracks.set(id, t);
     return t;
   }

@@ -31,7 +31,18 @@ const REATTACH_CONCURRENCY = 8;
 export interface LinkPolicy {
   ladder?: HostLinkOptions['ladder'];
   health?: HostLinkOptions['health'];
+  /**
+   * Credit flow control driven by the consumer: the stub pauses a PTY once the consumer is a
+   * window (256 KiB) behind, until it calls `acknowledgeDataEvent`. Default false: the provider
+   * acknowledges as it delivers events.
+   */
+  manualAck?: boolean;
 }
+
+/** Acks are coalesced for this long (Orca: 8 ms), so a flood costs ~100 small frames a second. */
+const ACK_FLUSH_MS = 5;
+/** …but a quarter window of new credit goes out at once, so a flood never waits on the timer. */
+const ACK_EAGER_BYTES = 64 * 1024;
 
 /** Splits `<host>/<id>`; a bare id belongs to the default host. */
 export function splitTerminalId(id: string, defaultHost: string): { host: string; localId: string } {
@@ -57,6 +68,9 @@ export abstract class StubBackedProvider implements IPtyProvider {
   private readonly inputs = new Map<string, InputChannel>();
   /** Local ids whose attach is a reattach after a reconnect (their replay is emitted as data). */
   private readonly reattaching = new Set<string>();
+  private readonly pendingAcks = new Map<string, number>();
+  private readonly sentAcks = new Map<string, number>();
+  private ackTimer: NodeJS.Timeout | undefined;
   protected disposed = false;
 
   protected abstract readonly defaultHost: string;
@@ -137,7 +151,12 @@ export abstract class StubBackedProvider implements IPtyProvider {
     const reattach = this.reattaching.has(r.id);
     const from = r.replayFromSeq ?? r.seq;
     const t = this.tracker.set(id, host, r.id, r.incarnationId, reattach ? from : r.seq);
-    if (!reattach) return;
+    if (!reattach) {
+      // The caller gets the replay in the result: it counts as consumed.
+      t.consumerSeq = r.seq;
+      this.queueAck(id, r.seq);
+      return;
+    }
     if (r.generation === 'reset') {
       this.reattachEvents.emit({
         id,
@@ -146,24 +165,46 @@ export abstract class StubBackedProvider implements IPtyProvider {
         snapshot: r.snapshot,
       });
     }
-    if (blob && blob.length > 0) {
-      const d = this.tracker.accept(id, r.incarnationId, from, blob);
-      if (d) this.dataEvents.emit({ id, incarnationId: r.incarnationId, ...d });
-    }
+    if (blob && blob.length > 0) this.deliver(id, r.incarnationId, from, blob);
     t.seq = r.seq;
     if (r.exited && this.tracker.markExit(id, r.incarnationId)) {
       this.exitEvents.emit({ id, incarnationId: r.incarnationId, ...r.exited });
     }
   }
 
+  /** Emits the unseen part of a chunk and, without manual flow control, credits it at once. */
+  private deliver(id: string, incarnationId: string, seq: number, data: Uint8Array): void {
+    const d = this.tracker.accept(id, incarnationId, seq, data);
+    if (!d) return;
+    this.dataEvents.emit({ id, incarnationId, seq: d.seq, data: d.data });
+    if (!this.linkPolicy.manualAck) this.queueAck(id, d.seq + d.data.length);
+  }
+
+  protected queueAck(id: string, seq: number): void {
+    if ((this.pendingAcks.get(id) ?? -1) >= seq) return;
+    this.pendingAcks.set(id, seq);
+    if (seq - (this.sentAcks.get(id) ?? 0) >= ACK_EAGER_BYTES) this.flushAcks();
+    else this.ackTimer ??= setTimeout(() => this.flushAcks(), ACK_FLUSH_MS);
+  }
+
+  private flushAcks(): void {
+    clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
+    for (const [id, seq] of this.pendingAcks) {
+      const t = this.tracker.get(id);
+      const client = t && this.hostLinks.get(t.host)?.connectedClient;
+      if (client) {
+        client.ack(t.localId, seq);
+        this.sentAcks.set(id, seq);
+      }
+    }
+    this.pendingAcks.clear();
+  }
+
   /** Subscribes this provider to a new link's events. */
   protected wireLink(host: string, client: StubClient): void {
     client.attached.on(({ result, blob }) => this.onAttachReply(host, result, blob));
-    client.data.on((e) => {
-      const id = `${host}/${e.id}`;
-      const d = this.tracker.accept(id, e.incarnationId, e.seq, e.data);
-      if (d) this.dataEvents.emit({ id, incarnationId: e.incarnationId, seq: d.seq, data: d.data });
-    });
+    client.data.on((e) => this.deliver(`${host}/${e.id}`, e.incarnationId, e.seq, e.data));
     client.fact.on((e) => {
       const id = `${host}/${e.id}`;
       if (!this.tracker.isCurrent(id, e.incarnationId)) return;
@@ -269,7 +310,9 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   async shutdown(id: string, opts: ShutdownOptions = {}): Promise<void> {
     await this.call(id, 'shutdown', opts);
-    this.tracker.delete(this.canonical(id));
+    const key = this.canonical(id);
+    this.tracker.delete(key);
+    this.sentAcks.delete(key);
   }
 
   protected canonical(id: string): string {
@@ -330,8 +373,12 @@ export abstract class StubBackedProvider implements IPtyProvider {
     await this.call(id, 'setBackgrounded', { background });
   }
 
-  acknowledgeDataEvent(_id: string, _bytes: number): void {
-    // Credit flow control is carried by the socket's own backpressure until the credit window lands.
+  acknowledgeDataEvent(id: string, bytes: number): void {
+    if (!this.linkPolicy.manualAck || !(bytes > 0)) return;
+    const t = this.tracker.get(this.canonical(id));
+    if (!t) return;
+    t.consumerSeq = Math.min(t.consumerSeq + bytes, t.seq);
+    this.queueAck(t.id, t.consumerSeq);
   }
 
   onData(listener: (e: PtyDataEvent) => void): Unsubscribe {
@@ -371,6 +418,9 @@ export abstract class StubBackedProvider implements IPtyProvider {
   /** Closes every link and listener; PTYs keep running in their daemons. */
   protected disposeLinks(): void {
     this.disposed = true;
+    clearTimeout(this.ackTimer);
+    // Leaving on purpose: the daemons drop this link's credit claims at once.
+    for (const l of this.hostLinks.values()) l.connectedClient?.goodbye();
     for (const l of this.hostLinks.values()) l.close();
     this.hostLinks.clear();
     for (const c of this.inputs.values()) c.failAll(new PtyRelayError('DISPOSED', 'provider was disposed'));

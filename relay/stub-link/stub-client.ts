@@ -154,6 +154,17 @@ export class StubClient {
     this.stream.write(encodeInputFrame(id, inputSeq, data));
   }
 
+  /** Credit acknowledgement for one session (see CreditWindow in the stub). */
+  ack(id: string, seq: number): void {
+    if (!this.isClosed) this.stream.write(encodeJsonFrame({ t: 'ack', id, seq }));
+  }
+
+  /** Tell the daemon this link leaves on purpose, then close. */
+  goodbye(): void {
+    if (!this.isClosed) this.stream.write(encodeJsonFrame({ t: 'goodbye' }));
+    this.close();
+  }
+
   /** Heartbeat probe; resolves with the round-trip time. */
   ping(): Promise<number> {
     if (this.isClosed) return Promise.reject(new PtyRelayError('LINK_CLOSED', 'stub link is closed'));
