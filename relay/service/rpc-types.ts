@@ -1,0 +1,55 @@
+import type { IPtyProvider } from '../../provider/contract.js';
+import type { Logger } from '../log.js';
+
+/**
+ * Seam between the WebSocket service (transport, auth, JSON-RPC framing) and what speaks over it:
+ * the AHP terminal channel and the ptyrelay extension API that RelayClient uses. Both are
+ * `RpcExtension`s registered with the server; neither knows about sockets.
+ */
+
+/** One authenticated WebSocket client. */
+export interface RpcConnection {
+  /** Unique per connection (server-assigned). */
+  readonly connectionId: string;
+  /** Set by the AHP `initialize` (or the extension's hello); undefined before. */
+  clientId: string | undefined;
+  /** Send a JSON-RPC notification. */
+  notify(method: string, params: unknown): void;
+  /** Send one binary WebSocket message made of these parts (no copy of large parts). */
+  sendBinary(parts: Uint8Array[]): void;
+  /** Bytes queued in the socket and not yet sent (backpressure). */
+  readonly bufferedAmount: number;
+  /** Called once when the socket closes. */
+  onClose(cb: () => void): void;
+  /** Arbitrary per-connection state for extensions. */
+  readonly state: Map<string, unknown>;
+}
+
+/** A JSON-RPC method: resolve with the result or throw a PtyRelayError (mapped to a JSON-RPC error). */
+export type RpcMethodHandler = (conn: RpcConnection, params: Record<string, unknown>) => Promise<unknown>;
+/** A JSON-RPC notification from the client (no reply). */
+export type RpcNotificationHandler = (conn: RpcConnection, params: Record<string, unknown>) => void;
+
+export interface RpcExtension {
+  name: string;
+  methods?: Record<string, RpcMethodHandler>;
+  notifications?: Record<string, RpcNotificationHandler>;
+  /** Binary messages from the client (the extension defines their layout). */
+  onBinary?: (conn: RpcConnection, data: Buffer) => void;
+  onConnection?: (conn: RpcConnection) => void;
+}
+
+/** What the service routes terminals to: one provider per host name (`local` always present). */
+export interface HostRouter {
+  /** Host names, `local` first. */
+  hosts(): string[];
+  /** The provider that serves `host` (a LocalPtyProvider or an SshPtyProvider). */
+  providerFor(host: string): IPtyProvider;
+  /** Every provider once (for event subscription). */
+  providers(): IPtyProvider[];
+}
+
+export interface ServiceContext {
+  router: HostRouter;
+  log: Logger;
+}
