@@ -1,0 +1,75 @@
+import { Emitter } from '../../provider/emitter.js';
+import { PtyRelayError } from '../../provider/errors.js';
+
+/** Who owns a terminal (AHP TerminalClaim). */
+export type TerminalClaim =
+  | { kind: 'client'; clientId: string }
+  | { kind: 'session'; session: string; turnId?: string; toolCallId?: string };
+
+export interface TerminalRecord {
+  /** Provider id, `<host>/<id>`. */
+  id: string;
+  host: string;
+  claim: TerminalClaim;
+  title: string;
+  name?: string;
+  cwd?: string;
+  cols: number;
+  rows: number;
+  exitCode?: number;
+  incarnationId: string;
+  createdAt: number;
+}
+
+export function claimHolder(claim: TerminalClaim): string {
+  return claim.kind === 'client' ? `client:${claim.clientId}` : `session:${claim.session}`;
+}
+
+/**
+ * The service's record of every terminal it published: claims, catalog fields. A terminal is
+ * added only after its spawn succeeded. Shared by the AHP channel and the ptyrelay extension.
+ */
+export class TerminalRegistry {
+  private readonly records = new Map<string, TerminalRecord>();
+  /** Fires after any add, remove or catalog-visible change. */
+  readonly changed = new Emitter<void>();
+
+  add(r: TerminalRecord): void {
+    this.records.set(r.id, r);
+    this.changed.emit();
+  }
+
+  get(id: string): TerminalRecord {
+    const r = this.records.get(id);
+    if (!r) throw new PtyRelayError('NOT_FOUND', `no terminal ${id}`, { id });
+    return r;
+  }
+
+  find(id: string): TerminalRecord | undefined {
+    return this.records.get(id);
+  }
+
+  list(): TerminalRecord[] {
+    return [...this.records.values()];
+  }
+
+  update(id: string, patch: Partial<Omit<TerminalRecord, 'id'>>): void {
+    const r = this.records.get(id);
+    if (!r) return;
+    Object.assign(r, patch);
+    this.changed.emit();
+  }
+
+  remove(id: string): void {
+    if (this.records.delete(id)) this.changed.emit();
+  }
+
+  /** Throws NOT_FOUND or NOT_OWNER unless `holder` (see claimHolder) owns the terminal. */
+  checkClaim(id: string, holder: string): TerminalRecord {
+    const r = this.get(id);
+    if (claimHolder(r.claim) !== holder) {
+      throw new PtyRelayError('NOT_OWNER', `${id} is claimed by ${claimHolder(r.claim)}`, { id });
+    }
+    return r;
+  }
+}
