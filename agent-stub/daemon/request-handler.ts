@@ -13,6 +13,17 @@ export interface HandlerOutput {
   blob?: Uint8Array;
 }
 
+/**
+ * Writes a reply at once. Attach uses it so that taking the replay from the ring, writing the
+ * reply and adding the live sink happen in one synchronous step: output emitted in between
+ * (a resumed PTY flushes on the next tick, which can run between promise callbacks) would
+ * otherwise be neither in the replay nor in the live stream.
+ */
+export type ReplyNow = (out: HandlerOutput) => void;
+
+/** Returned by a handler that already replied through ReplyNow. */
+export const REPLIED: HandlerOutput = Object.freeze({ result: undefined });
+
 export interface DaemonControl {
   info(): {
     pid: number;
@@ -79,13 +90,11 @@ export class StubRequestHandler {
     return this.registry.find(id);
   }
 
-  async handle(conn: StubConnection, method: StubMethod, p: Params): Promise<HandlerOutput> {
+  async handle(conn: StubConnection, method: StubMethod, p: Params, reply: ReplyNow): Promise<HandlerOutput> {
     switch (method) {
       case 'spawn': {
         const { session, reused } = this.registry.spawn(validSpawn(p));
-        const out = await this.attach(conn, session, 0);
-        (out.result as StubAttachResult).reused = reused;
-        return out;
+        return this.attach(conn, session, 0, reply, { reused });
       }
       case 'attach': {
         const s = this.registry.get(str(p, 'id'));
@@ -100,7 +109,7 @@ export class StubRequestHandler {
             },
           );
         }
-        return this.attach(conn, s, optNum(p, 'fromSeq'));
+        return this.attach(conn, s, optNum(p, 'fromSeq'), reply);
       }
       case 'detach':
         conn.detach(this.registry.get(str(p, 'id')));
@@ -166,46 +175,41 @@ export class StubRequestHandler {
     conn: StubConnection,
     s: PtySession,
     fromSeq: number | undefined,
+    reply: ReplyNow,
+    extra: Partial<StubAttachResult> = {},
   ): Promise<HandlerOutput> {
     conn.detach(s);
-    const base = {
-      id: s.id,
-      pid: s.pid,
-      incarnationId: s.incarnationId,
-      title: s.title,
-      cwd: s.cwd,
-      ...(s.exited ? { exited: s.exited } : {}),
-    };
-    if (fromSeq !== undefined && s.ring.has(fromSeq)) {
-      const replay = s.ring.slice(fromSeq)!;
-      conn.attach(s, fromSeq);
+    const commit = (
+      from: number,
+      generation: 'continued' | 'reset',
+      snapshot?: StubAttachResult['snapshot'],
+    ) => {
+      const replay = s.ring.slice(from);
+      if (!replay) return false;
       const result: StubAttachResult = {
-        ...base,
+        id: s.id,
+        pid: s.pid,
+        incarnationId: s.incarnationId,
+        title: s.title,
+        cwd: s.cwd,
+        ...(s.exited ? { exited: s.exited } : {}),
         cols: s.cols,
         rows: s.rows,
         seq: s.ring.head,
-        generation: 'continued',
+        generation,
+        ...(snapshot ? { snapshot } : {}),
         replayBytes: replay.length,
-        replayFromSeq: fromSeq,
+        replayFromSeq: from,
+        ...extra,
       };
-      return { result, blob: replay };
-    }
+      reply({ result, blob: replay });
+      conn.attach(s, from);
+      return true;
+    };
+    if (fromSeq !== undefined && s.ring.has(fromSeq) && commit(fromSeq, 'continued')) return REPLIED;
     for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
       const snapshot = await s.snapshot();
-      const replay = s.ring.slice(snapshot.seq);
-      if (!replay) continue;
-      conn.attach(s, snapshot.seq);
-      const result: StubAttachResult = {
-        ...base,
-        cols: s.cols,
-        rows: s.rows,
-        seq: s.ring.head,
-        generation: 'reset',
-        snapshot,
-        replayBytes: replay.length,
-        replayFromSeq: snapshot.seq,
-      };
-      return { result, blob: replay };
+      if (commit(snapshot.seq, 'reset', snapshot)) return REPLIED;
     }
     throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);
   }

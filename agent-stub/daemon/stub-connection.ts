@@ -17,10 +17,13 @@ import {
   type StubMethod,
 } from '../../provider/wire/messages.js';
 import type { PtySession, SessionSink } from '../session/pty-session.js';
-import type { StubRequestHandler } from './request-handler.js';
+import { type HandlerOutput, REPLIED, type StubRequestHandler } from './request-handler.js';
 
 /** Socket output buffered beyond this pauses the sessions feeding this connection. */
 const SOCKET_HIGH_WATER = 4 * 1024 * 1024;
+
+/** Input sequence spaces remembered (one per relay provider instance and host). */
+const INPUT_LEDGER_MAX = 4096;
 
 let nextConnectionId = 1;
 
@@ -43,6 +46,7 @@ export class StubConnection implements SessionSink {
   private readonly decoder = new FrameDecoder();
   private hello: HelloMessage | undefined;
   private linkId = '';
+  private inputKey = '';
   private ackScheduled = false;
   private readonly failedInputs: { inputSeq: number; error: ReturnType<PtyRelayError['toJSON']> }[] = [];
   private blocked = false;
@@ -217,6 +221,7 @@ export class StubConnection implements SessionSink {
     }
     this.hello = h;
     this.linkId = typeof h.linkId === 'string' ? h.linkId : `c${this.cid}`;
+    this.inputKey = `${this.linkId}:${typeof h.inputEpoch === 'string' ? h.inputEpoch : this.cid}`;
     this.send({
       t: 'hello',
       protocol: STUB_PROTOCOL_VERSION,
@@ -228,11 +233,14 @@ export class StubConnection implements SessionSink {
 
   private dispatch(m: RequestMessage): void {
     const params = isObject(m.params) ? m.params : {};
+    const reply = (out: HandlerOutput) => {
+      if (out.blob) this.sendWithBlob({ t: 'res', rid: m.rid, result: out.result }, out.blob);
+      else this.send({ t: 'res', rid: m.rid, result: out.result });
+    };
     this.ctx.handler
-      .handle(this, m.method as StubMethod, params)
+      .handle(this, m.method as StubMethod, params, reply)
       .then((out) => {
-        if (out.blob) this.sendWithBlob({ t: 'res', rid: m.rid, result: out.result }, out.blob);
-        else this.send({ t: 'res', rid: m.rid, result: out.result });
+        if (out !== REPLIED) reply(out);
       })
       .catch((err: unknown) => {
         const e =
@@ -245,9 +253,14 @@ export class StubConnection implements SessionSink {
 
   /** Input frames are applied in order and at most once per link (a resent frame is dropped). */
   private onInput(inputSeq: number, id: string, data: Uint8Array): void {
-    const last = this.ctx.inputLedger.get(this.linkId) ?? 0;
+    const last = this.ctx.inputLedger.get(this.inputKey) ?? 0;
     if (inputSeq > last) {
-      this.ctx.inputLedger.set(this.linkId, inputSeq);
+      // Re-insert so the Map's order is least-recently-used first, then trim.
+      this.ctx.inputLedger.delete(this.inputKey);
+      this.ctx.inputLedger.set(this.inputKey, inputSeq);
+      if (this.ctx.inputLedger.size > INPUT_LEDGER_MAX) {
+        this.ctx.inputLedger.delete(this.ctx.inputLedger.keys().next().value as string);
+      }
       try {
         this.ctx.handler.write(id, data);
       } catch (err) {
@@ -262,7 +275,7 @@ export class StubConnection implements SessionSink {
         const failed = this.failedInputs.splice(0);
         this.send({
           t: 'inputAck',
-          upTo: this.ctx.inputLedger.get(this.linkId) ?? 0,
+          upTo: this.ctx.inputLedger.get(this.inputKey) ?? 0,
           ...(failed.length ? { failed } : {}),
         });
       });

@@ -14,6 +14,8 @@ import type { ScreenModelHost } from './screen-model.js';
 /** A partial escape sequence held by the scanner is released after this long without more output. */
 const SCANNER_FLUSH_MS = 25;
 const DEFAULT_SHUTDOWN_DEADLINE_MS = 2000;
+/** After the child exited, a paused PTY gets this long to drain its last output. */
+const EXIT_DRAIN_GRACE_MS = 2000;
 
 /** Receives a session's stream, in order. Connections implement this. */
 export interface SessionSink {
@@ -122,6 +124,7 @@ export class PtySession {
       limits.scrollbackRows + launch.rows,
     );
     model.onProgress(this.incarnationId, (seq) => this.feeder.progress(seq));
+    this.keepOutputOnExit();
     this.proc.onData((d) => this.onOutput(d as unknown as Buffer));
     this.proc.onExit((e) => this.onProcessExit(e.exitCode, e.signal));
   }
@@ -225,6 +228,28 @@ export class PtySession {
     this.model.onProgress(this.incarnationId, undefined);
     this.model.post({ kind: 'close', sid: this.incarnationId });
     this.sinks.clear();
+  }
+
+  /**
+   * node-pty destroys the PTY socket 200 ms after the child exits if it has not closed by then
+   * (a macOS workaround, unixTerminal.js onexit). While we hold the PTY paused for flow control
+   * the socket cannot close, so the program's last output would be thrown away. Intercept that
+   * destroy: resume reading so the output drains (the socket then ends with EIO on Linux), and
+   * destroy only if it still has not closed after a grace period.
+   */
+  private keepOutputOnExit(): void {
+    const socket = (
+      this.proc as unknown as { _socket?: { destroy: (e?: Error) => void; destroyed?: boolean } }
+    )._socket;
+    if (!socket) return;
+    const destroy = socket.destroy.bind(socket);
+    socket.destroy = (err?: Error) => {
+      if (!this.gate.paused || socket.destroyed) return destroy(err);
+      this.gate.releaseAll();
+      setTimeout(() => {
+        if (!socket.destroyed) destroy(err);
+      }, EXIT_DRAIN_GRACE_MS).unref();
+    };
   }
 
   private onOutput(chunk: Buffer): void {

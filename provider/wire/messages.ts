@@ -25,8 +25,10 @@ export interface HelloMessage {
   role: string;
   pid?: number;
   version?: string;
-  /** Relay's stable link identity (input de-duplication across reconnects). */
+  /** Relay identity: credit claims are per linkId and survive reconnects (and relay restarts that keep it). */
   linkId?: string;
+  /** Input sequence space; resent input frames are dropped per (linkId, inputEpoch). */
+  inputEpoch?: string;
 }
 
 /** Spawn as the stub sees it: ids are local (`pty-1`), no AbortSignal. */

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { connectOrStartDaemon } from '../../provider/daemon-launcher.js';
 import { PtyRelayError } from '../../provider/errors.js';
@@ -16,8 +15,10 @@ export interface LocalPtyProviderOptions {
   /** Path of the stub bundle; default the package's `dist/stub/stub.cjs`. */
   stubPath?: string;
   log?: Logger;
-  /** Reconnect ladder and dead-link detection settings. */
+  /** Reconnect ladder, dead-link detection and flow-control settings. */
   link?: LinkPolicy;
+  /** Identity toward the daemon; reuse it across restarts to keep credit claims (default: random). */
+  relayId?: string;
 }
 
 /**
@@ -29,8 +30,6 @@ export class LocalPtyProvider extends StubBackedProvider {
   protected readonly log: Logger | undefined;
   readonly runtimeDir: string;
   private readonly stubPath: string;
-  /** Stable across reconnects, so the daemon drops input it already applied. */
-  private readonly linkId = randomUUID();
 
   constructor(private readonly opts: LocalPtyProviderOptions = {}) {
     super();
@@ -38,6 +37,7 @@ export class LocalPtyProvider extends StubBackedProvider {
     this.stubPath = opts.stubPath ?? stubBundlePath();
     this.log = opts.log;
     if (opts.link) this.linkPolicy = opts.link;
+    if (opts.relayId) this.relayId = opts.relayId;
   }
 
   protected async openLink(host: string): Promise<StubClient> {
@@ -51,7 +51,7 @@ export class LocalPtyProvider extends StubBackedProvider {
     const client = new StubClient(socket, {
       role: 'local-provider',
       buildId: stubBuildId(this.stubPath),
-      linkId: this.linkId,
+      ...this.linkIdentity('local'),
     });
     await client.ready;
     return client;

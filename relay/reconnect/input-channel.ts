@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { InputAckMessage } from '../../provider/wire/messages.js';
 import type { StubClient } from '../stub-link/stub-client.js';
@@ -19,6 +20,8 @@ interface PendingInput {
  * new connection, and the daemon drops any it had already applied.
  */
 export class InputChannel {
+  /** Names this channel's sequence space at the daemon. */
+  readonly epoch = randomUUID();
   private nextSeq = 1;
   private readonly pending: PendingInput[] = [];
   private client: StubClient | undefined;

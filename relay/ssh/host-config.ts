@@ -21,6 +21,10 @@ export interface SshHostConfig {
   proxyJump?: string;
   /** Try ssh-agent ($SSH_AUTH_SOCK); default true when the socket is set. */
   useAgent?: boolean;
+  /** TCP connect + SSH handshake limit (default 30 s, or ConnectTimeout from ~/.ssh/config). */
+  connectTimeoutMs?: number;
+  /** SSH keepalive interval (default 15 s, or ServerAliveInterval). */
+  keepaliveIntervalMs?: number;
 }
 
 /** What a connection actually uses after merging the config with ~/.ssh/config. */

@@ -194,19 +194,28 @@ export async function connectSsh(h: ResolvedHost, opts: ConnectOptions = {}): Pr
       opts.log,
     ),
   };
+  // ssh2 may emit more than one error (e.g. handshake loss after a timeout); none may go unhandled.
+  let settled = false;
+  client.on('error', (e) => {
+    if (settled) opts.log?.warn({ host: h.alias, err: e.message }, 'ssh connection error');
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       client.once('ready', () => resolve());
       client.once('error', (e) => reject(mapError(e, h, refused)));
+      client.once('close', () =>
+        reject(mapError(new Error('connection closed during handshake'), h, refused)),
+      );
       client.connect(config);
     });
+    settled = true;
   } catch (err) {
+    settled = true;
     client.end();
     sock.destroy();
     jump?.close();
     throw err;
   }
-  client.on('error', (e) => opts.log?.warn({ host: h.alias, err: e.message }, 'ssh connection error'));
   return {
     client,
     host: h,

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { type DeployProgress, type DeployResult, StubDeployer } from '../deploy/stub-deployer.js';
@@ -23,8 +22,10 @@ export interface SshPtyProviderOptions {
   daemonArgs?: string[];
   /** Always use the exec bridge instead of streamlocal forwarding (tests). */
   preferExec?: boolean;
-  /** Reconnect ladder and dead-link detection settings. */
+  /** Reconnect ladder, dead-link detection and flow-control settings. */
   link?: LinkPolicy;
+  /** Identity toward daemons; reuse it across restarts to keep credit claims (default: random). */
+  relayId?: string;
 }
 
 interface HostLink {
@@ -42,8 +43,6 @@ export class SshPtyProvider extends StubBackedProvider {
   protected readonly defaultHost: string;
   private readonly links = new Map<string, HostLink>();
   private readonly deployed = new Map<string, DeployResult>();
-  /** Stable per host across reconnects, so the daemon drops input it already applied. */
-  private readonly linkIds = new Map<string, string>();
   protected readonly log: Logger;
 
   constructor(private readonly opts: SshPtyProviderOptions) {
@@ -57,6 +56,7 @@ export class SshPtyProvider extends StubBackedProvider {
     this.defaultHost = names[0];
     this.log = opts.log ?? createLogger({ name: 'ptyrelay-ssh' });
     if (opts.link) this.linkPolicy = opts.link;
+    if (opts.relayId) this.relayId = opts.relayId;
   }
 
   get hostNames(): string[] {
@@ -107,12 +107,11 @@ export class SshPtyProvider extends StubBackedProvider {
         daemonArgs: this.opts.daemonArgs,
         preferExec: this.opts.preferExec,
       });
-      let linkId = this.linkIds.get(host);
-      if (!linkId) {
-        linkId = randomUUID();
-        this.linkIds.set(host, linkId);
-      }
-      const client = new StubClient(channel.stream, { role: 'ssh-relay', buildId: deploy.buildId, linkId });
+      const client = new StubClient(channel.stream, {
+        role: 'ssh-relay',
+        buildId: deploy.buildId,
+        ...this.linkIdentity(host),
+      });
       await client.ready;
       const link: HostLink = { ssh, client, deploy, via: channel.via };
       this.links.set(host, link);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type {
   ForegroundProcess,
   IPtyProvider,
@@ -76,6 +77,11 @@ export abstract class StubBackedProvider implements IPtyProvider {
   protected abstract readonly defaultHost: string;
   protected abstract readonly log: Logger | undefined;
   protected linkPolicy: LinkPolicy = {};
+  /**
+   * This relay's identity toward daemons. Credit claims are held per relayId, so a relay that
+   * restarts with the same id (the service persists it) picks up where it left off.
+   */
+  protected relayId: string = randomUUID();
   /** Opens a fresh stub link to `host` (connect, deploy, handshake). Called again on every reconnect. */
   protected abstract openLink(host: string): Promise<StubClient>;
 
@@ -98,6 +104,11 @@ export abstract class StubBackedProvider implements IPtyProvider {
       this.hostLinks.set(host, l);
     }
     return l;
+  }
+
+  /** Identity fields a subclass puts in a new StubClient's hello. */
+  protected linkIdentity(host: string): { linkId: string; inputEpoch: string } {
+    return { linkId: this.relayId, inputEpoch: this.inputChannel(host).epoch };
   }
 
   protected inputChannel(host: string): InputChannel {

@@ -36,8 +36,10 @@ export interface StubDataEvent {
 export interface StubClientOptions {
   role: string;
   buildId: string;
-  /** Stable across reconnects of one logical link, so the daemon de-duplicates resent input. */
+  /** The relay's identity toward the daemon: its credit claims survive a reconnect under this id. */
   linkId?: string;
+  /** Names the input sequence space (one per InputChannel); the daemon de-duplicates per (linkId, epoch). */
+  inputEpoch?: string;
 }
 
 interface Pending {
@@ -111,6 +113,7 @@ export class StubClient {
         role: opts.role,
         pid: process.pid,
         linkId: this.linkId,
+        inputEpoch: opts.inputEpoch,
       }),
     );
   }
