@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { connect as tcpConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { type AnyAuthMethod, Client, type ConnectConfig, utils as sshUtils } from 'ssh2';
+import ssh2, { type AnyAuthMethod, type ConnectConfig } from 'ssh2';
+
+// ssh2 is CommonJS: Node's ESM loader only offers its default export.
+const { Client, utils: sshUtils } = ssh2;
+type Client = InstanceType<typeof Client>;
+
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
 import { parseJumpSpec, type ResolvedHost, resolveHost } from './host-config.js';
