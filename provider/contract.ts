@@ -136,7 +136,15 @@ export interface PtyFactEvent {
 
 /** Events a backgrounded session delivers in stream order, instead of (most of) its data. */
 export type PtyBackgroundStreamEvent =
-  | { id: string; incarnationId: string; type: 'backgroundMarker'; background: boolean; seq: number }
+  | {
+      id: string;
+      incarnationId: string;
+      type: 'backgroundMarker';
+      background: boolean;
+      seq: number;
+      /** On `background: false`: the screen at `seq`; clear the view, write it, then the onData bytes from `seq`. */
+      snapshot?: ScreenSnapshot;
+    }
   | {
       id: string;
       incarnationId: string;

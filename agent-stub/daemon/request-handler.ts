@@ -157,9 +157,7 @@ export class StubRequestHandler {
         this.registry.get(str(p, 'id')).gate.release('explicit');
         return { result: {} };
       case 'setBackgrounded':
-        // Keep-tail thinning arrives with the flow-control work; accepted as a no-op until then.
-        this.registry.get(str(p, 'id'));
-        return { result: {} };
+        return this.setBackgrounded(conn, this.registry.get(str(p, 'id')), p.background === true, reply);
       case 'daemonInfo':
         return { result: this.control.info() };
       case 'daemonShutdown':
@@ -168,6 +166,36 @@ export class StubRequestHandler {
       default:
         throw new PtyRelayError('INVALID_ARGUMENT', `unknown method ${String(method)}`);
     }
+  }
+
+  /**
+   * Background: keep-tail thinning for this connection. Foreground: a snapshot at S, then the
+   * bytes [S, head) and live output, written in one synchronous step (see ReplyNow).
+   */
+  private async setBackgrounded(
+    conn: StubConnection,
+    s: PtySession,
+    background: boolean,
+    reply: ReplyNow,
+  ): Promise<HandlerOutput> {
+    if (!conn.attached.has(s))
+      throw new PtyRelayError('INVALID_ARGUMENT', `${s.id} is not attached on this link`);
+    if (background) {
+      conn.setBackground(s);
+      return { result: {} };
+    }
+    if (!conn.isBackground(s)) return { result: {} };
+    for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+      const snapshot = await s.snapshot();
+      const replay = s.ring.slice(snapshot.seq);
+      if (!replay) continue;
+      conn.sendBackground(s, { type: 'backgroundMarker', background: false, seq: snapshot.seq, snapshot });
+      if (replay.length > 0) conn.sendData(s, snapshot.seq, replay);
+      conn.setForeground(s, snapshot.seq);
+      reply({ result: {} });
+      return REPLIED;
+    }
+    throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);
   }
 
   /** Exact replay from `fromSeq` when the ring holds it, else a snapshot at S plus the bytes [S, head). */

@@ -17,6 +17,7 @@ import {
   type StubMethod,
 } from '../../provider/wire/messages.js';
 import type { PtySession, SessionSink } from '../session/pty-session.js';
+import { BackgroundDelivery } from './background-delivery.js';
 import { type HandlerOutput, REPLIED, type StubRequestHandler } from './request-handler.js';
 
 /** Socket output buffered beyond this pauses the sessions feeding this connection. */
@@ -52,6 +53,11 @@ export class StubConnection implements SessionSink {
   private blocked = false;
   private saidGoodbye = false;
   private closed = false;
+  private readonly background = new BackgroundDelivery({
+    data: (s, seq, d) => this.sendData(s, seq, d),
+    fact: (s, seq, f) => this.sendFact(s, seq, f),
+    background: (s, e) => this.sendBackground(s, e),
+  });
 
   constructor(
     private readonly socket: Socket,
@@ -86,6 +92,7 @@ export class StubConnection implements SessionSink {
 
   /** Stops streaming `s`. A deliberate detach also drops this link's credit claim. */
   detach(s: PtySession, deliberate = true): void {
+    this.background.stop(s);
     this.attached.delete(s);
     s.removeSink(this);
     s.gate.release(this.gateReason);
@@ -94,6 +101,35 @@ export class StubConnection implements SessionSink {
   }
 
   data(s: PtySession, seq: number, data: Uint8Array): void {
+    if (!this.background.data(s, seq, data)) this.sendData(s, seq, data);
+  }
+
+  fact(s: PtySession, seq: number, fact: PtyFact): void {
+    if (!this.background.fact(s, seq, fact)) this.sendFact(s, seq, fact);
+  }
+
+  exit(s: PtySession, info: PtyExitInfo, seq: number): void {
+    this.background.exit(s, info, seq);
+    this.send({ t: 'exit', id: s.id, incarnationId: s.incarnationId, seq, ...info });
+  }
+
+  /** Background mode on: keep-tail thinning, and this link stops holding the producer. */
+  setBackground(s: PtySession): void {
+    s.credits.forget(this.linkId);
+    this.background.start(s);
+  }
+
+  /** Background mode off: the caller already sent the snapshot and the bytes after it. */
+  setForeground(s: PtySession, fromSeq: number): void {
+    this.background.stop(s);
+    s.credits.register(this.linkId, fromSeq);
+  }
+
+  isBackground(s: PtySession): boolean {
+    return this.background.has(s);
+  }
+
+  sendData(s: PtySession, seq: number, data: Uint8Array): void {
     if (this.closed) return;
     const [meta, payload] = encodeDataFrameParts(s.id, s.incarnationId, seq, data);
     this.socket.cork();
@@ -102,17 +138,18 @@ export class StubConnection implements SessionSink {
     this.socket.uncork();
   }
 
-  fact(s: PtySession, seq: number, fact: PtyFact): void {
+  sendFact(s: PtySession, seq: number, fact: PtyFact): void {
     this.send({ t: 'fact', id: s.id, incarnationId: s.incarnationId, seq, fact });
   }
 
-  exit(s: PtySession, info: PtyExitInfo, seq: number): void {
-    this.send({ t: 'exit', id: s.id, incarnationId: s.incarnationId, seq, ...info });
+  sendBackground(s: PtySession, event: Record<string, unknown>): void {
+    this.send({ t: 'bg', id: s.id, incarnationId: s.incarnationId, event });
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.background.dispose();
     for (const s of this.attached) this.detach(s, this.saidGoodbye);
     this.socket.destroy();
     this.ctx.onClose(this);

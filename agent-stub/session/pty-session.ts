@@ -232,22 +232,27 @@ export class PtySession {
 
   /**
    * node-pty destroys the PTY socket 200 ms after the child exits if it has not closed by then
-   * (a macOS workaround, unixTerminal.js onexit). While we hold the PTY paused for flow control
-   * the socket cannot close, so the program's last output would be thrown away. Intercept that
-   * destroy: resume reading so the output drains (the socket then ends with EIO on Linux), and
-   * destroy only if it still has not closed after a grace period.
+   * (a macOS workaround, unixTerminal.js onexit). On Linux the socket ends by itself with EIO once
+   * the last output was read; destroying it earlier throws away output we have not read yet —
+   * because we hold the PTY paused for flow control, or are simply behind. So a destroy of a
+   * socket that has not ended or failed resumes reading instead, and destroys only if it still
+   * has not closed after a grace period.
    */
   private keepOutputOnExit(): void {
-    const socket = (
-      this.proc as unknown as { _socket?: { destroy: (e?: Error) => void; destroyed?: boolean } }
-    )._socket;
+    type Sock = {
+      destroy: (e?: Error) => void;
+      destroyed?: boolean;
+      errored?: unknown;
+      readableEnded?: boolean;
+    };
+    const socket = (this.proc as unknown as { _socket?: Sock })._socket;
     if (!socket) return;
     const destroy = socket.destroy.bind(socket);
     socket.destroy = (err?: Error) => {
-      if (!this.gate.paused || socket.destroyed) return destroy(err);
+      if (socket.destroyed || socket.errored || socket.readableEnded || err) return destroy(err);
       this.gate.releaseAll();
       setTimeout(() => {
-        if (!socket.destroyed) destroy(err);
+        if (!socket.destroyed) destroy();
       }, EXIT_DRAIN_GRACE_MS).unref();
     };
   }

@@ -157,7 +157,19 @@ export interface GoodbyeMessage {
   t: 'goodbye';
 }
 
+/** A background stream event (keep-tail thinning): backgroundMarker, dataGap, or a fact from dropped output. */
+export interface BackgroundEventMessage {
+  t: 'bg';
+  id: string;
+  incarnationId: string;
+  event:
+    | { type: 'backgroundMarker'; background: boolean; seq: number; snapshot?: ScreenSnapshot }
+    | { type: 'dataGap'; droppedBytes: number; fromSeq: number; toSeq: number }
+    | { type: 'fact'; seq: number; fact: PtyFact | { type: 'exit'; exitCode: number; signal?: string } };
+}
+
 export type StubToClientMessage =
+  | BackgroundEventMessage
   | HelloMessage
   | ResponseMessage
   | InputAckMessage

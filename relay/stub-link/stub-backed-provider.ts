@@ -221,6 +221,16 @@ export abstract class StubBackedProvider implements IPtyProvider {
       if (!this.tracker.isCurrent(id, e.incarnationId)) return;
       this.factEvents.emit({ id, incarnationId: e.incarnationId, seq: e.seq, fact: e.fact });
     });
+    client.background.on((m) => {
+      const id = `${host}/${m.id}`;
+      const t = this.tracker.get(id);
+      if (!t || t.incarnationId !== m.incarnationId) return;
+      const ev = m.event;
+      // A gap moves the delivered position past the dropped bytes; foregrounding restarts it at the snapshot.
+      if (ev.type === 'dataGap') t.seq = Math.max(t.seq, ev.toSeq);
+      else if (ev.type === 'backgroundMarker' && !ev.background) t.seq = ev.seq;
+      this.backgroundEvents.emit({ id, incarnationId: m.incarnationId, ...ev } as PtyBackgroundStreamEvent);
+    });
     client.exit.on((e) => {
       const id = `${host}/${e.id}`;
       if (!this.tracker.markExit(id, e.incarnationId)) return;

@@ -10,6 +10,7 @@ import {
   FrameType,
 } from '../../provider/wire/frame-codec.js';
 import {
+  type BackgroundEventMessage,
   type ExitEventMessage,
   type FactEventMessage,
   type HelloMessage,
@@ -58,6 +59,7 @@ export class StubClient {
   readonly data = new Emitter<StubDataEvent>();
   readonly fact = new Emitter<FactEventMessage>();
   readonly exit = new Emitter<ExitEventMessage>();
+  readonly background = new Emitter<BackgroundEventMessage>();
   readonly closed = new Emitter<PtyRelayError>();
   /**
    * Spawn/attach results, emitted synchronously as the response is decoded: data frames that
@@ -239,6 +241,9 @@ export class StubClient {
         break;
       case 'exit':
         this.exit.emit(m as unknown as ExitEventMessage);
+        break;
+      case 'bg':
+        this.background.emit(m as unknown as BackgroundEventMessage);
         break;
       case 'error':
         this.fail(PtyRelayError.from((m as { error: PtyRelayErrorShape }).error));
