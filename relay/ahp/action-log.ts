@@ -1,0 +1,98 @@
+import type { ActionEnvelope, ActionOrigin, StateAction, URI } from './types.js';
+
+/** Default number of recent envelopes kept for `reconnect` replay. */
+export const DEFAULT_REPLAY_ACTIONS = 10_000;
+/** Default byte budget of the replay ring (approximate JSON size of the envelopes). */
+export const DEFAULT_REPLAY_BYTES = 8 * 1024 * 1024;
+/** Fixed per-envelope overhead added to the payload size estimate. */
+const ENVELOPE_OVERHEAD_BYTES = 128;
+
+/** One logged envelope and who may see it. */
+export interface LogEntry {
+  envelope: ActionEnvelope;
+  /** Set for envelopes only their origin client receives (input echoes, rejections). */
+  onlyClientId?: string;
+  /** Approximate serialized size. */
+  bytes: number;
+}
+
+function estimateBytes(action: StateAction): number {
+  if (action.type === 'terminal/data' || action.type === 'terminal/input') {
+    return action.data.length + ENVELOPE_OVERHEAD_BYTES;
+  }
+  return JSON.stringify(action).length + ENVELOPE_OVERHEAD_BYTES;
+}
+
+/**
+ * Assigns server sequence numbers (strictly increasing, starting at 1) and keeps a bounded ring
+ * of the most recent envelopes so a reconnecting client can be replayed exactly, or told that
+ * it must take snapshots because the gap is no longer held.
+ */
+export class ActionLog {
+  private entries: LogEntry[] = [];
+  /** Index of the oldest live entry in `entries` (compacted lazily). */
+  private start = 0;
+  private bytes = 0;
+  private seq = 0;
+
+  constructor(
+    private readonly maxActions = DEFAULT_REPLAY_ACTIONS,
+    private readonly maxBytes = DEFAULT_REPLAY_BYTES,
+  ) {}
+
+  /** The last assigned server seq (0 before any action). */
+  get serverSeq(): number {
+    return this.seq;
+  }
+
+  /** Seq of the oldest envelope still held (serverSeq + 1 when empty). */
+  get oldestSeq(): number {
+    return this.start < this.entries.length ? this.entries[this.start]!.envelope.serverSeq : this.seq + 1;
+  }
+
+  /** Wraps `action` in an envelope with the next server seq and records it. */
+  append(
+    channel: URI,
+    action: StateAction,
+    origin?: ActionOrigin,
+    opts: { rejectionReason?: string; onlyClientId?: string } = {},
+  ): LogEntry {
+    const envelope: ActionEnvelope = { channel, action, serverSeq: ++this.seq, origin };
+    if (opts.rejectionReason !== undefined) envelope.rejectionReason = opts.rejectionReason;
+    const entry: LogEntry = { envelope, bytes: estimateBytes(action) };
+    if (opts.onlyClientId !== undefined) entry.onlyClientId = opts.onlyClientId;
+    this.entries.push(entry);
+    this.bytes += entry.bytes;
+    this.evict();
+    return entry;
+  }
+
+  private evict(): void {
+    while (
+      this.start < this.entries.length &&
+      (this.entries.length - this.start > this.maxActions || this.bytes > this.maxBytes)
+    ) {
+      this.bytes -= this.entries[this.start]!.bytes;
+      this.start++;
+    }
+    if (this.start > this.maxActions) {
+      this.entries = this.entries.slice(this.start);
+      this.start = 0;
+    }
+  }
+
+  /**
+   * Every entry after `afterSeq`, oldest first; undefined when some of them were already
+   * evicted (or `afterSeq` is from the future, e.g. a previous server process).
+   */
+  since(afterSeq: number): LogEntry[] | undefined {
+    if (!Number.isInteger(afterSeq) || afterSeq < 0 || afterSeq > this.seq) return undefined;
+    if (afterSeq + 1 < this.oldestSeq) return undefined;
+    const out: LogEntry[] = [];
+    // Seqs are contiguous in the ring, so the first wanted entry is at a fixed offset.
+    for (let i = this.start + (afterSeq + 1 - this.oldestSeq); i < this.entries.length; i++) {
+      out.push(this.entries[i]!);
+    }
+    return out;
+  }
+}

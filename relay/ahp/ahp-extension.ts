@@ -1,0 +1,317 @@
+import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
+import type { Logger } from '../log.js';
+import { RpcError } from '../service/rpc-error.js';
+import type { HostRouter, RpcConnection, RpcExtension } from '../service/rpc-types.js';
+import type { TerminalRegistry } from '../service/terminal-registry.js';
+import { DEFAULT_REPLAY_ACTIONS, DEFAULT_REPLAY_BYTES } from './action-log.js';
+import { AhpHub, type AhpLimits } from './ahp-hub.js';
+import { parseClientAction, parseCreateTerminal } from './ahp-params.js';
+import { type AhpPeer, DEFAULT_HIGH_WATERMARK, DEFAULT_LOW_WATERMARK, PeerSet } from './ahp-peers.js';
+import { DEFAULT_CONTENT_LIMIT } from './terminal-reducer.js';
+import {
+  AhpErrorCodes,
+  type CreateTerminalResult,
+  type InitializeResult,
+  type ReconnectResult,
+  ROOT_URI,
+  type Snapshot,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type TerminalClientAction,
+  type URI,
+} from './types.js';
+import { parseTerminalUri, terminalUri, uriToPath } from './uris.js';
+import { negotiateProtocolVersion } from './version.js';
+
+/** Size of a terminal created without cols/rows. */
+export const DEFAULT_COLS = 80;
+export const DEFAULT_ROWS = 24;
+/** Default cap on published terminals. */
+export const DEFAULT_MAX_TERMINALS = 256;
+/** Client ids remembered for their rawData choice (reconnect policy). */
+const MAX_REMEMBERED_CLIENTS = 1024;
+
+export interface AhpExtensionOptions {
+  router: HostRouter;
+  registry: TerminalRegistry;
+  log?: Logger;
+  limits?: Partial<AhpLimits> & { maxTerminals?: number };
+}
+
+/** The AHP RpcExtension plus what the server needs to tear it down. */
+export interface AhpExtension extends RpcExtension {
+  readonly hub: AhpHub;
+  dispose(): void;
+}
+
+function str(v: unknown, field: string): string {
+  if (typeof v !== 'string' || !v) throw new PtyRelayError('INVALID_ARGUMENT', `${field} must be a string`);
+  return v;
+}
+
+function reasonOf(err: unknown): string {
+  return isPtyRelayError(err) ? `${err.code}: ${err.message}` : String((err as Error)?.message ?? err);
+}
+
+/**
+ * Creates the AHP terminal-channel extension: `initialize`, `subscribe`, `unsubscribe`,
+ * `createTerminal`, `disposeTerminal`, `dispatchAction` and `reconnect` over the shared
+ * TerminalRegistry and the router's providers. See docs/ahp.md.
+ */
+export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
+  const limits: AhpLimits = {
+    contentLimit: opts.limits?.contentLimit ?? DEFAULT_CONTENT_LIMIT,
+    replayActions: opts.limits?.replayActions ?? DEFAULT_REPLAY_ACTIONS,
+    replayBytes: opts.limits?.replayBytes ?? DEFAULT_REPLAY_BYTES,
+    highWatermark: opts.limits?.highWatermark ?? DEFAULT_HIGH_WATERMARK,
+    lowWatermark: opts.limits?.lowWatermark ?? DEFAULT_LOW_WATERMARK,
+  };
+  const maxTerminals = opts.limits?.maxTerminals ?? DEFAULT_MAX_TERMINALS;
+  const { router, registry, log } = opts;
+  const hub = new AhpHub(router, registry, limits, log);
+  const rawClients = new Map<string, boolean>();
+
+  const remember = (clientId: string, raw: boolean): void => {
+    rawClients.delete(clientId);
+    rawClients.set(clientId, raw);
+    if (rawClients.size > MAX_REMEMBERED_CLIENTS) rawClients.delete(rawClients.keys().next().value!);
+  };
+
+  /** The peer of an initialized connection, or INVALID_ARGUMENT. */
+  const peerOf = (conn: RpcConnection): AhpPeer & { clientId: string } => {
+    const p = hub.peers.get(conn);
+    if (!p?.clientId) throw new PtyRelayError('INVALID_ARGUMENT', 'send initialize (or reconnect) first');
+    return p as AhpPeer & { clientId: string };
+  };
+
+  const bind = (conn: RpcConnection, clientId: string): AhpPeer => {
+    const p = hub.peers.add(conn);
+    conn.clientId = clientId;
+    p.clientId = clientId;
+    return p;
+  };
+
+  const subscribe = (p: AhpPeer, uri: URI): Snapshot => {
+    const snap = hub.snapshot(uri);
+    p.subscriptions.add(snap.resource);
+    hub.peers.holdUntilReplied(p);
+    return snap;
+  };
+
+  async function createTerminal(conn: RpcConnection, raw: Record<string, unknown>) {
+    const p = peerOf(conn);
+    const params = parseCreateTerminal(raw);
+    if (params.claim.kind === 'client' && params.claim.clientId !== p.clientId) {
+      throw new PtyRelayError('INVALID_ARGUMENT', 'a client claim must name the calling client');
+    }
+    let host = params.host;
+    if (params.channel !== undefined) {
+      const target = parseTerminalUri(params.channel);
+      if (!target)
+        throw new PtyRelayError('INVALID_ARGUMENT', `channel ${params.channel} is not a terminal URI`);
+      if (target.id) {
+        throw new PtyRelayError(
+          'INVALID_ARGUMENT',
+          `terminal ids are minted by the host: pass ptyrelay-terminal:/${target.host}/ or omit channel`,
+        );
+      }
+      if (host !== undefined && host !== target.host) {
+        throw new PtyRelayError('INVALID_ARGUMENT', `host ${host} does not match channel ${params.channel}`);
+      }
+      host = target.host;
+    }
+    host ??= 'local';
+    if (registry.list().length >= maxTerminals) {
+      throw new PtyRelayError(
+        'INVALID_ARGUMENT',
+        `the terminal limit (limits.maxTerminals = ${maxTerminals}) is reached`,
+      );
+    }
+    const provider = router.providerFor(host);
+    const cols = params.cols ?? DEFAULT_COLS;
+    const rows = params.rows ?? DEFAULT_ROWS;
+    const cwd = params.cwd !== undefined ? uriToPath(params.cwd) : undefined;
+    const r = await provider.spawn({
+      host,
+      cols,
+      rows,
+      cwd,
+      command: params.command,
+      args: params.args,
+      name: params.name,
+    });
+    const title = r.title || params.name || params.command || 'shell';
+    const exitCode = r.exited?.exitCode;
+    hub.openChannel(
+      {
+        id: r.id,
+        incarnationId: r.incarnationId,
+        title,
+        claim: params.claim,
+        cwd: r.cwd ?? cwd,
+        cols: r.cols,
+        rows: r.rows,
+        exitCode,
+        nextSeq: r.providerSequence.value,
+      },
+      r.replay ? { data: r.replay, seq: r.providerSequence.value - r.replay.length } : undefined,
+    );
+    registry.add({
+      id: r.id,
+      host,
+      claim: params.claim,
+      title,
+      name: params.name,
+      cwd: r.cwd ?? cwd,
+      cols: r.cols,
+      rows: r.rows,
+      exitCode,
+      incarnationId: r.incarnationId,
+      createdAt: Date.now(),
+    });
+    const result: CreateTerminalResult = { channel: terminalUri(r.id) };
+    return result;
+  }
+
+  async function disposeTerminal(conn: RpcConnection, params: Record<string, unknown>) {
+    const p = peerOf(conn);
+    const ch = hub.channelOf(params.channel);
+    const rec = registry.checkClaim(ch.id, `client:${p.clientId}`);
+    try {
+      await router.providerFor(rec.host).shutdown(ch.id);
+    } catch (err) {
+      if (!isPtyRelayError(err, 'NOT_FOUND') && !isPtyRelayError(err, 'SESSION_EXITED')) throw err;
+    }
+    registry.remove(ch.id);
+    return {};
+  }
+
+  /** Performs a client action; throws to have it rejected. */
+  async function perform(
+    p: AhpPeer & { clientId: string },
+    channel: URI,
+    action: TerminalClientAction,
+    clientSeq: number,
+  ) {
+    const ch = hub.channelOf(channel);
+    const rec = registry.checkClaim(ch.id, `client:${p.clientId}`);
+    const origin = { clientId: p.clientId, clientSeq };
+    switch (action.type) {
+      case 'terminal/input':
+        await router.providerFor(rec.host).write(ch.id, action.data);
+        // Keystrokes are echoed to their sender only (for write-ahead reconciliation).
+        hub.notifyOrigin(ch.uri, action, origin);
+        return;
+      case 'terminal/resized':
+        await router.providerFor(rec.host).resize(ch.id, action.cols, action.rows);
+        break;
+      default:
+        break;
+    }
+    // The PTY may have gone while we waited.
+    if (hub.channels.get(ch.id) === ch) hub.dispatch(ch, action, origin);
+  }
+
+  function dispatchAction(conn: RpcConnection, params: Record<string, unknown>): void {
+    const p = hub.peers.get(conn);
+    const channel = params.channel;
+    const clientSeq = params.clientSeq;
+    if (!p?.clientId || typeof channel !== 'string' || !Number.isInteger(clientSeq)) {
+      log?.debug({ conn: conn.connectionId }, 'ahp: malformed dispatchAction ignored');
+      return;
+    }
+    const peer = p as AhpPeer & { clientId: string };
+    const origin = { clientId: peer.clientId, clientSeq: clientSeq as number };
+    let action: TerminalClientAction | undefined;
+    try {
+      action = parseClientAction(params.action);
+    } catch (err) {
+      hub.notifyOrigin(channel, params.action as TerminalClientAction, origin, reasonOf(err));
+      return;
+    }
+    if (!action) return; // Unknown or non-client action types are ignored.
+    const act = action;
+    perform(peer, channel, act, origin.clientSeq).catch((err) => {
+      hub.notifyOrigin(channel, act, origin, reasonOf(err));
+    });
+  }
+
+  async function initialize(conn: RpcConnection, params: Record<string, unknown>): Promise<InitializeResult> {
+    const clientId = str(params.clientId, 'clientId');
+    const version = negotiateProtocolVersion(params.protocolVersions);
+    if (!version) {
+      throw new RpcError(
+        AhpErrorCodes.UnsupportedProtocolVersion,
+        `unsupported protocol version; this server speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
+        { supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS] },
+        true,
+      );
+    }
+    const p = bind(conn, clientId);
+    const caps = (params.capabilities ?? {}) as Record<string, unknown>;
+    p.rawData = caps.rawData === true;
+    remember(clientId, p.rawData);
+    const snapshots = [subscribe(p, ROOT_URI)];
+    const initial = Array.isArray(params.initialSubscriptions) ? params.initialSubscriptions : [];
+    for (const uri of initial) {
+      if (typeof uri === 'string' && uri !== ROOT_URI && hub.exists(uri)) snapshots.push(subscribe(p, uri));
+    }
+    return {
+      protocolVersion: version,
+      serverSeq: hub.actionLog.serverSeq,
+      snapshots,
+      capabilities: {
+        rawData: p.rawData,
+        createTerminal: { host: true, command: true, args: true },
+        hosts: router.hosts(),
+      },
+      serverInfo: { name: 'ptyrelay' },
+    };
+  }
+
+  async function reconnect(conn: RpcConnection, params: Record<string, unknown>): Promise<ReconnectResult> {
+    const clientId = str(params.clientId, 'clientId');
+    const last = params.lastSeenServerSeq;
+    const subs = Array.isArray(params.subscriptions)
+      ? params.subscriptions.filter((s) => typeof s === 'string')
+      : [];
+    const p = bind(conn, clientId);
+    p.rawData = rawClients.get(clientId) ?? false;
+    hub.peers.holdUntilReplied(p);
+    const missing: URI[] = [];
+    // The client says what it was subscribed to; that becomes this connection's set.
+    p.subscriptions.clear();
+    for (const uri of subs as URI[]) {
+      if (hub.exists(uri)) p.subscriptions.add(uri);
+      else missing.push(uri);
+    }
+    // Raw-data clients cannot tell replayed output from bytes they got as binary frames.
+    const entries = p.rawData ? undefined : hub.actionLog.since(typeof last === 'number' ? last : -1);
+    if (!entries) {
+      return { type: 'snapshot', snapshots: [...p.subscriptions].map((u) => hub.snapshot(u)) };
+    }
+    const actions = entries.filter((e) => PeerSet.wants(p, e)).map((e) => e.envelope);
+    return { type: 'replay', actions, missing };
+  }
+
+  return {
+    name: 'ahp',
+    hub,
+    methods: {
+      initialize,
+      reconnect,
+      subscribe: async (conn, params) => ({ snapshot: subscribe(peerOf(conn), params.channel as URI) }),
+      createTerminal,
+      disposeTerminal,
+    },
+    notifications: {
+      unsubscribe: (conn, params) => {
+        hub.peers.get(conn)?.subscriptions.delete(params.channel as string);
+      },
+      dispatchAction,
+    },
+    onConnection: (conn) => {
+      conn.onClose(() => hub.peers.remove(conn));
+    },
+    dispose: () => hub.dispose(),
+  };
+}

@@ -1,0 +1,277 @@
+import type { Unsubscribe } from '../../provider/contract.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import type { Logger } from '../log.js';
+import type { HostRouter } from '../service/rpc-types.js';
+import {
+  claimHolder,
+  type TerminalClaim,
+  type TerminalRecord,
+  type TerminalRegistry,
+} from '../service/terminal-registry.js';
+import { ActionLog, type LogEntry } from './action-log.js';
+import { PeerSet } from './ahp-peers.js';
+import { PendingEvents } from './pending-events.js';
+import { RootCatalog } from './root-catalog.js';
+import { type ChannelInit, type RawSegment, TerminalChannel } from './terminal-channel.js';
+import {
+  type ActionOrigin,
+  ROOT_URI,
+  type Snapshot,
+  type StateAction,
+  type TerminalAction,
+  type URI,
+} from './types.js';
+import { pathToUri, terminalIdOf, uriToPath } from './uris.js';
+
+/** Tunables of the AHP channel (see docs/config.md `limits` and `flowControl`). */
+export interface AhpLimits {
+  /** Bound of a terminal's content in snapshots (UTF-16 code units). */
+  contentLimit: number;
+  replayActions: number;
+  replayBytes: number;
+  highWatermark: number;
+  lowWatermark: number;
+}
+
+/** True when both claims name the same holder (and the same turn/tool call). */
+export function sameClaim(a: TerminalClaim, b: TerminalClaim): boolean {
+  if (claimHolder(a) !== claimHolder(b)) return false;
+  if (a.kind === 'session' && b.kind === 'session') {
+    return a.turnId === b.turnId && a.toolCallId === b.toolCallId;
+  }
+  return true;
+}
+
+/**
+ * The server side of the AHP channel, independent of JSON-RPC: per-terminal states fed by the
+ * providers, the root catalog mirrored from the TerminalRegistry, the action log that numbers
+ * every envelope, and the connected peers. Changes made to the registry by other extensions
+ * are reflected as actions too, so every subscriber sees one consistent history.
+ */
+export class AhpHub {
+  readonly actionLog: ActionLog;
+  readonly catalog: RootCatalog;
+  readonly peers: PeerSet;
+  readonly channels = new Map<string, TerminalChannel>();
+  private readonly pending = new Pending();
+  private readonly offs: Unsubscribe[] = [];
+
+  constructor(
+    private readonly router: HostRouter,
+    readonly registry: TerminalRegistry,
+    private readonly limits: AhpLimits,
+    log?: Logger,
+  ) {
+    this.actionLog = new ActionLog(limits.replayActions, limits.replayBytes);
+    this.catalog = new RootCatalog(registry);
+    this.peers = new PeerSet(this.actionLog, { high: limits.highWatermark, low: limits.lowWatermark }, log);
+    for (const r of registry.list()) this.openChannel(this.initFromRecord(r));
+    this.subscribe();
+  }
+
+  private subscribe(): void {
+    for (const p of this.router.providers()) {
+      this.offs.push(
+        p.onData((e) => this.feed(e.id, e.incarnationId, { kind: 'data', seq: e.seq, data: e.data })),
+        p.onFact((e) => this.feed(e.id, e.incarnationId, { kind: 'fact', seq: e.seq, fact: e.fact })),
+        p.onExit((e) => this.feed(e.id, e.incarnationId, { kind: 'exit', exitCode: e.exitCode })),
+      );
+      if (p.onReattach) {
+        this.offs.push(
+          p.onReattach((e) =>
+            this.feed(e.id, e.incarnationId, {
+              kind: 'reset',
+              snapshot: e.snapshot,
+              expired: e.sessionExpired,
+            }),
+          ),
+        );
+      }
+    }
+    this.offs.push(this.registry.changed.on(() => this.syncRegistry()));
+  }
+
+  private feed(id: string, incarnationId: string, item: Parameters<TerminalChannel['push']>[0]): void {
+    const ch = this.channels.get(id);
+    if (ch && ch.incarnationId === incarnationId) ch.push(item);
+    // Not published yet (or a new process reusing an id after a daemon restart): keep for later.
+    else this.pending.push(id, incarnationId, item);
+  }
+
+  private initFromRecord(r: TerminalRecord): ChannelInit {
+    return {
+      id: r.id,
+      incarnationId: r.incarnationId,
+      title: r.title,
+      claim: r.claim,
+      cwd: r.cwd,
+      cols: r.cols,
+      rows: r.rows,
+      exitCode: r.exitCode,
+      nextSeq: 0,
+    };
+  }
+
+  /**
+   * Creates the channel of a terminal about to be published, seeds it with the spawn replay and
+   * hands it the events that arrived before. Call before `registry.add`.
+   */
+  openChannel(init: ChannelInit, replay?: { data: Uint8Array; seq: number }): TerminalChannel {
+    this.channels.get(init.id)?.dispose();
+    const ch = new TerminalChannel(
+      init.id,
+      init,
+      (c, a, raw) => this.onChannelAction(c, a, raw),
+      this.limits.contentLimit,
+    );
+    if (replay) ch.seed(replay.data, replay.seq);
+    this.channels.set(init.id, ch);
+    for (const item of this.pending.take(init.id, init.incarnationId)) ch.push(item);
+    return ch;
+  }
+
+  private onChannelAction(ch: TerminalChannel, action: TerminalAction | undefined, raw?: RawSegment): void {
+    if (this.channels.get(ch.id) !== ch) return;
+    if (!action) {
+      if (raw) this.peers.deliver(undefined, { channel: ch.uri, segment: raw });
+      return;
+    }
+    this.dispatch(ch, action, undefined, raw);
+  }
+
+  /** Applies a terminal action, mirrors it into the registry, logs it and delivers it. */
+  dispatch(ch: TerminalChannel, action: TerminalAction, origin?: ActionOrigin, raw?: RawSegment): LogEntry {
+    ch.apply(action);
+    const entry = this.actionLog.append(ch.uri, action, origin);
+    this.peers.deliver(entry, raw ? { channel: ch.uri, segment: raw } : undefined);
+    this.mirror(ch.id, action);
+    return entry;
+  }
+
+  /** Sends an envelope only to connections of `clientId` (input echoes, rejections). */
+  notifyOrigin(channel: URI, action: StateAction, origin: ActionOrigin, rejectionReason?: string): LogEntry {
+    const entry = this.actionLog.append(channel, action, origin, {
+      rejectionReason,
+      onlyClientId: origin.clientId,
+    });
+    this.peers.deliver(entry);
+    return entry;
+  }
+
+  private mirror(id: string, action: TerminalAction): void {
+    if (!this.registry.find(id)) return;
+    switch (action.type) {
+      case 'terminal/titleChanged':
+        this.registry.update(id, { title: action.title });
+        break;
+      case 'terminal/resized':
+        this.registry.update(id, { cols: action.cols, rows: action.rows });
+        break;
+      case 'terminal/claimed':
+        this.registry.update(id, { claim: action.claim });
+        break;
+      case 'terminal/exited':
+        this.registry.update(id, { exitCode: action.exitCode });
+        break;
+      case 'terminal/cwdChanged':
+        this.registry.update(id, { cwd: uriToPath(action.cwd) });
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Brings channels and the root catalog in line with the registry after any change. */
+  private syncRegistry(): void {
+    const seen = new Set<string>();
+    for (const r of this.registry.list()) {
+      seen.add(r.id);
+      const ch = this.channels.get(r.id);
+      if (!ch || ch.incarnationId !== r.incarnationId) {
+        this.openChannel(this.initFromRecord(r));
+        continue;
+      }
+      // Provider events still queued come first (another extension may have recorded an exit or
+      // title from the same events already); afterwards only genuine registry edits differ.
+      ch.flush();
+      const s = ch.state;
+      if (!sameClaim(s.claim, r.claim)) this.dispatch(ch, { type: 'terminal/claimed', claim: r.claim });
+      if (s.title !== r.title) this.dispatch(ch, { type: 'terminal/titleChanged', title: r.title });
+      if (s.cols !== r.cols || s.rows !== r.rows) {
+        this.dispatch(ch, { type: 'terminal/resized', cols: r.cols, rows: r.rows });
+      }
+      if (r.cwd !== undefined && s.cwd !== pathToUri(r.cwd)) {
+        this.dispatch(ch, { type: 'terminal/cwdChanged', cwd: pathToUri(r.cwd) });
+      }
+      if (r.exitCode !== undefined && s.exitCode !== r.exitCode) {
+        this.dispatch(ch, { type: 'terminal/exited', exitCode: r.exitCode });
+      }
+    }
+    for (const [id, ch] of this.channels) {
+      if (seen.has(id)) continue;
+      ch.dispose();
+      this.channels.delete(id);
+      this.peers.forgetChannel(ch.uri);
+    }
+    const changed = this.catalog.refresh();
+    if (changed) {
+      this.catalog.apply(changed);
+      this.peers.deliver(this.actionLog.append(ROOT_URI, changed));
+    }
+  }
+
+  /** The channel a terminal URI names, or NOT_FOUND. */
+  channelOf(uri: unknown): TerminalChannel {
+    const id = terminalIdOf(uri);
+    const ch = this.channels.get(id);
+    if (!ch || !this.registry.find(id)) {
+      throw new PtyRelayError('NOT_FOUND', `no terminal ${String(uri)}`, { channel: uri });
+    }
+    return ch;
+  }
+
+  /** Snapshot of the root channel or of a terminal channel, at the current server seq. */
+  snapshot(uri: URI): Snapshot {
+    if (uri === ROOT_URI) {
+      return { resource: ROOT_URI, state: this.catalog.current, fromSeq: this.actionLog.serverSeq };
+    }
+    const ch = this.channelOf(uri);
+    return { resource: ch.uri, state: ch.snapshotState(), fromSeq: this.actionLog.serverSeq };
+  }
+
+  /** Whether `uri` names a channel that exists now. */
+  exists(uri: URI): boolean {
+    if (uri === ROOT_URI) return true;
+    try {
+      this.channelOf(uri);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  dispose(): void {
+    for (const off of this.offs.splice(0)) off();
+    for (const ch of this.channels.values()) ch.dispose();
+    this.channels.clear();
+    this.pending.clear();
+    this.peers.stop();
+  }
+}
+
+/** PendingEvents keyed by incarnation too, so a stale process's events never reach a new one. */
+class Pending {
+  private readonly events = new PendingEvents();
+
+  push(id: string, incarnationId: string, item: Parameters<TerminalChannel['push']>[0]): void {
+    this.events.push(`${id}\u0000${incarnationId}`, item);
+  }
+
+  take(id: string, incarnationId: string): ReturnType<PendingEvents['take']> {
+    return this.events.take(`${id}\u0000${incarnationId}`);
+  }
+
+  clear(): void {
+    this.events.clear();
+  }
+}

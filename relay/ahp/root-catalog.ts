@@ -1,0 +1,60 @@
+import type { TerminalRecord, TerminalRegistry } from '../service/terminal-registry.js';
+import type { RootAction, RootState, RootTerminalsChangedAction, TerminalInfo } from './types.js';
+import { terminalUri } from './uris.js';
+
+/** The catalog entry of one registry record. */
+export function terminalInfo(r: TerminalRecord): TerminalInfo {
+  const info: TerminalInfo = { resource: terminalUri(r.id), title: r.title, claim: r.claim };
+  if (r.exitCode !== undefined) info.exitCode = r.exitCode;
+  return info;
+}
+
+/** Pure reducer of the root state (ptyrelay only changes the terminal catalog). */
+export function rootReducer(state: RootState, action: RootAction): RootState {
+  switch (action.type) {
+    case 'root/terminalsChanged':
+      return { ...state, terminals: action.terminals };
+    default:
+      return state;
+  }
+}
+
+/**
+ * The root channel's state, derived from the shared TerminalRegistry. `refresh()` rebuilds the
+ * catalog and returns the `root/terminalsChanged` action to dispatch when it differs from the
+ * last one (the catalog is replaced whole), or undefined.
+ */
+export class RootCatalog {
+  private state: RootState = { agents: [], terminals: [] };
+  private lastJson = '[]';
+
+  constructor(private readonly registry: TerminalRegistry) {
+    this.state = { agents: [], terminals: this.build() };
+    this.lastJson = JSON.stringify(this.state.terminals);
+  }
+
+  private build(): TerminalInfo[] {
+    return this.registry
+      .list()
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .map(terminalInfo);
+  }
+
+  /** The action that brings subscribers up to date, if the catalog changed. */
+  refresh(): RootTerminalsChangedAction | undefined {
+    const terminals = this.build();
+    const json = JSON.stringify(terminals);
+    if (json === this.lastJson) return undefined;
+    this.lastJson = json;
+    return { type: 'root/terminalsChanged', terminals };
+  }
+
+  /** Applies a dispatched root action. */
+  apply(action: RootAction): void {
+    this.state = rootReducer(this.state, action);
+  }
+
+  get current(): RootState {
+    return this.state;
+  }
+}

@@ -1,0 +1,245 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { SshHostConfig } from '../ssh/host-config.js';
+import {
+  configError,
+  describe,
+  integer,
+  type Obj,
+  object,
+  oneOf,
+  onlyKeys,
+  optBoolean,
+  optString,
+} from './config-validate.js';
+
+export type { SshHostConfig };
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/** Default listen address: loopback only. */
+export const DEFAULT_LISTEN = { host: '127.0.0.1', port: 7681 } as const;
+/** The built-in host; always present, never configured. */
+export const LOCAL_HOST = 'local';
+/** Host names as they appear in terminal ids and URIs. */
+const HOST_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/** Largest ring a daemon may keep per session (below the stub link's 32 MiB frame limit). */
+const MAX_RING_BYTES = 16 * MiB;
+
+/** Resource limits (docs/config.md, `limits`). */
+export interface RelayLimits {
+  /** Output ring per session in daemons this relay starts (`--ring-bytes`). */
+  ringBytes: number;
+  /** Terminals the service publishes at most. */
+  maxTerminals: number;
+  /** Output kept in an AHP terminal snapshot (UTF-16 code units). */
+  contentBytes: number;
+  /** Envelopes kept for AHP `reconnect` replay. */
+  replayActions: number;
+  /** Approximate bytes of envelopes kept for replay. */
+  replayBytes: number;
+  /** Largest WebSocket message accepted from a client. */
+  maxMessageBytes: number;
+}
+
+/** Flow control between the relay and its WebSocket clients (docs/config.md, `flowControl`). */
+export interface FlowControlConfig {
+  /** Unacknowledged output bytes per terminal a consumer may be behind before output is held. */
+  creditWindow: number;
+  /** A consumer acknowledges at least every `ackBytes` it processed. */
+  ackBytes: number;
+  /** Socket bytes queued above which a connection stops receiving live output. */
+  highWatermark: number;
+  /** Socket bytes queued below which a held connection is caught up. */
+  lowWatermark: number;
+}
+
+/** The relay service configuration (validated, defaults filled in). */
+export interface RelayConfig {
+  listen: { host: string; port: number };
+  /** SSH hosts by name; `local` is built in and not listed here. */
+  hosts: Record<string, SshHostConfig>;
+  limits: RelayLimits;
+  flowControl: FlowControlConfig;
+  /** Browser Origins allowed to connect (clients that send no Origin are always allowed). */
+  allowedOrigins: string[];
+}
+
+export const DEFAULT_LIMITS: RelayLimits = {
+  ringBytes: 4 * MiB,
+  maxTerminals: 256,
+  contentBytes: 256 * KiB,
+  replayActions: 10_000,
+  replayBytes: 8 * MiB,
+  maxMessageBytes: 16 * MiB,
+};
+
+export const DEFAULT_FLOW_CONTROL: FlowControlConfig = {
+  creditWindow: 256 * KiB,
+  ackBytes: 64 * KiB,
+  highWatermark: 1 * MiB,
+  lowWatermark: 256 * KiB,
+};
+
+const TOP_KEYS = ['$schema', 'listen', 'hosts', 'limits', 'flowControl', 'allowedOrigins'] as const;
+const HOST_KEYS = [
+  'host',
+  'port',
+  'user',
+  'identityFile',
+  'passphrase',
+  'password',
+  'knownHostsFile',
+  'hostKeyPolicy',
+  'proxyJump',
+  'useAgent',
+] as const;
+
+function validateListen(raw: unknown): RelayConfig['listen'] {
+  const o = object(raw, 'listen');
+  onlyKeys(o, ['host', 'port'], 'listen');
+  return {
+    host: optString(o, 'host', 'listen') ?? DEFAULT_LISTEN.host,
+    port: integer(o, 'port', 'listen', 0, 65535, DEFAULT_LISTEN.port),
+  };
+}
+
+function validateHost(name: string, raw: unknown): SshHostConfig {
+  const field = `hosts.${name}`;
+  if (name === LOCAL_HOST) throw configError(`hosts.local is reserved for the built-in local host`);
+  if (!HOST_NAME.test(name)) {
+    throw configError(`${field}: host names may only use letters, digits, '.', '_' and '-'`);
+  }
+  const o = object(raw, field);
+  if (raw === undefined) throw configError(`${field} must be an object`);
+  onlyKeys(o, HOST_KEYS, field);
+  const host = optString(o, 'host', field);
+  if (host === undefined) throw configError(`${field}.host is required (a host name, address or ssh alias)`);
+  const out: SshHostConfig = { host };
+  const port = integer(o, 'port', field, 1, 65535);
+  if (port !== undefined) out.port = port;
+  for (const k of [
+    'user',
+    'identityFile',
+    'passphrase',
+    'password',
+    'knownHostsFile',
+    'proxyJump',
+  ] as const) {
+    const v = optString(o, k, field);
+    if (v !== undefined) out[k] = v;
+  }
+  const policy = oneOf(o, 'hostKeyPolicy', field, ['strict', 'accept-new'] as const);
+  if (policy !== undefined) out.hostKeyPolicy = policy;
+  const agent = optBoolean(o, 'useAgent', field);
+  if (agent !== undefined) out.useAgent = agent;
+  return out;
+}
+
+function validateLimits(raw: unknown): RelayLimits {
+  const o = object(raw, 'limits');
+  const d = DEFAULT_LIMITS;
+  onlyKeys(o, Object.keys(d), 'limits');
+  return {
+    ringBytes: integer(o, 'ringBytes', 'limits', 64 * KiB, MAX_RING_BYTES, d.ringBytes),
+    maxTerminals: integer(o, 'maxTerminals', 'limits', 1, 100_000, d.maxTerminals),
+    contentBytes: integer(o, 'contentBytes', 'limits', 4 * KiB, 64 * MiB, d.contentBytes),
+    replayActions: integer(o, 'replayActions', 'limits', 100, 10_000_000, d.replayActions),
+    replayBytes: integer(o, 'replayBytes', 'limits', 64 * KiB, 1024 * MiB, d.replayBytes),
+    maxMessageBytes: integer(o, 'maxMessageBytes', 'limits', 64 * KiB, 256 * MiB, d.maxMessageBytes),
+  };
+}
+
+function validateFlowControl(raw: unknown): FlowControlConfig {
+  const o = object(raw, 'flowControl');
+  const d = DEFAULT_FLOW_CONTROL;
+  onlyKeys(o, Object.keys(d), 'flowControl');
+  const f: FlowControlConfig = {
+    creditWindow: integer(o, 'creditWindow', 'flowControl', 16 * KiB, 256 * MiB, d.creditWindow),
+    ackBytes: integer(o, 'ackBytes', 'flowControl', 1 * KiB, 256 * MiB, d.ackBytes),
+    highWatermark: integer(o, 'highWatermark', 'flowControl', 16 * KiB, 1024 * MiB, d.highWatermark),
+    lowWatermark: integer(o, 'lowWatermark', 'flowControl', 0, 1024 * MiB, d.lowWatermark),
+  };
+  if (f.lowWatermark >= f.highWatermark) {
+    throw configError(
+      `flowControl.lowWatermark (${f.lowWatermark}) must be below flowControl.highWatermark (${f.highWatermark})`,
+    );
+  }
+  if (f.ackBytes > f.lowWatermark) {
+    throw configError(
+      `flowControl.ackBytes (${f.ackBytes}) must not exceed flowControl.lowWatermark (${f.lowWatermark})`,
+    );
+  }
+  if (f.ackBytes * 2 > f.creditWindow) {
+    throw configError(
+      `flowControl.ackBytes (${f.ackBytes}) must be at most half of flowControl.creditWindow (${f.creditWindow})`,
+    );
+  }
+  return f;
+}
+
+function validateOrigins(raw: unknown): string[] {
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw))
+    throw configError(`allowedOrigins must be an array of origins, got ${describe(raw)}`);
+  return raw.map((v, i) => {
+    let url: URL | undefined;
+    try {
+      url = typeof v === 'string' ? new URL(v) : undefined;
+    } catch {
+      url = undefined;
+    }
+    if (!url || url.origin === 'null' || url.origin !== v) {
+      throw configError(
+        `allowedOrigins[${i}] must be an origin like "https://example.com:8443" (scheme://host[:port], no path), got ${describe(v)}`,
+      );
+    }
+    return v as string;
+  });
+}
+
+/** Validates a parsed config object and fills in defaults; CONFIG_INVALID names the bad field. */
+export function validateConfig(raw: unknown): RelayConfig {
+  const top = object(raw ?? {}, 'config');
+  onlyKeys(top, TOP_KEYS, 'config');
+  const hostsRaw = object(top.hosts, 'hosts');
+  const hosts: Record<string, SshHostConfig> = {};
+  for (const [name, h] of Object.entries(hostsRaw)) hosts[name] = validateHost(name, h);
+  return {
+    listen: validateListen(top.listen),
+    hosts,
+    limits: validateLimits(top.limits),
+    flowControl: validateFlowControl(top.flowControl),
+    allowedOrigins: validateOrigins(top.allowedOrigins),
+  };
+}
+
+/** `$PTYRELAY_CONFIG`, else `~/.config/ptyrelay/config.json`. */
+export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.PTYRELAY_CONFIG || join(env.HOME || homedir(), '.config', 'ptyrelay', 'config.json');
+}
+
+/**
+ * Reads and validates the JSON config. Without `path`, a missing default file means "all
+ * defaults"; an explicitly named file must exist.
+ */
+export function loadConfig(path?: string): RelayConfig {
+  const file = path ?? defaultConfigPath();
+  if (!existsSync(file)) {
+    if (path === undefined) return validateConfig({});
+    throw configError(`config file ${file} does not exist`);
+  }
+  let raw: Obj;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8')) as Obj;
+  } catch (err) {
+    throw configError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  try {
+    return validateConfig(raw);
+  } catch (err) {
+    throw configError(`${file}: ${(err as Error).message}`);
+  }
+}

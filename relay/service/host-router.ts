@@ -1,0 +1,48 @@
+import type { IPtyProvider } from '../../provider/contract.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import { LocalPtyProvider } from '../local/local-pty-provider.js';
+import type { Logger } from '../log.js';
+import { SshPtyProvider } from '../ssh/ssh-pty-provider.js';
+import { LOCAL_HOST, type RelayConfig } from './config.js';
+import type { HostRouter } from './rpc-types.js';
+
+export interface HostRouterOptions {
+  log?: Logger;
+  /** Runtime directory of the local daemon (tests use a temporary one). */
+  localRuntimeDir?: string;
+}
+
+/**
+ * Routes host names to providers: `local` to a LocalPtyProvider, every configured SSH host to
+ * one shared SshPtyProvider. Daemons this relay starts keep `limits.ringBytes` of output per
+ * session. Nothing connects until a host is first used.
+ */
+export function createHostRouter(
+  config: RelayConfig,
+  opts: HostRouterOptions = {},
+): HostRouter & { dispose(): Promise<void> } {
+  const daemonArgs = ['--ring-bytes', String(config.limits.ringBytes)];
+  const local = new LocalPtyProvider({
+    runtimeDir: opts.localRuntimeDir,
+    log: opts.log?.child({ host: LOCAL_HOST }),
+    daemonArgs,
+  });
+  const sshNames = Object.keys(config.hosts);
+  const ssh =
+    sshNames.length > 0
+      ? new SshPtyProvider({ hosts: config.hosts, log: opts.log?.child({ provider: 'ssh' }), daemonArgs })
+      : undefined;
+  const all: IPtyProvider[] = ssh ? [local, ssh] : [local];
+  return {
+    hosts: () => [LOCAL_HOST, ...sshNames],
+    providerFor(host: string): IPtyProvider {
+      if (host === LOCAL_HOST) return local;
+      if (ssh && Object.hasOwn(config.hosts, host)) return ssh;
+      throw new PtyRelayError('UNKNOWN_HOST', `no host named ${host} is configured`, { host });
+    },
+    providers: () => [...all],
+    async dispose() {
+      await Promise.allSettled(all.map((p) => p.dispose()));
+    },
+  };
+}

@@ -1,0 +1,258 @@
+import { describe, expect, it } from 'vitest';
+import { ActionLog } from '../../relay/ahp/action-log.js';
+import { rootReducer } from '../../relay/ahp/root-catalog.js';
+import { type RawSegment, TerminalChannel } from '../../relay/ahp/terminal-channel.js';
+import { boundContent, terminalReducer } from '../../relay/ahp/terminal-reducer.js';
+import type { TerminalAction, TerminalState } from '../../relay/ahp/types.js';
+import { parseTerminalUri, pathToUri, terminalUri, uriToPath } from '../../relay/ahp/uris.js';
+import { negotiateProtocolVersion } from '../../relay/ahp/version.js';
+
+const claim = { kind: 'client', clientId: 'c1' } as const;
+
+function base(): TerminalState {
+  return { title: 'sh', cols: 80, rows: 24, content: [], claim };
+}
+
+function run(actions: TerminalAction[], s = base()): TerminalState {
+  return actions.reduce(terminalReducer, s);
+}
+
+describe('terminalReducer (AHP terminal channel spec)', () => {
+  it('terminal/data appends to an unclassified tail part, or starts one', () => {
+    const s = run([
+      { type: 'terminal/data', data: 'a' },
+      { type: 'terminal/data', data: 'b' },
+    ]);
+    expect(s.content).toEqual([{ type: 'unclassified', value: 'ab' }]);
+  });
+
+  it('terminal/data appends to a running command, and starts a new part after it completes', () => {
+    const s = run([
+      { type: 'terminal/data', data: '$ ' },
+      { type: 'terminal/commandExecuted', commandId: 'x', commandLine: 'ls', timestamp: 5 },
+      { type: 'terminal/data', data: 'file\r\n' },
+      { type: 'terminal/commandFinished', commandId: 'x', exitCode: 0, durationMs: 3 },
+      { type: 'terminal/data', data: '$ ' },
+    ]);
+    expect(s.content).toEqual([
+      { type: 'unclassified', value: '$ ' },
+      {
+        type: 'command',
+        commandId: 'x',
+        commandLine: 'ls',
+        output: 'file\r\n',
+        timestamp: 5,
+        isComplete: true,
+        exitCode: 0,
+        durationMs: 3,
+      },
+      { type: 'unclassified', value: '$ ' },
+    ]);
+    expect(s.supportsCommandDetection).toBe(true);
+  });
+
+  it('terminal/input changes nothing (same object)', () => {
+    const s = base();
+    expect(terminalReducer(s, { type: 'terminal/input', data: 'ls\r' })).toBe(s);
+  });
+
+  it('terminal/resized, claimed, titleChanged, cwdChanged, exited set their fields', () => {
+    const s = run([
+      { type: 'terminal/resized', cols: 120, rows: 40 },
+      { type: 'terminal/claimed', claim: { kind: 'session', session: 'ahp-session:/s1' } },
+      { type: 'terminal/titleChanged', title: 'vim' },
+      { type: 'terminal/cwdChanged', cwd: 'file:///tmp' },
+      { type: 'terminal/exited', exitCode: 3 },
+    ]);
+    expect(s).toMatchObject({
+      cols: 120,
+      rows: 40,
+      claim: { kind: 'session', session: 'ahp-session:/s1' },
+      title: 'vim',
+      cwd: 'file:///tmp',
+      exitCode: 3,
+    });
+  });
+
+  it('terminal/cleared resets content to []', () => {
+    const s = run([{ type: 'terminal/data', data: 'x' }, { type: 'terminal/cleared' }]);
+    expect(s.content).toEqual([]);
+  });
+
+  it('terminal/commandDetectionAvailable sets supportsCommandDetection', () => {
+    expect(run([{ type: 'terminal/commandDetectionAvailable' }]).supportsCommandDetection).toBe(true);
+  });
+
+  it('terminal/commandFinished for an unknown command id changes no part', () => {
+    const s = run([{ type: 'terminal/data', data: 'x' }]);
+    const t = terminalReducer(s, { type: 'terminal/commandFinished', commandId: 'nope', exitCode: 1 });
+    expect(t.content).toEqual(s.content);
+  });
+
+  it('ignores unknown action types', () => {
+    const s = base();
+    expect(terminalReducer(s, { type: 'terminal/fancyNew' } as unknown as TerminalAction)).toBe(s);
+  });
+
+  it('is pure: the input state is not modified', () => {
+    const s = run([{ type: 'terminal/data', data: 'a' }]);
+    const frozen = JSON.stringify(s);
+    terminalReducer(s, { type: 'terminal/data', data: 'b' });
+    terminalReducer(s, { type: 'terminal/cleared' });
+    expect(JSON.stringify(s)).toBe(frozen);
+  });
+});
+
+describe('boundContent', () => {
+  it('keeps the last N code units, dropping and cutting old parts', () => {
+    const s = run([
+      { type: 'terminal/data', data: 'aaaaaaaaaa' },
+      { type: 'terminal/commandExecuted', commandId: '1', commandLine: '', timestamp: 0 },
+      { type: 'terminal/data', data: 'bbbbbbbbbb' },
+      { type: 'terminal/commandFinished', commandId: '1' },
+      { type: 'terminal/data', data: 'cccccccccc' },
+    ]);
+    const b = boundContent(s, 15);
+    expect(b.content).toEqual([
+      expect.objectContaining({ type: 'command', output: 'bbbbb' }),
+      { type: 'unclassified', value: 'cccccccccc' },
+    ]);
+    expect(boundContent(s, 1000)).toBe(s);
+    expect(boundContent(s, 1000, 2).content).toHaveLength(2);
+  });
+});
+
+describe('root reducer', () => {
+  it('root/terminalsChanged replaces the catalog whole', () => {
+    const t = [{ resource: 'ptyrelay-terminal:/local/pty-1', title: 'a', claim }];
+    const s = rootReducer(
+      { agents: [], terminals: [{ ...t[0]!, title: 'old' }] },
+      {
+        type: 'root/terminalsChanged',
+        terminals: t,
+      },
+    );
+    expect(s.terminals).toEqual(t);
+  });
+});
+
+describe('protocol version negotiation', () => {
+  it('accepts a caret-compatible version and returns the exact offered string', () => {
+    expect(negotiateProtocolVersion(['0.1.0'])).toBe('0.1.0');
+    expect(negotiateProtocolVersion(['2.0.0', '0.1.3', '0.1.1'])).toBe('0.1.3');
+  });
+  it('refuses incompatible or malformed versions', () => {
+    expect(negotiateProtocolVersion(['0.2.0', '1.0.0'])).toBeUndefined();
+    expect(negotiateProtocolVersion(['0.0.9'])).toBeUndefined();
+    expect(negotiateProtocolVersion(['v0.1.0', '0.1', '0.1.0-beta'])).toBeUndefined();
+    expect(negotiateProtocolVersion('0.1.0')).toBeUndefined();
+  });
+});
+
+describe('ActionLog', () => {
+  it('numbers envelopes strictly increasing and replays what it still holds', () => {
+    const log = new ActionLog(3, 1 << 20);
+    for (let i = 0; i < 5; i++) log.append('c', { type: 'terminal/data', data: String(i) });
+    expect(log.serverSeq).toBe(5);
+    expect(log.since(2)?.map((e) => e.envelope.serverSeq)).toEqual([3, 4, 5]);
+    expect(log.since(1)).toBeUndefined(); // seq 2 was evicted
+    expect(log.since(5)).toEqual([]);
+    expect(log.since(6)).toBeUndefined(); // from the future (another server process)
+  });
+  it('evicts by bytes too', () => {
+    const log = new ActionLog(1000, 1000);
+    log.append('c', { type: 'terminal/data', data: 'x'.repeat(600) });
+    log.append('c', { type: 'terminal/data', data: 'y'.repeat(600) });
+    expect(log.since(0)).toBeUndefined();
+    expect(log.since(1)?.length).toBe(1);
+  });
+});
+
+describe('terminal URIs', () => {
+  it('maps provider ids and parses mint requests', () => {
+    expect(terminalUri('local/pty-1')).toBe('ptyrelay-terminal:/local/pty-1');
+    expect(parseTerminalUri('ptyrelay-terminal:/build1/pty-2')).toEqual({
+      host: 'build1',
+      id: 'build1/pty-2',
+    });
+    expect(parseTerminalUri('ptyrelay-terminal:/build1/')).toEqual({ host: 'build1' });
+    expect(parseTerminalUri('ahp-terminal:/x')).toBeUndefined();
+    expect(uriToPath(pathToUri('/tmp/a b'))).toBe('/tmp/a b');
+  });
+});
+
+describe('TerminalChannel event merging', () => {
+  it('splits output at fact positions so command output lands in the command part', () => {
+    const actions: TerminalAction[] = [];
+    const raws: RawSegment[] = [];
+    const ch = new TerminalChannel(
+      'local/pty-1',
+      { id: 'local/pty-1', incarnationId: 'i', title: 't', claim, cols: 80, rows: 24, nextSeq: 0 },
+      (c, a, raw) => {
+        if (a) {
+          c.apply(a);
+          actions.push(a);
+        }
+        if (raw) raws.push(raw);
+      },
+    );
+    const bytes = Buffer.from('$ false\r\n$ ');
+    // Data first, then the facts found in it (the stub's order).
+    ch.push({ kind: 'data', seq: 0, data: bytes });
+    ch.push({ kind: 'fact', seq: 9, fact: { type: 'commandStarted', commandLine: 'false' } });
+    ch.push({ kind: 'fact', seq: 9, fact: { type: 'commandFinished', exitCode: 1, durationMs: 2 } });
+    ch.push({ kind: 'exit', exitCode: 0 });
+    ch.flush();
+    expect(actions.map((a) => a.type)).toEqual([
+      'terminal/data',
+      'terminal/commandExecuted',
+      'terminal/commandFinished',
+      'terminal/data',
+      'terminal/exited',
+    ]);
+    expect(raws.map((r) => r.seq)).toEqual([0, 9]);
+    expect(ch.state.content).toEqual([
+      { type: 'unclassified', value: '$ false\r\n' },
+      expect.objectContaining({ type: 'command', commandLine: 'false', isComplete: true, exitCode: 1 }),
+      { type: 'unclassified', value: '$ ' },
+    ]);
+    expect(ch.state.exitCode).toBe(0);
+  });
+
+  it('decodes UTF-8 split across chunks and drops bytes already seen', () => {
+    const out: string[] = [];
+    const ch = new TerminalChannel(
+      'local/pty-2',
+      { id: 'local/pty-2', incarnationId: 'i', title: 't', claim, cols: 80, rows: 24, nextSeq: 2 },
+      (_c, a) => {
+        if (a?.type === 'terminal/data') out.push(a.data);
+      },
+    );
+    const euro = Buffer.from('ab€', 'utf8'); // € is 3 bytes
+    ch.push({ kind: 'data', seq: 0, data: euro.subarray(0, 3) });
+    ch.push({ kind: 'data', seq: 3, data: euro.subarray(3) });
+    ch.flush();
+    expect(out.join('')).toBe('€'); // "ab" was before nextSeq
+  });
+
+  it('bounds content: snapshots hold exactly the last `contentLimit` code units', () => {
+    const ch = new TerminalChannel(
+      'local/pty-3',
+      { id: 'local/pty-3', incarnationId: 'i', title: 't', claim, cols: 80, rows: 24, nextSeq: 0 },
+      (c, a) => {
+        if (a) c.apply(a);
+      },
+      10,
+    );
+    let seq = 0;
+    for (let i = 0; i < 50; i++) {
+      const d = Buffer.from(String(i % 10));
+      ch.push({ kind: 'data', seq, data: d });
+      seq += d.length;
+    }
+    ch.flush();
+    expect(ch.snapshotState().content).toEqual([{ type: 'unclassified', value: '0123456789' }]);
+    const kept = ch.state.content.map((p) => (p.type === 'unclassified' ? p.value : p.output)).join('');
+    expect(kept.length).toBeLessThanOrEqual(20);
+  });
+});
