@@ -37,6 +37,9 @@ async function main(argv: string[]): Promise<void> {
       idleExitMs: numFlag(args, '--idle-exit-ms'),
       ringBytes: numFlag(args, '--ring-bytes'),
       scrollbackRows: numFlag(args, '--scrollback-rows'),
+      creditWindow: numFlag(args, '--credit-window'),
+      keepTailMin: numFlag(args, '--keep-tail'),
+      pendingCap: numFlag(args, '--pending-cap'),
     });
     return;
   }

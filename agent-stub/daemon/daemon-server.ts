@@ -7,6 +7,7 @@ import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { acquirePidLock, releasePidLock } from './daemon-lock.js';
+import { resolveLimits } from './daemon-limits.js';
 import { StubRequestHandler } from './request-handler.js';
 import { StubConnection } from './stub-connection.js';
 
@@ -14,14 +15,15 @@ export const DEFAULT_IDLE_EXIT_MS = 15 * 60 * 1000;
 const SWEEP_INTERVAL_MS = 60 * 1000;
 /** Lost links' credit claims are checked this often (their grace is 30 s). */
 const CREDIT_SWEEP_MS = 1000;
-const DEFAULT_RING_BYTES = 4 * 1024 * 1024;
-const DEFAULT_SCROLLBACK_ROWS = 10_000;
 
 export interface DaemonOptions {
   runtimeDir: string;
   idleExitMs?: number;
   ringBytes?: number;
   scrollbackRows?: number;
+  creditWindow?: number;
+  keepTailMin?: number;
+  pendingCap?: number;
   buildId?: string;
 }
 
@@ -57,6 +59,7 @@ function socketAnswers(path: string): Promise<boolean> {
  * and an idle exit when nothing has used it for a while.
  */
 export async function runDaemon(opts: DaemonOptions): Promise<void> {
+  const limits = resolveLimits(opts);
   const dir = opts.runtimeDir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
@@ -81,10 +84,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
 
   const registry = new SessionRegistry(
     model,
-    {
-      ringBytes: opts.ringBytes ?? DEFAULT_RING_BYTES,
-      scrollbackRows: opts.scrollbackRows ?? DEFAULT_SCROLLBACK_ROWS,
-    },
+    { ringBytes: limits.ringBytes, scrollbackRows: limits.scrollbackRows, creditWindow: limits.creditWindow },
     join(dir, 'shell'),
     () => armIdle(),
   );
@@ -138,6 +138,13 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       buildId,
       handler,
       inputLedger,
+      keepTailMin: limits.keepTailMin,
+      pendingCap: limits.pendingCap,
+      totalBuffered: () => {
+        let n = 0;
+        for (const c of connections) n += c.buffered;
+        return n;
+      },
       log,
       onClose: (c) => {
         connections.delete(c);

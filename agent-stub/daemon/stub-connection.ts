@@ -34,6 +34,11 @@ export interface ConnectionContext {
   /** Per-link highest applied input seq, shared across connections of one link (exactly-once input). */
   inputLedger: Map<string, number>;
   onClose(conn: StubConnection): void;
+  /** Keep-tail floor for background sessions (bytes). */
+  keepTailMin: number;
+  /** Daemon-wide cap on output buffered in connection sockets. */
+  pendingCap: number;
+  totalBuffered(): number;
   log(msg: string, extra?: Record<string, unknown>): void;
 }
 
@@ -53,21 +58,30 @@ export class StubConnection implements SessionSink {
   private blocked = false;
   private saidGoodbye = false;
   private closed = false;
-  private readonly background = new BackgroundDelivery({
-    data: (s, seq, d) => this.sendData(s, seq, d),
-    fact: (s, seq, f) => this.sendFact(s, seq, f),
-    background: (s, e) => this.sendBackground(s, e),
-  });
+  private readonly background: BackgroundDelivery;
 
   constructor(
     private readonly socket: Socket,
     private readonly ctx: ConnectionContext,
   ) {
+    this.background = new BackgroundDelivery(
+      {
+        data: (s, seq, d) => this.sendData(s, seq, d),
+        fact: (s, seq, f) => this.sendFact(s, seq, f),
+        background: (s, e) => this.sendBackground(s, e),
+      },
+      ctx.keepTailMin,
+    );
     socket.setNoDelay?.(true);
     socket.on('data', (chunk) => this.onChunk(chunk));
     socket.on('drain', () => this.unblock());
     socket.on('close', () => this.close());
     socket.on('error', () => this.close());
+  }
+
+  /** Output written to the socket and not yet flushed to the kernel. */
+  get buffered(): number {
+    return this.socket.writableLength;
   }
 
   get gateReason(): string {
@@ -157,7 +171,10 @@ export class StubConnection implements SessionSink {
 
   private write(buf: Uint8Array): void {
     this.socket.write(buf);
-    if (!this.blocked && this.socket.writableLength > SOCKET_HIGH_WATER) {
+    if (
+      !this.blocked &&
+      (this.socket.writableLength > SOCKET_HIGH_WATER || this.ctx.totalBuffered() > this.ctx.pendingCap)
+    ) {
       this.blocked = true;
       for (const s of this.attached) s.gate.hold(this.gateReason);
     }

@@ -54,6 +54,12 @@ export interface FlowControlConfig {
   highWatermark: number;
   /** Socket bytes queued below which a held connection is caught up. */
   lowWatermark: number;
+  /** Floor of the keep-tail a background terminal sends per second (stub `--keep-tail`). */
+  keepTailBytes: number;
+  /** Output all WebSocket clients together may have queued before every terminal is held. */
+  relayPendingCap: number;
+  /** Output all connections of a host's daemon may have queued before its terminals pause (stub `--pending-cap`). */
+  stubPendingCap: number;
 }
 
 /** The relay service configuration (validated, defaults filled in). */
@@ -81,6 +87,9 @@ export const DEFAULT_FLOW_CONTROL: FlowControlConfig = {
   ackBytes: 64 * KiB,
   highWatermark: 1 * MiB,
   lowWatermark: 256 * KiB,
+  keepTailBytes: 64 * KiB,
+  relayPendingCap: 64 * MiB,
+  stubPendingCap: 64 * MiB,
 };
 
 const TOP_KEYS = ['$schema', 'listen', 'hosts', 'limits', 'flowControl', 'allowedOrigins'] as const;
@@ -161,7 +170,15 @@ function validateFlowControl(raw: unknown): FlowControlConfig {
     ackBytes: integer(o, 'ackBytes', 'flowControl', 1 * KiB, 256 * MiB, d.ackBytes),
     highWatermark: integer(o, 'highWatermark', 'flowControl', 16 * KiB, 1024 * MiB, d.highWatermark),
     lowWatermark: integer(o, 'lowWatermark', 'flowControl', 0, 1024 * MiB, d.lowWatermark),
+    keepTailBytes: integer(o, 'keepTailBytes', 'flowControl', 4 * KiB, 512 * KiB, d.keepTailBytes),
+    relayPendingCap: integer(o, 'relayPendingCap', 'flowControl', 1 * MiB, 4096 * MiB, d.relayPendingCap),
+    stubPendingCap: integer(o, 'stubPendingCap', 'flowControl', 1 * MiB, 4096 * MiB, d.stubPendingCap),
   };
+  if (f.relayPendingCap < f.highWatermark) {
+    throw configError(
+      `flowControl.relayPendingCap (${f.relayPendingCap}) must be at least flowControl.highWatermark (${f.highWatermark})`,
+    );
+  }
   if (f.lowWatermark >= f.highWatermark) {
     throw configError(
       `flowControl.lowWatermark (${f.lowWatermark}) must be below flowControl.highWatermark (${f.highWatermark})`,
@@ -207,11 +224,24 @@ export function validateConfig(raw: unknown): RelayConfig {
   const hostsRaw = object(top.hosts, 'hosts');
   const hosts: Record<string, SshHostConfig> = {};
   for (const [name, h] of Object.entries(hostsRaw)) hosts[name] = validateHost(name, h);
+  const limits = validateLimits(top.limits);
+  const flowControl = validateFlowControl(top.flowControl);
+  // The stub replays unacknowledged and kept output from its ring: both must fit in it.
+  if (flowControl.keepTailBytes > limits.ringBytes) {
+    throw configError(
+      `flowControl.keepTailBytes (${flowControl.keepTailBytes}) must not exceed limits.ringBytes (${limits.ringBytes})`,
+    );
+  }
+  if (flowControl.creditWindow > limits.ringBytes) {
+    throw configError(
+      `flowControl.creditWindow (${flowControl.creditWindow}) must not exceed limits.ringBytes (${limits.ringBytes})`,
+    );
+  }
   return {
     listen: validateListen(top.listen),
     hosts,
-    limits: validateLimits(top.limits),
-    flowControl: validateFlowControl(top.flowControl),
+    limits,
+    flowControl,
     allowedOrigins: validateOrigins(top.allowedOrigins),
   };
 }

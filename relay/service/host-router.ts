@@ -21,7 +21,13 @@ export function createHostRouter(
   config: RelayConfig,
   opts: HostRouterOptions = {},
 ): HostRouter & { dispose(): Promise<void> } {
-  const daemonArgs = ['--ring-bytes', String(config.limits.ringBytes)];
+  const f = config.flowControl;
+  const daemonArgs = [
+    ...['--ring-bytes', String(config.limits.ringBytes)],
+    ...['--credit-window', String(f.creditWindow)],
+    ...['--keep-tail', String(f.keepTailBytes)],
+    ...['--pending-cap', String(f.stubPendingCap)],
+  ];
   const local = new LocalPtyProvider({
     runtimeDir: opts.localRuntimeDir,
     log: opts.log?.child({ host: LOCAL_HOST }),

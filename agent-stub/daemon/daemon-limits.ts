@@ -1,0 +1,38 @@
+import { DEFAULT_CREDIT_WINDOW } from '../session/credit-window.js';
+import { KEEP_TAIL_MIN } from './background-delivery.js';
+
+export const DEFAULT_RING_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_SCROLLBACK_ROWS = 10_000;
+/** Ring ceiling: a replay must fit one frame (32 MiB) with room to spare. */
+export const MAX_RING_BYTES = 16 * 1024 * 1024;
+/** Output buffered for all connections of the daemon before every session feeding them pauses. */
+export const DEFAULT_PENDING_CAP = 64 * 1024 * 1024;
+
+/** The daemon's memory and flow-control bounds (flags of `stub.cjs daemon`). */
+export interface DaemonLimits {
+  ringBytes: number;
+  scrollbackRows: number;
+  creditWindow: number;
+  keepTailMin: number;
+  pendingCap: number;
+}
+
+/** Fills defaults and checks relations; throws with a message naming the flag. */
+export function resolveLimits(given: Partial<DaemonLimits>): DaemonLimits {
+  const l: DaemonLimits = {
+    ringBytes: given.ringBytes ?? DEFAULT_RING_BYTES,
+    scrollbackRows: given.scrollbackRows ?? DEFAULT_SCROLLBACK_ROWS,
+    creditWindow: given.creditWindow ?? DEFAULT_CREDIT_WINDOW,
+    keepTailMin: given.keepTailMin ?? KEEP_TAIL_MIN,
+    pendingCap: given.pendingCap ?? DEFAULT_PENDING_CAP,
+  };
+  const fail = (m: string) => {
+    throw new RangeError(m);
+  };
+  if (l.ringBytes > MAX_RING_BYTES) fail(`--ring-bytes ${l.ringBytes} exceeds ${MAX_RING_BYTES}`);
+  // A window larger than the ring could let unacknowledged output be overwritten before replay.
+  if (l.creditWindow > l.ringBytes) fail(`--credit-window ${l.creditWindow} must not exceed --ring-bytes ${l.ringBytes}`);
+  if (l.keepTailMin > l.ringBytes) fail(`--keep-tail ${l.keepTailMin} must not exceed --ring-bytes ${l.ringBytes}`);
+  if (l.pendingCap < l.creditWindow) fail(`--pending-cap ${l.pendingCap} must be at least --credit-window ${l.creditWindow}`);
+  return l;
+}
