@@ -23,6 +23,7 @@ import type { StubAttachResult, StubSpawnParams } from '../../provider/wire/mess
 import type { Logger } from '../log.js';
 import { HostLink, type HostLinkOptions } from '../reconnect/host-link.js';
 import { InputChannel } from '../reconnect/input-channel.js';
+import { AckScheduler } from './ack-scheduler.js';
 import { SessionTracker } from './session-tracker.js';
 import type { StubClient } from './stub-client.js';
 
@@ -39,11 +40,6 @@ export interface LinkPolicy {
    */
   manualAck?: boolean;
 }
-
-/** Acks are coalesced for this long (Orca: 8 ms), so a flood costs ~100 small frames a second. */
-const ACK_FLUSH_MS = 5;
-/** …but a quarter window of new credit goes out at once, so a flood never waits on the timer. */
-const ACK_EAGER_BYTES = 64 * 1024;
 
 /** Splits `<host>/<id>`; a bare id belongs to the default host. */
 export function splitTerminalId(id: string, defaultHost: string): { host: string; localId: string } {
@@ -69,9 +65,13 @@ export abstract class StubBackedProvider implements IPtyProvider {
   private readonly inputs = new Map<string, InputChannel>();
   /** Local ids whose attach is a reattach after a reconnect (their replay is emitted as data). */
   private readonly reattaching = new Set<string>();
-  private readonly pendingAcks = new Map<string, number>();
-  private readonly sentAcks = new Map<string, number>();
-  private ackTimer: NodeJS.Timeout | undefined;
+  private readonly acks = new AckScheduler((id, seq) => {
+    const t = this.tracker.get(id);
+    const client = t && this.hostLinks.get(t.host)?.connectedClient;
+    if (!t || !client) return false;
+    client.ack(t.localId, seq);
+    return true;
+  });
   protected disposed = false;
 
   protected abstract readonly defaultHost: string;
@@ -192,24 +192,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
   }
 
   protected queueAck(id: string, seq: number): void {
-    if ((this.pendingAcks.get(id) ?? -1) >= seq) return;
-    this.pendingAcks.set(id, seq);
-    if (seq - (this.sentAcks.get(id) ?? 0) >= ACK_EAGER_BYTES) this.flushAcks();
-    else this.ackTimer ??= setTimeout(() => this.flushAcks(), ACK_FLUSH_MS);
-  }
-
-  private flushAcks(): void {
-    clearTimeout(this.ackTimer);
-    this.ackTimer = undefined;
-    for (const [id, seq] of this.pendingAcks) {
-      const t = this.tracker.get(id);
-      const client = t && this.hostLinks.get(t.host)?.connectedClient;
-      if (client) {
-        client.ack(t.localId, seq);
-        this.sentAcks.set(id, seq);
-      }
-    }
-    this.pendingAcks.clear();
+    this.acks.queue(id, seq);
   }
 
   /** Subscribes this provider to a new link's events. */
@@ -333,7 +316,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
     await this.call(id, 'shutdown', opts);
     const key = this.canonical(id);
     this.tracker.delete(key);
-    this.sentAcks.delete(key);
+    this.acks.forget(key);
   }
 
   protected canonical(id: string): string {
@@ -439,7 +422,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
   /** Closes every link and listener; PTYs keep running in their daemons. */
   protected disposeLinks(): void {
     this.disposed = true;
-    clearTimeout(this.ackTimer);
+    this.acks.dispose();
     // Leaving on purpose: the daemons drop this link's credit claims at once.
     for (const l of this.hostLinks.values()) l.connectedClient?.goodbye();
     for (const l of this.hostLinks.values()) l.close();
