@@ -1,6 +1,6 @@
 import { isMainThread, workerData } from 'node:worker_threads';
-import { connectOrStartDaemon } from '../provider/daemon-launcher.js';
-import { daemonSocketPath, defaultRuntimeDir } from '../provider/stub-paths.js';
+import { connectDaemonSocket, connectOrStartDaemon, liveLegacyDaemons } from '../provider/daemon-launcher.js';
+import { bundleBuildId, daemonSocketPath, defaultRuntimeDir } from '../provider/stub-paths.js';
 import { runDaemon } from './daemon/daemon-server.js';
 import { MODEL_WORKER_MARKER } from './session/model-protocol.js';
 import { runModelWorker } from './session/model-worker.js';
@@ -15,6 +15,15 @@ import { runModelWorker } from './session/model-worker.js';
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
+}
+
+function withoutFlags(args: string[], names: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (names.includes(args[i])) i++;
+    else out.push(args[i]);
+  }
+  return out;
 }
 
 function numFlag(args: string[], name: string): number | undefined {
@@ -43,19 +52,24 @@ async function main(argv: string[]): Promise<void> {
     });
     return;
   }
+  const daemonArgs = withoutFlags(args, ['--runtime-dir', '--socket']);
   if (cmd === 'ensure') {
-    // Start the daemon if needed and say where its socket is (the relay then forwards to it).
-    const i = args.indexOf('--runtime-dir');
-    const daemonArgs = i >= 0 ? [...args.slice(0, i), ...args.slice(i + 2)] : args;
+    // Start this build's daemon if needed; report its socket and those of older builds still running.
     const socket = await connectOrStartDaemon(process.argv[1], runtimeDir, daemonArgs);
     socket.destroy();
-    process.stdout.write(`${JSON.stringify({ socketPath: daemonSocketPath(runtimeDir), runtimeDir })}\n`);
+    const buildId = bundleBuildId(process.argv[1]);
+    const legacy = await liveLegacyDaemons(runtimeDir, buildId);
+    process.stdout.write(
+      `${JSON.stringify({ socketPath: daemonSocketPath(runtimeDir, buildId), buildId, runtimeDir, legacy })}\n`,
+    );
     return;
   }
   if (cmd === 'connect') {
-    const i = args.indexOf('--runtime-dir');
-    const daemonArgs = i >= 0 ? [...args.slice(0, i), ...args.slice(i + 2)] : args;
-    const socket = await connectOrStartDaemon(process.argv[1], runtimeDir, daemonArgs);
+    // --socket reaches a given daemon (an older build's); otherwise this build's, started if needed.
+    const target = flag(args, '--socket');
+    const socket = target
+      ? await connectDaemonSocket(target)
+      : await connectOrStartDaemon(process.argv[1], runtimeDir, daemonArgs);
     process.stdin.pipe(socket);
     socket.pipe(process.stdout);
     socket.on('close', () => process.exit(0));

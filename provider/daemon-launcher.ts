@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { daemonLogPath, daemonSocketPath } from './stub-paths.js';
+import { bundleBuildId, daemonLogPath, daemonSocketPath, listDaemonSockets } from './stub-paths.js';
 
 /** How long a freshly started daemon may take to accept connections. */
 const START_TIMEOUT_MS = 10_000;
@@ -28,7 +28,7 @@ export async function connectOrStartDaemon(
   extraArgs: string[] = [],
   nodePath = process.execPath,
 ): Promise<Socket> {
-  const socketPath = daemonSocketPath(runtimeDir);
+  const socketPath = daemonSocketPath(runtimeDir, bundleBuildId(stubFile));
   const first = await tryConnect(socketPath);
   if (first) return first;
   mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
@@ -46,4 +46,27 @@ export async function connectOrStartDaemon(
     if (s) return s;
   }
   throw new Error(`daemon did not start within ${START_TIMEOUT_MS} ms (log: ${daemonLogPath(runtimeDir)})`);
+}
+
+/** Sockets of live daemons of other builds in the runtime dir (they still serve their sessions). */
+export async function liveLegacyDaemons(
+  runtimeDir: string,
+  ownBuildId: string,
+): Promise<{ buildId: string; socketPath: string }[]> {
+  const others = listDaemonSockets(runtimeDir).filter((d) => d.buildId !== ownBuildId);
+  const alive = await Promise.all(
+    others.map(async (d) => {
+      const s = await tryConnect(d.socketPath);
+      s?.destroy();
+      return s ? d : undefined;
+    }),
+  );
+  return alive.filter((d): d is { buildId: string; socketPath: string } => d !== undefined);
+}
+
+/** Connects to one daemon socket (no starting). */
+export async function connectDaemonSocket(socketPath: string): Promise<Socket> {
+  const s = await tryConnect(socketPath);
+  if (!s) throw new Error(`no daemon answers at ${socketPath}`);
+  return s;
 }

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { STUB_PROTOCOL_VERSION } from './wire/messages.js';
@@ -12,15 +14,50 @@ export function defaultRuntimeDir(env: NodeJS.ProcessEnv = process.env): string 
   return join(env.HOME || homedir(), '.cache', 'ptyrelay', 'run');
 }
 
-/** One daemon per (user, protocol major): the major is part of the socket name. */
-export function daemonSocketPath(runtimeDir: string, protocol = STUB_PROTOCOL_VERSION): string {
-  return join(runtimeDir, `stub-v${protocol}.sock`);
+/** A stub bundle's build id: sha256 of the file, 12 hex digits (`PTYRELAY_BUILD_ID` overrides, for tests). */
+export function bundleBuildId(file: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (env.PTYRELAY_BUILD_ID) return env.PTYRELAY_BUILD_ID;
+  return createHash('sha256').update(readFileSync(file)).digest('hex').slice(0, 12);
 }
 
-export function daemonLockPath(runtimeDir: string, protocol = STUB_PROTOCOL_VERSION): string {
-  return join(runtimeDir, `stub-v${protocol}.lock`);
+/**
+ * One daemon per (user, protocol major, build): a newer build starts its own daemon for new
+ * sessions while the older one keeps serving its sessions until they end.
+ */
+export function daemonSocketPath(
+  runtimeDir: string,
+  buildId: string,
+  protocol = STUB_PROTOCOL_VERSION,
+): string {
+  return join(runtimeDir, `stub-v${protocol}-${buildId}.sock`);
+}
+
+export function daemonLockPath(
+  runtimeDir: string,
+  buildId: string,
+  protocol = STUB_PROTOCOL_VERSION,
+): string {
+  return join(runtimeDir, `stub-v${protocol}-${buildId}.lock`);
 }
 
 export function daemonLogPath(runtimeDir: string, protocol = STUB_PROTOCOL_VERSION): string {
   return join(runtimeDir, `stub-v${protocol}.log`);
+}
+
+/** Daemon sockets of this protocol major present in the runtime dir (alive or stale). */
+export function listDaemonSockets(
+  runtimeDir: string,
+  protocol = STUB_PROTOCOL_VERSION,
+): { buildId: string; socketPath: string }[] {
+  const re = new RegExp(`^stub-v${protocol}-([0-9A-Za-z_.-]+)\\.sock$`);
+  let names: string[] = [];
+  try {
+    names = readdirSync(runtimeDir);
+  } catch {
+    return [];
+  }
+  return names.flatMap((n) => {
+    const m = re.exec(n);
+    return m ? [{ buildId: m[1], socketPath: join(runtimeDir, n) }] : [];
+  });
 }

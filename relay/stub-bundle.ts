@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PtyRelayError } from '../provider/errors.js';
+import { bundleBuildId } from '../provider/stub-paths.js';
 
 /** Root of the ptyrelay package, found from this file whether it runs from dist/ or from sources. */
 export function packageRoot(): string {
@@ -25,8 +25,5 @@ export function stubBundlePath(): string {
 
 /** Same id the daemon computes for itself: sha256 of the bundle, 12 hex digits. */
 export function stubBuildId(path = stubBundlePath()): string {
-  return (
-    process.env.PTYRELAY_BUILD_ID ??
-    createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 12)
-  );
+  return bundleBuildId(path);
 }

@@ -31,8 +31,11 @@ export function resolveLimits(given: Partial<DaemonLimits>): DaemonLimits {
   };
   if (l.ringBytes > MAX_RING_BYTES) fail(`--ring-bytes ${l.ringBytes} exceeds ${MAX_RING_BYTES}`);
   // A window larger than the ring could let unacknowledged output be overwritten before replay.
-  if (l.creditWindow > l.ringBytes) fail(`--credit-window ${l.creditWindow} must not exceed --ring-bytes ${l.ringBytes}`);
-  if (l.keepTailMin > l.ringBytes) fail(`--keep-tail ${l.keepTailMin} must not exceed --ring-bytes ${l.ringBytes}`);
-  if (l.pendingCap < l.creditWindow) fail(`--pending-cap ${l.pendingCap} must be at least --credit-window ${l.creditWindow}`);
+  if (l.creditWindow > l.ringBytes)
+    fail(`--credit-window ${l.creditWindow} must not exceed --ring-bytes ${l.ringBytes}`);
+  if (l.keepTailMin > l.ringBytes)
+    fail(`--keep-tail ${l.keepTailMin} must not exceed --ring-bytes ${l.ringBytes}`);
+  if (l.pendingCap < l.creditWindow)
+    fail(`--pending-cap ${l.pendingCap} must be at least --credit-window ${l.creditWindow}`);
   return l;
 }

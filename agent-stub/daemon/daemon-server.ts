@@ -1,18 +1,18 @@
-import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { chmodSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
+import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
-import { acquirePidLock, releasePidLock } from './daemon-lock.js';
 import { resolveLimits } from './daemon-limits.js';
+import { acquirePidLock, releasePidLock } from './daemon-lock.js';
 import { StubRequestHandler } from './request-handler.js';
 import { StubConnection } from './stub-connection.js';
 
 export const DEFAULT_IDLE_EXIT_MS = 15 * 60 * 1000;
 const SWEEP_INTERVAL_MS = 60 * 1000;
+const SUPERSEDED_EXIT_DELAY_MS = 200;
 /** Lost links' credit claims are checked this often (their grace is 30 s). */
 const CREDIT_SWEEP_MS = 1000;
 
@@ -35,9 +35,8 @@ function log(msg: string, extra: Record<string, unknown> = {}): void {
 
 /** sha256 of this bundle, so a relay can tell which build a running daemon is. */
 export function ownBuildId(): string {
-  if (process.env.PTYRELAY_BUILD_ID) return process.env.PTYRELAY_BUILD_ID;
   try {
-    return createHash('sha256').update(readFileSync(process.argv[1])).digest('hex').slice(0, 12);
+    return bundleBuildId(process.argv[1]);
   } catch {
     return 'unknown';
   }
@@ -63,8 +62,9 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const dir = opts.runtimeDir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
-  const socketPath = daemonSocketPath(dir);
-  const lockPath = daemonLockPath(dir);
+  const buildId = opts.buildId ?? ownBuildId();
+  const socketPath = daemonSocketPath(dir, buildId);
+  const lockPath = daemonLockPath(dir, buildId);
   if (!acquirePidLock(lockPath) || (await socketAnswers(socketPath))) {
     log('another daemon owns this runtime dir; exiting', { dir });
     return;
@@ -74,7 +74,6 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   } catch {
     // no stale socket
   }
-  const buildId = opts.buildId ?? ownBuildId();
   const idleExitMs = opts.idleExitMs ?? DEFAULT_IDLE_EXIT_MS;
   const startedAt = Date.now();
   const model = new ScreenModelHost();
@@ -105,8 +104,18 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     process.exit(0);
   };
 
+  /** Set once a relay of a newer build treats this daemon as legacy: it exits with its last session. */
+  let superseded = false;
+
   /** Starts the idle countdown when nothing is alive and nobody is connected; cancels it otherwise. */
   function armIdle(): void {
+    if (superseded && registry.aliveCount === 0) {
+      // Let the reply to the request that ended the last session go out first.
+      setTimeout(() => {
+        if (registry.aliveCount === 0) void shutdown('superseded by a newer build; last session ended');
+      }, SUPERSEDED_EXIT_DELAY_MS);
+      return;
+    }
     const busy = registry.aliveCount > 0 || connections.size > 0;
     if (busy) {
       clearTimeout(idleTimer);
@@ -146,6 +155,10 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
         return n;
       },
       log,
+      onSuperseded: () => {
+        superseded = true;
+        log('a relay of another build uses this daemon as legacy');
+      },
       onClose: (c) => {
         connections.delete(c);
         armIdle();

@@ -34,6 +34,8 @@ export interface ConnectionContext {
   /** Per-link highest applied input seq, shared across connections of one link (exactly-once input). */
   inputLedger: Map<string, number>;
   onClose(conn: StubConnection): void;
+  /** A relay of a newer build connected to this daemon as a legacy daemon. */
+  onSuperseded(): void;
   /** Keep-tail floor for background sessions (bytes). */
   keepTailMin: number;
   /** Daemon-wide cap on output buffered in connection sockets. */
@@ -274,6 +276,7 @@ export class StubConnection implements SessionSink {
       );
     }
     this.hello = h;
+    if (h.legacy === true) this.ctx.onSuperseded();
     this.linkId = typeof h.linkId === 'string' ? h.linkId : `c${this.cid}`;
     this.inputKey = `${this.linkId}:${typeof h.inputEpoch === 'string' ? h.inputEpoch : this.cid}`;
     this.send({

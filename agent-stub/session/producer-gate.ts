@@ -5,6 +5,7 @@
  */
 export class ProducerGate {
   private readonly reasons = new Set<string>();
+  private open = false;
 
   constructor(
     private readonly pause: () => void,
@@ -12,7 +13,7 @@ export class ProducerGate {
   ) {}
 
   hold(reason: string): void {
-    if (this.reasons.has(reason)) return;
+    if (this.open || this.reasons.has(reason)) return;
     this.reasons.add(reason);
     if (this.reasons.size === 1) this.pause();
   }
@@ -26,6 +27,15 @@ export class ProducerGate {
     if (this.reasons.size === 0) return;
     this.reasons.clear();
     this.resume();
+  }
+
+  /**
+   * Resume and never pause again: the program has exited and what is left in the PTY is bounded
+   * by the kernel's buffer, so it is read out whatever the consumers' credit says.
+   */
+  openForGood(): void {
+    this.open = true;
+    this.releaseAll();
   }
 
   get paused(): boolean {

@@ -250,7 +250,7 @@ export class PtySession {
     const destroy = socket.destroy.bind(socket);
     socket.destroy = (err?: Error) => {
       if (socket.destroyed || socket.errored || socket.readableEnded || err) return destroy(err);
-      this.gate.releaseAll();
+      this.gate.openForGood();
       setTimeout(() => {
         if (!socket.destroyed) destroy();
       }, EXIT_DRAIN_GRACE_MS).unref();

@@ -29,6 +29,8 @@ export interface HelloMessage {
   linkId?: string;
   /** Input sequence space; resent input frames are dropped per (linkId, inputEpoch). */
   inputEpoch?: string;
+  /** The relay is of a newer build and uses this daemon only for its existing sessions. */
+  legacy?: boolean;
 }
 
 /** Spawn as the stub sees it: ids are local (`pty-1`), no AbortSignal. */

@@ -1,7 +1,11 @@
 import type { PtyProcessInfo } from '../../provider/contract.js';
-import { connectOrStartDaemon } from '../../provider/daemon-launcher.js';
+import {
+  connectDaemonSocket,
+  connectOrStartDaemon,
+  liveLegacyDaemons,
+} from '../../provider/daemon-launcher.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { defaultRuntimeDir } from '../../provider/stub-paths.js';
+import { daemonSocketPath, defaultRuntimeDir } from '../../provider/stub-paths.js';
 import type { Logger } from '../log.js';
 import { stubBuildId, stubBundlePath } from '../stub-bundle.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
@@ -40,18 +44,27 @@ export class LocalPtyProvider extends StubBackedProvider {
     if (opts.relayId) this.relayId = opts.relayId;
   }
 
-  protected async openLink(host: string): Promise<StubClient> {
+  protected async openLink(key: string): Promise<StubClient> {
+    const [host, build] = key.split('#');
     if (host !== 'local') throw new PtyRelayError('UNKNOWN_HOST', `LocalPtyProvider has no host ${host}`);
     let socket: Awaited<ReturnType<typeof connectOrStartDaemon>>;
+    const own = stubBuildId(this.stubPath);
     try {
-      socket = await connectOrStartDaemon(this.stubPath, this.runtimeDir, this.opts.daemonArgs ?? []);
+      socket = build
+        ? await connectDaemonSocket(daemonSocketPath(this.runtimeDir, build))
+        : await connectOrStartDaemon(this.stubPath, this.runtimeDir, this.opts.daemonArgs ?? []);
     } catch (err) {
       throw new PtyRelayError('DAEMON_UNAVAILABLE', (err as Error).message);
     }
+    if (!build)
+      this.noteLegacy(
+        'local',
+        (await liveLegacyDaemons(this.runtimeDir, own)).map((d) => d.buildId),
+      );
     const client = new StubClient(socket, {
       role: 'local-provider',
-      buildId: stubBuildId(this.stubPath),
-      ...this.linkIdentity('local'),
+      buildId: own,
+      ...this.linkIdentity(key),
     });
     await client.ready;
     return client;

@@ -1,12 +1,13 @@
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { shellQuote } from '../deploy/shell-quote.js';
 import { type DeployProgress, type DeployResult, StubDeployer } from '../deploy/stub-deployer.js';
 import { createLogger, type Logger } from '../log.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
 import { resolveHost, type SshHostConfig } from './host-config.js';
 import { connectSsh, type SshConnection } from './host-connection.js';
-import { openStubChannel } from './ssh-stub-channel.js';
+import { openSocketChannel, openStubChannel } from './ssh-stub-channel.js';
 
 export type { SshHostConfig } from './host-config.js';
 
@@ -43,6 +44,7 @@ export class SshPtyProvider extends StubBackedProvider {
   protected readonly defaultHost: string;
   private readonly links = new Map<string, HostLink>();
   private readonly deployed = new Map<string, DeployResult>();
+  private readonly legacySockets = new Map<string, string>();
   protected readonly log: Logger;
 
   constructor(private readonly opts: SshPtyProviderOptions) {
@@ -71,10 +73,32 @@ export class SshPtyProvider extends StubBackedProvider {
     return l ? { via: l.via, deploy: l.deploy, daemonPid: l.client.daemonHello?.pid } : undefined;
   }
 
-  protected openLink(host: string): Promise<StubClient> {
+  protected openLink(key: string): Promise<StubClient> {
+    const [host, build] = key.split('#');
     const cfg = this.opts.hosts[host];
     if (!cfg) return Promise.reject(new PtyRelayError('UNKNOWN_HOST', `no host named ${host} is configured`));
-    return this.open(host, cfg);
+    return build ? this.openLegacy(host, build) : this.open(host, cfg);
+  }
+
+  /** A link to an older build's daemon on `host`, over the host's current SSH connection. */
+  private async openLegacy(host: string, build: string): Promise<StubClient> {
+    await this.link(host);
+    const primary = this.links.get(host);
+    const socketPath = this.legacySockets.get(`${host}#${build}`);
+    if (!primary || !socketPath)
+      throw new PtyRelayError('NOT_FOUND', `no daemon of build ${build} on ${host}`);
+    const { nodePath, stubPath } = primary.deploy;
+    const cmd = [nodePath, stubPath, 'connect', '--socket', socketPath].map(shellQuote).join(' ');
+    const ch = await openSocketChannel(primary.ssh.client, cmd, socketPath, {
+      preferExec: this.opts.preferExec,
+    });
+    const client = new StubClient(ch.stream, {
+      role: 'ssh-relay',
+      buildId: primary.deploy.buildId,
+      ...this.linkIdentity(`${host}#${build}`),
+    });
+    await client.ready;
+    return client;
   }
 
   private async open(host: string, cfg: SshHostConfig): Promise<StubClient> {
@@ -113,6 +137,11 @@ export class SshPtyProvider extends StubBackedProvider {
         ...this.linkIdentity(host),
       });
       await client.ready;
+      for (const l of channel.legacy) this.legacySockets.set(`${host}#${l.buildId}`, l.socketPath);
+      this.noteLegacy(
+        host,
+        channel.legacy.map((l) => l.buildId),
+      );
       const link: HostLink = { ssh, client, deploy, via: channel.via };
       this.links.set(host, link);
       const drop = () => {

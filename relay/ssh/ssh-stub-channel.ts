@@ -13,6 +13,8 @@ export interface StubChannel {
   /** How the link reaches the daemon socket. */
   via: 'streamlocal' | 'exec';
   socketPath: string;
+  /** Daemons of older builds still running on the host (they keep their sessions). */
+  legacy: { buildId: string; socketPath: string }[];
 }
 
 function forwardStreamLocal(client: Client, socketPath: string): Promise<Duplex> {
@@ -49,17 +51,34 @@ export async function openStubChannel(
   const ensure = await remoteExec(client, `${base} ensure ${extra}`, { timeoutMs: ENSURE_TIMEOUT_MS });
   const line = ensure.stdout.trim().split('\n').pop() ?? '';
   let socketPath: string;
+  let legacy: StubChannel['legacy'] = [];
   try {
-    socketPath = JSON.parse(line).socketPath;
+    const info = JSON.parse(line);
+    socketPath = info.socketPath;
+    legacy = Array.isArray(info.legacy) ? info.legacy : [];
   } catch {
     throw new PtyRelayError(
       'DEPLOY_FAILED',
       `stub daemon did not start: ${ensure.stderr.slice(-2048) || line}`,
     );
   }
+  const ch = await openSocketChannel(client, `${base} connect ${extra}`, socketPath, opts);
+  return { ...ch, socketPath, legacy };
+}
+
+/**
+ * A stream to one daemon socket on the host: streamlocal forwarding, else an exec bridge
+ * (`execCommand`, e.g. `node stub.cjs connect --socket PATH`).
+ */
+export async function openSocketChannel(
+  client: Client,
+  execCommand: string,
+  socketPath: string,
+  opts: { log?: Logger; preferExec?: boolean } = {},
+): Promise<{ stream: Duplex; via: 'streamlocal' | 'exec' }> {
   if (!opts.preferExec) {
     try {
-      return { stream: await forwardStreamLocal(client, socketPath), via: 'streamlocal', socketPath };
+      return { stream: await forwardStreamLocal(client, socketPath), via: 'streamlocal' };
     } catch (err) {
       opts.log?.info(
         { err: (err as Error).message },
@@ -67,5 +86,5 @@ export async function openStubChannel(
       );
     }
   }
-  return { stream: await execBridge(client, `${base} connect ${extra}`), via: 'exec', socketPath };
+  return { stream: await execBridge(client, execCommand), via: 'exec' };
 }

@@ -27,6 +27,9 @@ import { AckScheduler } from './ack-scheduler.js';
 import { SessionTracker } from './session-tracker.js';
 import type { StubClient } from './stub-client.js';
 
+/** Reconnect attempts for an older build's daemon before it is considered gone. */
+const LEGACY_RETRIES = 3;
+
 /** Sessions re-attached at once after a reconnect (Orca: 8). */
 const REATTACH_CONCURRENCY = 8;
 
@@ -42,6 +45,27 @@ export interface LinkPolicy {
 }
 
 /** Splits `<host>/<id>`; a bare id belongs to the default host. */
+/**
+ * A link key names one daemon: the host for its current-build daemon, `host#<build>` for an older
+ * build's daemon that still serves sessions after an upgrade. Terminal ids of such a daemon are
+ * `<host>/<build>:<id>`.
+ */
+export function globalTerminalId(linkKey: string, daemonId: string): string {
+  const hash = linkKey.indexOf('#');
+  return hash < 0
+    ? `${linkKey}/${daemonId}`
+    : `${linkKey.slice(0, hash)}/${linkKey.slice(hash + 1)}:${daemonId}`;
+}
+
+/** The link key and daemon id of a terminal id (inverse of globalTerminalId). */
+export function routeTerminalId(id: string, defaultHost: string): { host: string; localId: string } {
+  const { host, localId } = splitTerminalId(id, defaultHost);
+  const colon = localId.indexOf(':');
+  return colon < 0
+    ? { host, localId }
+    : { host: `${host}#${localId.slice(0, colon)}`, localId: localId.slice(colon + 1) };
+}
+
 export function splitTerminalId(id: string, defaultHost: string): { host: string; localId: string } {
   const slash = id.lastIndexOf('/');
   if (slash < 0) return { host: defaultHost, localId: id };
@@ -94,8 +118,11 @@ export abstract class StubBackedProvider implements IPtyProvider {
   protected hostLink(host: string): HostLink {
     let l = this.hostLinks.get(host);
     if (!l) {
+      const legacy = host.includes('#');
       l = new HostLink(host, () => this.openLink(host), {
         ...this.linkPolicy,
+        // An old build's daemon exits with its last session; do not chase it for long.
+        ...(legacy ? { ladder: { ...this.linkPolicy.ladder, giveUpAfter: LEGACY_RETRIES } } : {}),
         log: this.log,
         onConnected: (c, reconnect) => this.onConnected(host, c, reconnect),
         onDisconnected: () => this.inputChannel(host).disconnect(),
@@ -107,8 +134,8 @@ export abstract class StubBackedProvider implements IPtyProvider {
   }
 
   /** Identity fields a subclass puts in a new StubClient's hello. */
-  protected linkIdentity(host: string): { linkId: string; inputEpoch: string } {
-    return { linkId: this.relayId, inputEpoch: this.inputChannel(host).epoch };
+  protected linkIdentity(host: string): { linkId: string; inputEpoch: string; legacy: boolean } {
+    return { linkId: this.relayId, inputEpoch: this.inputChannel(host).epoch, legacy: host.includes('#') };
   }
 
   protected inputChannel(host: string): InputChannel {
@@ -158,7 +185,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   /** Runs synchronously as a spawn/attach reply is decoded, before the data frames behind it. */
   private onAttachReply(host: string, r: StubAttachResult, blob: Uint8Array | undefined): void {
-    const id = `${host}/${r.id}`;
+    const id = globalTerminalId(host, r.id);
     const reattach = this.reattaching.has(r.id);
     const from = r.replayFromSeq ?? r.seq;
     const t = this.tracker.set(id, host, r.id, r.incarnationId, reattach ? from : r.seq);
@@ -198,14 +225,14 @@ export abstract class StubBackedProvider implements IPtyProvider {
   /** Subscribes this provider to a new link's events. */
   protected wireLink(host: string, client: StubClient): void {
     client.attached.on(({ result, blob }) => this.onAttachReply(host, result, blob));
-    client.data.on((e) => this.deliver(`${host}/${e.id}`, e.incarnationId, e.seq, e.data));
+    client.data.on((e) => this.deliver(globalTerminalId(host, e.id), e.incarnationId, e.seq, e.data));
     client.fact.on((e) => {
-      const id = `${host}/${e.id}`;
+      const id = globalTerminalId(host, e.id);
       if (!this.tracker.isCurrent(id, e.incarnationId)) return;
       this.factEvents.emit({ id, incarnationId: e.incarnationId, seq: e.seq, fact: e.fact });
     });
     client.background.on((m) => {
-      const id = `${host}/${m.id}`;
+      const id = globalTerminalId(host, m.id);
       const t = this.tracker.get(id);
       if (!t || t.incarnationId !== m.incarnationId) return;
       const ev = m.event;
@@ -215,7 +242,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
       this.backgroundEvents.emit({ id, incarnationId: m.incarnationId, ...ev } as PtyBackgroundStreamEvent);
     });
     client.exit.on((e) => {
-      const id = `${host}/${e.id}`;
+      const id = globalTerminalId(host, e.id);
       if (!this.tracker.markExit(id, e.incarnationId)) return;
       this.exitEvents.emit({
         id,
@@ -228,11 +255,11 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   protected resolve(id: string): { host: string; localId: string } {
     if (this.disposed) throw new PtyRelayError('DISPOSED', 'provider was disposed');
-    return splitTerminalId(id, this.defaultHost);
+    return routeTerminalId(id, this.defaultHost);
   }
 
   protected toResult(host: string, r: StubAttachResult, blob: Uint8Array | undefined): PtySpawnResult {
-    const id = `${host}/${r.id}`;
+    const id = globalTerminalId(host, r.id);
     const out: PtySpawnResult = {
       id,
       pid: r.pid,
@@ -321,7 +348,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   protected canonical(id: string): string {
     const { host, localId } = this.resolve(id);
-    return `${host}/${localId}`;
+    return globalTerminalId(host, localId);
   }
 
   async sendSignal(id: string, signal: string): Promise<void> {
@@ -340,9 +367,34 @@ export abstract class StubBackedProvider implements IPtyProvider {
     return (await this.call<{ value: boolean }>(id, 'hasChildProcesses')).value;
   }
 
+  /** Older builds' daemons per host that still serve sessions (found when the host connects). */
+  protected readonly legacyBuilds = new Map<string, Set<string>>();
+
+  /** Sessions of a host: its current daemon's and those of older builds still running. */
   protected async listHost(host: string): Promise<PtyProcessInfo[]> {
     const { sessions } = await (await this.link(host)).call('list', {});
-    return sessions.map((s) => ({ ...s, id: `${host}/${s.id}`, host }));
+    const out = sessions.map((s) => ({ ...s, id: globalTerminalId(host, s.id), host }));
+    for (const build of this.legacyBuilds.get(host) ?? []) {
+      const key = `${host}#${build}`;
+      try {
+        const legacy = await (await this.link(key)).call('list', {});
+        out.push(...legacy.sessions.map((s) => ({ ...s, id: globalTerminalId(key, s.id), host })));
+      } catch {
+        // The old daemon ended (its last session exited): forget it.
+        this.legacyBuilds.get(host)?.delete(build);
+        this.hostLinks.get(key)?.close();
+        this.hostLinks.delete(key);
+      }
+    }
+    return out;
+  }
+
+  /** Records the older-build daemons a host reported. */
+  protected noteLegacy(host: string, builds: string[]): void {
+    if (builds.length === 0) return;
+    const set = this.legacyBuilds.get(host) ?? new Set<string>();
+    for (const b of builds) set.add(b);
+    this.legacyBuilds.set(host, set);
   }
 
   async listProcesses(): Promise<PtyProcessInfo[]> {

@@ -41,6 +41,8 @@ export interface StubClientOptions {
   linkId?: string;
   /** Names the input sequence space (one per InputChannel); the daemon de-duplicates per (linkId, epoch). */
   inputEpoch?: string;
+  /** This relay uses the daemon only for its existing sessions (an older build's daemon). */
+  legacy?: boolean;
 }
 
 interface Pending {
@@ -116,6 +118,7 @@ export class StubClient {
         pid: process.pid,
         linkId: this.linkId,
         inputEpoch: opts.inputEpoch,
+        ...(opts.legacy ? { legacy: true } : {}),
       }),
     );
   }

@@ -6,6 +6,7 @@ import { isPtyRelayError } from '../../provider/errors.js';
 import { daemonSocketPath } from '../../provider/stub-paths.js';
 import { encodeJsonFrame, FrameDecoder } from '../../provider/wire/frame-codec.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+import { stubBuildId } from '../../relay/stub-bundle.js';
 import {
   type LocalFixture,
   OutputCollector,
@@ -212,7 +213,7 @@ describe('bad input', () => {
     const keep = new OutputCollector(fx.provider);
     const alive = await fx.provider.spawn({ cols: 80, rows: 24, command: 'cat' });
     keep.bind(alive.id);
-    const path = daemonSocketPath(fx.runtimeDir);
+    const path = daemonSocketPath(fx.runtimeDir, stubBuildId());
     for (const garbage of [
       Buffer.concat([
         encodeJsonFrame({ t: 'hello', protocol: 1, buildId: 'x', role: 'test' }),

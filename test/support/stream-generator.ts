@@ -22,7 +22,8 @@ function line() {
 function pump() {
   let block = '';
   while (written < total && block.length < 16384) { const l = line(); block += l; written += l.length; }
-  if (block.length === 0) { process.exit(0); }
+  // Ending by returning (not process.exit) lets stdout flush writes still queued for a full PTY.
+  if (block.length === 0) return;
   // Optional pacing (bytes per second) so a stream lasts through a fault schedule.
   const ahead = rate > 0 ? written / rate * 1000 - (Date.now() - started) : 0;
   const next = () => (ahead > 0 ? setTimeout(pump, ahead) : setImmediate(pump));

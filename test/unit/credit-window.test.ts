@@ -73,3 +73,19 @@ describe('CreditWindow', () => {
     expect(gate.paused).toBe(false);
   });
 });
+
+describe('ProducerGate', () => {
+  it('stays open for good once the program exited, whatever holds come later', () => {
+    const events: string[] = [];
+    const gate = new ProducerGate(
+      () => events.push('pause'),
+      () => events.push('resume'),
+    );
+    gate.hold('credit:a');
+    gate.openForGood();
+    gate.hold('credit:a');
+    gate.hold('model');
+    expect(gate.paused).toBe(false);
+    expect(events).toEqual(['pause', 'resume']);
+  });
+});
