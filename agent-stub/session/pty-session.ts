@@ -14,8 +14,8 @@ import type { ScreenModelHost } from './screen-model.js';
 /** A partial escape sequence held by the scanner is released after this long without more output. */
 const SCANNER_FLUSH_MS = 25;
 const DEFAULT_SHUTDOWN_DEADLINE_MS = 2000;
-/** After the child exited, a paused PTY gets this long to drain its last output. */
-const EXIT_DRAIN_GRACE_MS = 2000;
+/** After the child exited, the PTY gets this long to end by itself (EIO) before it is destroyed; on Linux it always does, so this only guards against a stuck descriptor. */
+const EXIT_DRAIN_GRACE_MS = 30_000;
 
 /** Receives a session's stream, in order. Connections implement this. */
 export interface SessionSink {
