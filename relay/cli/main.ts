@@ -1,58 +1,52 @@
 #!/usr/bin/env node
-import { LocalPtyProvider } from '../local/local-pty-provider.js';
-import { attachTty } from './tty-attach.js';
+import { attachCommands } from './cmd-attach.js';
+import { serveCommands } from './cmd-serve.js';
+import { terminalCommands } from './cmd-terminals.js';
+import { type Command, commandHelp, parseCommand, reportError } from './command.js';
 
-const USAGE = `usage: ptyrelay <command>
+const COMMANDS: Record<string, Command> = { ...serveCommands, ...terminalCommands, ...attachCommands };
+
+function usage(): string {
+  const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.split(' [')[0].length));
+  const lines = Object.entries(COMMANDS).map(
+    ([, c]) => `  ${c.usage.split(' [')[0].padEnd(width)}  ${c.summary}`,
+  );
+  return `usage: ptyrelay <command> [options]
 
 commands:
-  shell [--name NAME]   open (or reattach to) a shell on the built-in local host.
-                        Detach with Ctrl-]; run it again to come back to the same shell.
-  --help                this text
-`;
+${lines.join('\n')}
 
-/** Shell on the `local` host, keyed so a second run reattaches to the same PTY (paneKey). */
-async function shell(args: string[]): Promise<number> {
-  const i = args.indexOf('--name');
-  const name = i >= 0 ? args[i + 1] : 'default';
-  const provider = new LocalPtyProvider();
-  const stdout = process.stdout;
-  const { why, attach } = await attachTty(provider, async () => {
-    const r = await provider.spawn({
-      cols: stdout.columns || 80,
-      rows: stdout.rows || 24,
-      paneKey: `cli-shell:${name}`,
-      name: `ptyrelay shell ${name}`,
-    });
-    process.stderr.write(
-      `${r.reused ? 'reattached to' : 'started'} ${r.id} (pid ${r.pid}); detach with Ctrl-]\r\n`,
-    );
-    // A reattach repaints from the screen model rather than replaying the whole history.
-    return r.reused ? provider.attach(r.id) : r;
-  });
-  process.stderr.write(
-    why === 'detached'
-      ? `\r\ndetached from ${attach.id}; run the same command to reattach\r\n`
-      : `\r\n${attach.id} exited\r\n`,
-  );
-  await provider.dispose();
-  return 0;
+Every command takes --help and --json. Client commands reach the relay at $PTYRELAY_URL
+(default ws://127.0.0.1:7681) with $PTYRELAY_TOKEN or ~/.config/ptyrelay/token.
+Detach from \`attach\`/\`shell\` with Ctrl-]. See docs/cli.md.
+`;
 }
 
 async function main(argv: string[]): Promise<number> {
-  const [cmd, ...rest] = argv;
-  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help') {
-    process.stdout.write(USAGE);
-    return cmd === undefined ? 2 : 0;
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return name === undefined ? 2 : 0;
   }
-  if (cmd === 'shell') return shell(rest);
-  process.stderr.write(`unknown command ${cmd}\n${USAGE}`);
-  return 2;
+  const cmd = COMMANDS[name];
+  if (!cmd) {
+    process.stderr.write(`ptyrelay: unknown command ${name}\n\n${usage()}`);
+    return 2;
+  }
+  const json = rest.includes('--json');
+  try {
+    const args = parseCommand(cmd, rest);
+    if (args.values.help) {
+      process.stdout.write(commandHelp(cmd));
+      return 0;
+    }
+    return await cmd.run(args);
+  } catch (err) {
+    return reportError(err, json);
+  }
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (err) => {
-    process.stderr.write(`ptyrelay: ${err?.code ? `${err.code}: ` : ''}${err?.message ?? err}\n`);
-    process.exit(1);
-  },
+  (err) => process.exit(reportError(err, false)),
 );

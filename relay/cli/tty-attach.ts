@@ -1,49 +1,83 @@
-import type { IPtyProvider, PtyAttachResult, PtyDataEvent } from '../../provider/contract.js';
+import type {
+  IPtyProvider,
+  PtyAttachResult,
+  PtyDataEvent,
+  PtyExitEvent,
+  PtyExitInfo,
+  ScreenSnapshot,
+} from '../../provider/contract.js';
 
 /** Ctrl-] detaches (like telnet); the terminal keeps running. */
 export const DETACH_KEY = 0x1d;
 
+/** Streams and stop signal of {@link attachTty}. */
 export interface TtyAttachOptions {
   stdin?: NodeJS.ReadStream;
   stdout?: NodeJS.WriteStream;
-  /** Printed to stderr once the screen is restored. */
-  banner?: string;
+  /** Ends the attach from outside (e.g. the link was lost for good); resolves with `lost`. */
+  signal?: AbortSignal;
+}
+
+/** Why an interactive attach ended. */
+export type TtyAttachEnd = 'detached' | 'exited' | 'lost';
+
+/** Clears the user's screen and scrollback and repaints a snapshot. */
+function paintSnapshot(out: NodeJS.WritableStream, s: ScreenSnapshot): void {
+  out.write(`\x1b[H\x1b[2J\x1b[3J${s.data}`);
 }
 
 /** Writes an attach result into the user's terminal: a reset repaints from the snapshot first. */
 export function paintAttach(out: NodeJS.WritableStream, r: PtyAttachResult): void {
-  if (r.snapshot) out.write(`\x1b[H\x1b[2J\x1b[3J${r.snapshot.data}`);
+  if (r.snapshot) paintSnapshot(out, r.snapshot);
   if (r.replay) out.write(Buffer.from(r.replay));
 }
 
 /**
  * Runs an interactive attach in the caller's tty: raw mode, input forwarding, resize, and the
  * detach key. `open` spawns or attaches; output that arrives before it resolves is kept and
- * written after the attach result (events can overtake the reply). Resolves with why it ended.
+ * written after the attach result (events can overtake the reply). A provider that re-attaches
+ * on its own (RelayClient, the SSH provider) keeps the stream exact; a reset repaints from its
+ * snapshot, an expired session ends the attach. Resolves with why it ended.
  */
 export async function attachTty(
   provider: IPtyProvider,
   open: () => Promise<PtyAttachResult>,
   opts: TtyAttachOptions = {},
-): Promise<{ why: 'detached' | 'exited'; attach: PtyAttachResult }> {
+): Promise<{ why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo }> {
   const stdin = opts.stdin ?? process.stdin;
   const stdout = opts.stdout ?? process.stdout;
   const early: PtyDataEvent[] = [];
   let id: string | undefined;
-  let exited = false;
+  let exit: PtyExitInfo | undefined;
+  let finish: ((why: TtyAttachEnd) => void) | undefined;
   const offData = provider.onData((e) => {
     if (id === undefined) early.push(e);
     else if (e.id === id) stdout.write(Buffer.from(e.data));
   });
+  const earlyExits: PtyExitEvent[] = [];
+  const onExit = (e: PtyExitEvent) => {
+    exit = { exitCode: e.exitCode, ...(e.signal ? { signal: e.signal } : {}) };
+    finish?.('exited');
+  };
   const offExit = provider.onExit((e) => {
-    if (e.id === id) exited = true;
+    if (id === undefined) earlyExits.push(e);
+    else if (e.id === id) onExit(e);
   });
+  const offReattach = provider.onReattach?.((e) => {
+    if (e.id !== id) return;
+    if (e.sessionExpired) finish?.('exited');
+    else if (e.snapshot) paintSnapshot(stdout, e.snapshot);
+  });
+  const unsubscribe = () => {
+    offData();
+    offExit();
+    offReattach?.();
+  };
   let attach: PtyAttachResult;
   try {
     attach = await open();
   } catch (err) {
-    offData();
-    offExit();
+    unsubscribe();
     throw err;
   }
   id = attach.id;
@@ -51,31 +85,30 @@ export async function attachTty(
   for (const e of early) {
     if (e.id === id && e.seq >= attach.providerSequence.value) stdout.write(Buffer.from(e.data));
   }
-  if (attach.exited || exited) {
-    offData();
-    offExit();
-    return { why: 'exited', attach };
+  for (const e of earlyExits) if (e.id === id && e.incarnationId === attach.incarnationId) onExit(e);
+  exit ??= attach.exited;
+  if (exit || opts.signal?.aborted) {
+    unsubscribe();
+    return { why: exit ? 'exited' : 'lost', attach, exit };
   }
   const termId = id;
   return new Promise((resolve) => {
-    const finish = (why: 'detached' | 'exited') => {
-      offData();
-      offExit2();
-      offExit();
+    finish = (why) => {
+      finish = undefined;
+      unsubscribe();
+      opts.signal?.removeEventListener('abort', onAbort);
       stdin.off('data', onInput);
       stdout.off('resize', onResize);
       if (stdin.isTTY) stdin.setRawMode(false);
       stdin.pause();
-      resolve({ why, attach });
+      resolve({ why, attach, exit });
     };
-    const offExit2 = provider.onExit((e) => {
-      if (e.id === termId) finish('exited');
-    });
+    const onAbort = () => finish?.('lost');
     const onInput = (chunk: Buffer) => {
       const k = chunk.indexOf(DETACH_KEY);
       if (k >= 0) {
         if (k > 0) void provider.write(termId, chunk.subarray(0, k)).catch(() => {});
-        finish('detached');
+        finish?.('detached');
         return;
       }
       provider.write(termId, chunk).catch(() => {});
@@ -84,6 +117,7 @@ export async function attachTty(
       if (stdout.columns && stdout.rows)
         void provider.resize(termId, stdout.columns, stdout.rows).catch(() => {});
     };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (stdin.isTTY) stdin.setRawMode(true);
     stdin.resume();
     stdin.on('data', onInput);

@@ -7,7 +7,7 @@ import { validateConfig } from '../../relay/service/config.js';
 import { createHostRouter } from '../../relay/service/host-router.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
 import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
-import { open, type TestClient } from '../unit/relay-test-support.js';
+import { open, type TestClient } from '../support/relay-test-support.js';
 
 const TOKEN = 'integration-token-0123456789abcdef';
 const ORIGIN = 'https://ide.example.com';

@@ -3,7 +3,7 @@ import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import type { RootState, TerminalState } from '../../relay/ahp/types.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
 import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
-import { connect, FakeProvider, fakeRouter, open, type TestClient } from './relay-test-support.js';
+import { connect, FakeProvider, fakeRouter, open, type TestClient } from '../support/relay-test-support.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 const V = ['0.1.0'];

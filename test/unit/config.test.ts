@@ -96,15 +96,15 @@ describe('validateConfig', () => {
     expect(invalid({ flowControl: { ackBytes: 64 * 1024, creditWindow: 100 * 1024 } })).toMatch(
       /^flowControl\.ackBytes \(65536\) must be at most half of flowControl\.creditWindow/,
     );
-    expect(invalid({ limits: { ringBytes: 256 * 1024 }, flowControl: { keepTailBytes: 512 * 1024 } })).toMatch(
-      /^flowControl\.keepTailBytes \(524288\) must not exceed limits\.ringBytes/,
-    );
+    expect(
+      invalid({ limits: { ringBytes: 256 * 1024 }, flowControl: { keepTailBytes: 512 * 1024 } }),
+    ).toMatch(/^flowControl\.keepTailBytes \(524288\) must not exceed limits\.ringBytes/);
     expect(invalid({ limits: { ringBytes: 128 * 1024 } })).toMatch(
       /^flowControl\.creditWindow \(262144\) must not exceed limits\.ringBytes/,
     );
-    expect(invalid({ flowControl: { relayPendingCap: 1 << 20, highWatermark: 2 << 20, lowWatermark: 1 << 20 } })).toMatch(
-      /^flowControl\.relayPendingCap/,
-    );
+    expect(
+      invalid({ flowControl: { relayPendingCap: 1 << 20, highWatermark: 2 << 20, lowWatermark: 1 << 20 } }),
+    ).toMatch(/^flowControl\.relayPendingCap/);
   });
 });
 

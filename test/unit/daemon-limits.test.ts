@@ -14,7 +14,9 @@ describe('daemon limits', () => {
   });
 
   it('refuses relations that would lose output, naming the flag', () => {
-    expect(() => resolveLimits({ ringBytes: 1024 * 1024, creditWindow: 2 * 1024 * 1024 })).toThrow(/--credit-window/);
+    expect(() => resolveLimits({ ringBytes: 1024 * 1024, creditWindow: 2 * 1024 * 1024 })).toThrow(
+      /--credit-window/,
+    );
     expect(() => resolveLimits({ ringBytes: 256 * 1024, keepTailMin: 512 * 1024 })).toThrow(/--keep-tail/);
     expect(() => resolveLimits({ ringBytes: 64 * 1024 * 1024 })).toThrow(/--ring-bytes/);
     expect(() => resolveLimits({ pendingCap: 1024 })).toThrow(/--pending-cap/);

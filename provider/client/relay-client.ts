@@ -1,0 +1,391 @@
+import { randomUUID } from 'node:crypto';
+import type WebSocket from 'ws';
+import type {
+  ForegroundProcess,
+  IPtyProvider,
+  LinkState,
+  LinkStateEvent,
+  PtyAttachOptions,
+  PtyAttachResult,
+  PtyBackgroundStreamEvent,
+  PtyDataEvent,
+  PtyExitEvent,
+  PtyFactEvent,
+  PtyProcessInfo,
+  PtyReattachEvent,
+  PtySpawnOptions,
+  PtySpawnResult,
+  ScreenSnapshot,
+  ShutdownOptions,
+  Unsubscribe,
+} from '../contract.js';
+import { Emitter } from '../emitter.js';
+import { PtyRelayError } from '../errors.js';
+import { ClientInputQueue } from './client-input.js';
+import { ClientStreams, type StreamTrack } from './client-streams.js';
+import { RelayLink, type RelayReconnectOptions } from './relay-link.js';
+import {
+  type HelloResult,
+  type HostInfo,
+  type InputAckParams,
+  RelayMethod,
+  RelayNotification,
+  type RelayResults,
+  type RelayTerminalInfo,
+  type SpawnParams,
+  type WireAttachResult,
+} from './relay-protocol.js';
+
+/** Host name under which RelayClient reports its own link to the relay. */
+export const RELAY_HOST = 'relay';
+const ACK_FLUSH_MS = 5;
+const REATTACH_WAIT_MS = 5000;
+const REATTACH_RETRY_MS = 2000;
+
+/** Options of {@link RelayClient}. */
+export interface RelayClientOptions {
+  /** `ws://127.0.0.1:7681` */
+  url: string;
+  /** The relay's bearer token. */
+  token: string;
+  /** Claim identity (default: random per instance). Reuse it to keep owning terminals across runs. */
+  clientId?: string;
+  /** Input sequence space of this object (default: random). */
+  instanceId?: string;
+  /** WebSocket implementation (default: the `ws` package). */
+  WebSocket?: typeof WebSocket;
+  /** Acknowledge data yourself with `acknowledgeDataEvent` (default: the relay credits as it sends). */
+  manualAck?: boolean;
+  reconnect?: RelayReconnectOptions;
+  heartbeatMs?: number;
+  /** How long a reconnect waits for sessions to re-attach before resending input (default 5 s). */
+  reattachWaitMs?: number;
+}
+
+/**
+ * IPtyProvider over a relay's WebSocket (`ptyrelay/*` API, docs/relay-client.md). Reconnects on
+ * its own and resumes every session it delivered exactly: replay from the last delivered seq
+ * continues onData; a reset comes as onReattach with a snapshot. Input written while the relay
+ * is unreachable is queued (64 KiB per session) and applied exactly once.
+ */
+export class RelayClient implements IPtyProvider {
+  readonly clientId: string;
+  readonly instanceId: string;
+  private readonly link: RelayLink;
+  private readonly streams = new ClientStreams();
+  private readonly input: ClientInputQueue;
+  private readonly linkStates = new Emitter<LinkStateEvent>();
+  private readonly manualAck: boolean;
+  private readonly pendingAcks = new Map<string, number>();
+  private readonly retryTimers = new Map<string, NodeJS.Timeout>();
+  private ackTimer: NodeJS.Timeout | undefined;
+  private serverInstance: string | undefined;
+  private disposed = false;
+
+  constructor(private readonly opts: RelayClientOptions) {
+    this.clientId = opts.clientId ?? `client-${randomUUID()}`;
+    this.instanceId = opts.instanceId ?? randomUUID();
+    this.manualAck = opts.manualAck === true;
+    this.input = new ClientInputQueue((frame) => this.link.sendBinary(frame));
+    this.link = new RelayLink(opts, {
+      handshake: () => this.handshake(),
+      notification: (m, p) => {
+        if (m === RelayNotification.inputAck) this.input.onAck(p as unknown as InputAckParams);
+        else if (m === RelayNotification.linkState) this.linkStates.emit(p as unknown as LinkStateEvent);
+        else this.streams.pushNotification(m, p);
+      },
+      binary: (d) => this.streams.pushBinary(d),
+      dropped: () => {
+        this.input.disconnected();
+        this.streams.clearBuffers();
+      },
+    });
+    this.link.states.on((state) => {
+      if (state.state === 'lost') this.input.failAll(new PtyRelayError('CONNECT_FAILED', state.reason));
+      this.linkStates.emit({ host: RELAY_HOST, state });
+    });
+  }
+
+  /** State of the link to the relay. */
+  get linkState(): LinkState {
+    return this.link.state;
+  }
+
+  /** Relay process id from the last hello (changes when the relay restarted). */
+  get serverInstanceId(): string | undefined {
+    return this.serverInstance;
+  }
+
+  /** Connects now; resolves once the first handshake is done (rejects when the link is lost). */
+  connect(): Promise<void> {
+    this.check();
+    return this.link.whenConnected();
+  }
+
+  async spawn(opts: PtySpawnOptions): Promise<PtySpawnResult> {
+    this.check();
+    const { signal, ...rest } = opts;
+    if (signal?.aborted) throw new PtyRelayError('ABORTED', 'spawn aborted');
+    // A requestId makes the spawn idempotent, so it can be resent after a reconnect.
+    const auto = rest.requestId === undefined;
+    const params: SpawnParams = { ...rest, requestId: rest.requestId ?? randomUUID() };
+    if (this.manualAck) params.manualAck = true;
+    const buf = this.streams.beginSpawn();
+    const pending = this.link.call<WireAttachResult>(RelayMethod.spawn, params, true);
+    let w: WireAttachResult;
+    try {
+      w = signal ? await raceAbort(pending, signal) : await pending;
+    } catch (err) {
+      this.streams.endSpawn(buf);
+      if ((err as PtyRelayError).code === 'ABORTED') {
+        // A spawn that completes after the caller gave up must not leave a PTY behind.
+        pending
+          .then((late) => (late.reused ? undefined : this.shutdown(late.id, { immediate: true })))
+          .catch(() => {});
+      }
+      throw err;
+    }
+    this.streams.endSpawn(buf);
+    const r = this.streams.settleExplicit(w, buf);
+    // Our own resend found the PTY the lost first attempt created: that is not a reuse.
+    if (auto && r.reused && rest.paneKey === undefined) delete r.reused;
+    return r;
+  }
+
+  async attach(id: string, opts: PtyAttachOptions = {}): Promise<PtyAttachResult> {
+    this.check();
+    const gid = globalId(id);
+    const buf = this.streams.beginAttach(gid);
+    try {
+      const params = { id: gid, ...opts, ...(this.manualAck ? { manualAck: true } : {}) };
+      const w = await this.link.call<WireAttachResult>(RelayMethod.attach, params, true);
+      return this.streams.settleExplicit(w, buf);
+    } finally {
+      this.streams.endAttach(gid, buf);
+    }
+  }
+
+  /** Stops receiving a session's events (the PTY keeps running). Not part of IPtyProvider. */
+  async detach(id: string): Promise<void> {
+    this.streams.forget(globalId(id));
+    await this.link.call(RelayMethod.detach, { id }, true);
+  }
+
+  async write(id: string, data: string | Uint8Array): Promise<void> {
+    this.check();
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    // First contact must succeed before input can be queued; later outages queue it.
+    if (!this.link.hasConnected || this.link.state.state === 'lost') await this.link.whenConnected();
+    return this.input.submit(id, bytes);
+  }
+
+  async resize(id: string, cols: number, rows: number): Promise<void> {
+    await this.call(RelayMethod.resize, { id, cols, rows }, true);
+  }
+
+  async shutdown(id: string, opts: ShutdownOptions = {}): Promise<void> {
+    await this.call(RelayMethod.shutdown, { id, ...opts });
+    this.streams.forget(globalId(id));
+  }
+
+  async sendSignal(id: string, signal: string): Promise<void> {
+    await this.call(RelayMethod.signal, { id, signal });
+  }
+
+  async getCwd(id: string): Promise<string | undefined> {
+    return (await this.call<RelayResults['getCwd']>(RelayMethod.getCwd, { id }, true)).cwd;
+  }
+
+  async getForegroundProcess(id: string): Promise<ForegroundProcess | undefined> {
+    const r = await this.call<RelayResults['getForegroundProcess']>(
+      RelayMethod.getForegroundProcess,
+      { id },
+      true,
+    );
+    return r.process;
+  }
+
+  async hasChildProcesses(id: string): Promise<boolean> {
+    return (await this.call<RelayResults['hasChildProcesses']>(RelayMethod.hasChildProcesses, { id }, true))
+      .value;
+  }
+
+  async listProcesses(): Promise<PtyProcessInfo[]> {
+    return this.listTerminals();
+  }
+
+  /** Terminals of every host (or one), with the relay's claim holder in `owner`. */
+  async listTerminals(host?: string): Promise<RelayTerminalInfo[]> {
+    return (await this.call<RelayResults['list']>(RelayMethod.list, host ? { host } : {}, true)).terminals;
+  }
+
+  /** Configured hosts of the relay and the relay's link state to each. */
+  async hosts(): Promise<HostInfo[]> {
+    return (await this.call<RelayResults['hosts']>(RelayMethod.hosts, {}, true)).hosts;
+  }
+
+  async probePtyLiveness(id: string): Promise<boolean | undefined> {
+    try {
+      return (await this.call<RelayResults['probe']>(RelayMethod.probe, { id }, true)).alive ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async getBufferSnapshot(id: string, opts: { scrollbackRows?: number } = {}): Promise<ScreenSnapshot> {
+    return this.call<ScreenSnapshot>(RelayMethod.snapshot, { id, ...opts }, true);
+  }
+
+  async clearBuffer(id: string): Promise<void> {
+    await this.call(RelayMethod.clear, { id }, true);
+  }
+
+  async pauseProducer(id: string): Promise<void> {
+    await this.call(RelayMethod.pause, { id }, true);
+  }
+
+  async resumeProducer(id: string): Promise<void> {
+    await this.call(RelayMethod.resume, { id }, true);
+  }
+
+  async setPtyBackgrounded(id: string, background: boolean): Promise<void> {
+    await this.call(RelayMethod.setBackgrounded, { id, background }, true);
+  }
+
+  acknowledgeDataEvent(id: string, bytes: number): void {
+    if (!this.manualAck || !(bytes > 0)) return;
+    const t = this.streams.get(globalId(id));
+    if (!t) return;
+    t.consumerSeq = Math.min(t.consumerSeq + bytes, t.seq);
+    this.pendingAcks.set(t.id, t.consumerSeq);
+    this.ackTimer ??= setTimeout(() => {
+      this.ackTimer = undefined;
+      for (const [ackId, seq] of this.pendingAcks)
+        this.link.notify(RelayNotification.ack, { id: ackId, seq });
+      this.pendingAcks.clear();
+    }, ACK_FLUSH_MS);
+  }
+
+  onData(listener: (e: PtyDataEvent) => void): Unsubscribe {
+    return this.streams.data.on(listener);
+  }
+
+  onExit(listener: (e: PtyExitEvent) => void): Unsubscribe {
+    return this.streams.exit.on(listener);
+  }
+
+  onFact(listener: (e: PtyFactEvent) => void): Unsubscribe {
+    return this.streams.fact.on(listener);
+  }
+
+  onBackgroundStreamEvent(listener: (e: PtyBackgroundStreamEvent) => void): Unsubscribe {
+    return this.streams.background.on(listener);
+  }
+
+  /** The link to the relay (host `relay`) and the relay's links to its hosts. */
+  onLinkState(listener: (e: LinkStateEvent) => void): Unsubscribe {
+    return this.linkStates.on(listener);
+  }
+
+  onReattach(listener: (e: PtyReattachEvent) => void): Unsubscribe {
+    return this.streams.reattach.on(listener);
+  }
+
+  /** Drops the WebSocket as a network failure would (tests); the client reconnects and resumes. */
+  dropConnection(): void {
+    this.link.drop();
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    clearTimeout(this.ackTimer);
+    for (const t of this.retryTimers.values()) clearTimeout(t);
+    this.link.dispose();
+    this.input.failAll(new PtyRelayError('DISPOSED', 'RelayClient was disposed'));
+    this.streams.clear();
+    this.linkStates.clear();
+  }
+
+  private check(): void {
+    if (this.disposed) throw new PtyRelayError('DISPOSED', 'RelayClient was disposed');
+  }
+
+  private call<T = unknown>(method: string, params: unknown, retry = false): Promise<T> {
+    return this.disposed
+      ? Promise.reject(new PtyRelayError('DISPOSED', 'RelayClient was disposed'))
+      : this.link.call<T>(method, params, retry);
+  }
+
+  /** Every new socket: hello, re-attach delivered sessions, then resend pending input. */
+  private async handshake(): Promise<void> {
+    const hello = await this.link.callNow<HelloResult>(RelayMethod.hello, {
+      clientId: this.clientId,
+      instanceId: this.instanceId,
+    });
+    this.serverInstance = hello.serverInstanceId;
+    const tracks = this.streams.all();
+    if (tracks.length > 0) {
+      // Input goes after the re-attach: a restarted relay learns the claims from it.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled(tracks.map((t) => this.reattach(t, true))),
+        new Promise<void>((r) => {
+          timer = setTimeout(r, this.opts.reattachWaitMs ?? REATTACH_WAIT_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    this.input.connected(hello.serverInstanceId, hello.input === 'fresh');
+  }
+
+  /** Re-attaches one session from its last delivered seq, fenced by its incarnation. */
+  private async reattach(t: StreamTrack, inHandshake: boolean): Promise<void> {
+    const buf = this.streams.beginAttach(t.id);
+    try {
+      const params = {
+        id: t.id,
+        fromSeq: t.seq,
+        expectedIncarnationId: t.incarnationId,
+        ...(this.manualAck ? { manualAck: true } : {}),
+      };
+      const w = inHandshake
+        ? await this.link.callNow<WireAttachResult>(RelayMethod.attach, params)
+        : await this.link.call<WireAttachResult>(RelayMethod.attach, params);
+      this.streams.settleReattach(w, buf);
+    } catch (err) {
+      const code = (err as PtyRelayError).code;
+      if (code === 'NOT_FOUND' || code === 'INCARNATION_MISMATCH') this.streams.expire(t.id);
+      else if (code !== 'LINK_CLOSED' && code !== 'DISPOSED') this.retryReattach(t.id);
+    } finally {
+      this.streams.endAttach(t.id, buf);
+    }
+  }
+
+  /** A re-attach failed for a passing reason (e.g. the relay's host link is down): try again later. */
+  private retryReattach(id: string): void {
+    if (this.disposed || this.retryTimers.has(id)) return;
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(id);
+      const t = this.streams.get(id);
+      if (t && this.link.connected) void this.reattach(t, false);
+    }, REATTACH_RETRY_MS);
+    this.retryTimers.set(id, timer);
+  }
+}
+
+/** Ids are `<host>/<id>`; a bare id names a terminal of the `local` host (as the relay reads it). */
+function globalId(id: string): string {
+  return id.includes('/') ? id : `local/${id}`;
+}
+
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      signal.addEventListener('abort', () => reject(new PtyRelayError('ABORTED', 'spawn aborted')), {
+        once: true,
+      });
+    }),
+  ]);
+}

@@ -1,0 +1,144 @@
+import type {
+  ForegroundProcess,
+  LinkState,
+  PtyFact,
+  PtyProcessInfo,
+  PtySpawnOptions,
+  PtySpawnResult,
+  ScreenSnapshot,
+} from '../contract.js';
+import type { PtyRelayErrorShape } from '../errors.js';
+
+/**
+ * Wire shapes of the `ptyrelay/*` API that RelayClient speaks to the relay's WebSocket service
+ * (JSON-RPC 2.0 in text frames; output and input in binary frames of provider/wire/frame-codec).
+ * Shared by the server extension (relay/service/pty-extension.ts) and the client. See
+ * docs/relay-client.md.
+ */
+
+/** Version of the `ptyrelay/*` API; `hello` answers with the server's. */
+export const RELAY_API_VERSION = 1;
+
+/** JSON-RPC methods (client → relay requests). */
+export const RelayMethod = {
+  hello: 'ptyrelay/hello',
+  hosts: 'ptyrelay/hosts',
+  spawn: 'ptyrelay/spawn',
+  attach: 'ptyrelay/attach',
+  detach: 'ptyrelay/detach',
+  resize: 'ptyrelay/resize',
+  shutdown: 'ptyrelay/shutdown',
+  signal: 'ptyrelay/signal',
+  getCwd: 'ptyrelay/getCwd',
+  getForegroundProcess: 'ptyrelay/getForegroundProcess',
+  hasChildProcesses: 'ptyrelay/hasChildProcesses',
+  list: 'ptyrelay/list',
+  probe: 'ptyrelay/probe',
+  snapshot: 'ptyrelay/snapshot',
+  clear: 'ptyrelay/clear',
+  pause: 'ptyrelay/pause',
+  resume: 'ptyrelay/resume',
+  setBackgrounded: 'ptyrelay/setBackgrounded',
+} as const;
+
+/** JSON-RPC notifications, in both directions. */
+export const RelayNotification = {
+  /** client → relay: credit ack `{id, seq}` (manual flow control). */
+  ack: 'ptyrelay/ack',
+  /** relay → client: input frames up to `upTo` were applied (or failed, listed in `failed`). */
+  inputAck: 'ptyrelay/inputAck',
+  fact: 'ptyrelay/fact',
+  exit: 'ptyrelay/exit',
+  linkState: 'ptyrelay/linkState',
+  reattach: 'ptyrelay/reattach',
+  background: 'ptyrelay/background',
+} as const;
+
+/** `ptyrelay/hello` params: who is speaking. Must be the first call on a connection. */
+export interface HelloParams {
+  /** Claim identity: terminals this client spawns or adopts are claimed as `client:<clientId>`. */
+  clientId: string;
+  /**
+   * Names this client object's input sequence space (default: clientId). Two processes sharing a
+   * clientId (e.g. CLI invocations) must use different instanceIds.
+   */
+  instanceId?: string;
+}
+
+/** `ptyrelay/hello` result. */
+export interface HelloResult {
+  api: number;
+  /** Random per relay process: a change tells the client it reconnected to a restarted relay. */
+  serverInstanceId: string;
+  clientId: string;
+  /**
+   * `fresh`: the relay has no record of this instance's input (first contact, relay restarted, or
+   * its record expired), so frames sent before cannot be de-duplicated.
+   */
+  input: 'fresh' | 'known';
+}
+
+/** One host of the relay (`ptyrelay/hosts`) and the relay's link state to it. */
+export interface HostInfo {
+  name: string;
+  state: LinkState;
+}
+
+/** `ptyrelay/spawn` params: the spawn options minus the AbortSignal, plus flow-control mode. */
+export type SpawnParams = Omit<PtySpawnOptions, 'signal'> & { manualAck?: boolean };
+
+/** `ptyrelay/attach` params. */
+export interface AttachParams {
+  id: string;
+  fromSeq?: number;
+  expectedIncarnationId?: string;
+  /** The client acknowledges data itself with `ptyrelay/ack` (else the relay credits on send). */
+  manualAck?: boolean;
+}
+
+/**
+ * Spawn/attach result on the wire. The replay bytes are not in the JSON: the relay sends them as
+ * one binary Data frame (seq = `replayFromSeq`, `replayBytes` long) BEFORE this result, followed
+ * by any live frames that arrived meanwhile.
+ */
+export type WireAttachResult = Omit<PtySpawnResult, 'replay'> & {
+  replayFromSeq?: number;
+  replayBytes?: number;
+};
+
+/** A terminal as `ptyrelay/list` reports it: the provider's info plus the relay's claim holder. */
+export type RelayTerminalInfo = PtyProcessInfo & { owner?: string };
+
+/** `ptyrelay/inputAck` (relay → client): cumulative input acknowledgement. */
+export interface InputAckParams {
+  /** Every input frame with inputSeq <= upTo is done. */
+  upTo: number;
+  /** Frames in that range that failed, with their error. */
+  failed?: { inputSeq: number; error: PtyRelayErrorShape }[];
+}
+
+/** `ptyrelay/ack` (client → relay): credit for a terminal's output. */
+export interface AckParams {
+  id: string;
+  /** The client has consumed output up to this seq. */
+  seq: number;
+}
+
+/** `ptyrelay/fact` (relay → client). */
+export interface FactParams {
+  id: string;
+  incarnationId: string;
+  seq: number;
+  fact: PtyFact;
+}
+
+/** Result shapes of the simple methods. */
+export interface RelayResults {
+  getCwd: { cwd?: string };
+  getForegroundProcess: { process?: ForegroundProcess };
+  hasChildProcesses: { value: boolean };
+  list: { terminals: RelayTerminalInfo[] };
+  probe: { alive: boolean | null };
+  snapshot: ScreenSnapshot;
+  hosts: { hosts: HostInfo[] };
+}

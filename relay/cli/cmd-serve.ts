@@ -1,0 +1,89 @@
+import { homedir } from 'node:os';
+import { PtyRelayError } from '../../provider/errors.js';
+import { createLogger } from '../log.js';
+import { loadConfig } from '../service/config.js';
+import { createPtyExtension } from '../service/pty-extension.js';
+import { startRelayServer } from '../service/relay-server.js';
+import { TerminalRegistry } from '../service/terminal-registry.js';
+import { loadOrCreateToken } from '../service/token.js';
+import type { Command } from './command.js';
+import { progress } from './relay-connect.js';
+
+/** `HOST:PORT`, `[::1]:PORT` or `PORT`. */
+export function parseListen(s: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(s) ?? /^()()(\d+)$/.exec(s);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || !(port >= 0 && port <= 65535)) {
+    throw new PtyRelayError('INVALID_ARGUMENT', `--listen wants HOST:PORT (e.g. 127.0.0.1:7681), got ${s}`);
+  }
+  return { host: m[1] || m[2] || '127.0.0.1', port };
+}
+
+const tilde = (p: string) => (p.startsWith(homedir()) ? `~${p.slice(homedir().length)}` : p);
+
+const serve: Command = {
+  usage: 'serve [--config FILE] [--listen HOST:PORT]',
+  summary: 'Runs the relay: the WebSocket service with the built-in local host and the configured SSH hosts.',
+  help: `  --config FILE      JSON config (default $PTYRELAY_CONFIG or ~/.config/ptyrelay/config.json)
+  --listen HOST:PORT  overrides the config's listen address (port 0: any free port)
+The token is $PTYRELAY_TOKEN, else ~/.config/ptyrelay/token (created on first run, mode 0600).
+Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop with Ctrl-C.`,
+  options: { config: { type: 'string' }, listen: { type: 'string' } },
+  async run(args) {
+    const config = loadConfig(args.values.config as string | undefined);
+    if (args.values.listen) config.listen = parseListen(args.values.listen as string);
+    const log = createLogger();
+    const token = loadOrCreateToken();
+    // Loaded here: the SSH stack (ssh2) is only needed by the relay itself, not by client commands.
+    const { createHostRouter } = await import('../service/host-router.js');
+    const router = createHostRouter(config, { log });
+    const registry = new TerminalRegistry();
+    const server = await startRelayServer({
+      listen: config.listen,
+      token: token.token,
+      allowedOrigins: config.allowedOrigins,
+      router,
+      registry,
+      extensions: [createPtyExtension({ router, registry, log: log.child({ ext: 'ptyrelay' }) })],
+      log,
+      limits: config.limits,
+      flowControl: config.flowControl,
+    }).catch(async (err) => {
+      await router.dispose();
+      throw new PtyRelayError(
+        'CONNECT_FAILED',
+        `cannot listen on ${config.listen.host}:${config.listen.port}: ${err.message}`,
+      );
+    });
+    const where =
+      token.source === 'env'
+        ? 'from $PTYRELAY_TOKEN'
+        : `${tilde(token.path!)}${token.source === 'created' ? ' (created)' : ''}`;
+    if (args.json) {
+      const info = { url: server.url, httpUrl: server.httpUrl, port: server.port, hosts: router.hosts() };
+      process.stdout.write(
+        `${JSON.stringify({ ...info, token: { source: token.source, path: token.path } })}\n`,
+      );
+    } else {
+      progress(`relay listening on ${server.url}  (health: ${server.httpUrl}/healthz)`);
+      progress(`token: ${where}`);
+      progress(`hosts: ${router.hosts().join(', ')}`);
+      const env = server.port === 7681 ? '' : `PTYRELAY_URL=${server.url} `;
+      progress(
+        `try:   ${env}ptyrelay open local   then   ${env}ptyrelay attach <id>   (Ctrl-C stops the relay)`,
+      );
+    }
+    await new Promise<void>((resolve) => {
+      const stop = () => resolve();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+    if (!args.json) progress('stopping (terminals keep running in their daemons)');
+    await server.close();
+    await router.dispose();
+    return 0;
+  },
+};
+
+/** `serve`: the relay itself. */
+export const serveCommands: Record<string, Command> = { serve };

@@ -1,0 +1,185 @@
+import xtermHeadless from '@xterm/headless';
+import type { RelayClient } from '../../provider/client/relay-client.js';
+import type { ScreenSnapshot } from '../../provider/contract.js';
+import { type Command, type CommandArgs, output, table } from './command.js';
+import { connectRelay, describeLink, withAdoption } from './relay-connect.js';
+
+const { Terminal } = xtermHeadless;
+
+/** Runs `fn` with a connected client and disposes it afterwards. */
+async function withClient<T>(args: CommandArgs, fn: (c: RelayClient) => Promise<T>): Promise<T> {
+  const client = await connectRelay({ quiet: args.json });
+  try {
+    return await fn(client);
+  } finally {
+    await client.dispose();
+  }
+}
+
+/** The screen of a snapshot as plain text: scrollback and screen rows, trailing blanks removed. */
+export async function snapshotText(s: ScreenSnapshot): Promise<string> {
+  const term = new Terminal({ cols: s.cols, rows: s.rows, scrollback: 100_000, allowProposedApi: true });
+  await new Promise<void>((r) => term.write(s.data, r));
+  const buf = term.buffer.active;
+  const lines: string[] = [];
+  for (let i = 0; i < buf.length; i++) lines.push(buf.getLine(i)?.translateToString(true) ?? '');
+  term.dispose();
+  while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  return lines.join('\n');
+}
+
+/** `SIGINT`, `INT`, `int` → `SIGINT`. */
+function signalName(s: string): string {
+  const up = s.toUpperCase();
+  return up.startsWith('SIG') ? up : `SIG${up}`;
+}
+
+const hosts: Command = {
+  usage: 'hosts',
+  summary: "The relay's hosts and the state of its link to each.",
+  run: (args) =>
+    withClient(args, async (c) => {
+      const list = await c.hosts();
+      output(args, { hosts: list }, () =>
+        table([['HOST', 'LINK'], ...list.map((h) => [h.name, describeLink(h.state)])]),
+      );
+      return 0;
+    }),
+};
+
+const ls: Command = {
+  usage: 'ls [HOST]',
+  summary: 'Terminals of every host (or of HOST): id, pid, owner, size, title.',
+  positionals: [0, 1],
+  run: (args) =>
+    withClient(args, async (c) => {
+      const terms = await c.listTerminals(args.positionals[0]);
+      output(args, { terminals: terms }, () =>
+        terms.length === 0
+          ? 'no terminals'
+          : table([
+              ['ID', 'PID', 'OWNER', 'SIZE', 'STATUS', 'TITLE'],
+              ...terms.map((t) => [
+                t.id,
+                String(t.pid),
+                t.owner ?? '-',
+                `${t.cols}x${t.rows}`,
+                t.exited ? `exited ${t.exited.exitCode}` : 'running',
+                t.title || t.name || '',
+              ]),
+            ]),
+      );
+      return 0;
+    }),
+};
+
+const open: Command = {
+  usage: 'open HOST [--cwd DIR] [--name NAME] [--cols N] [--rows N] [-- CMD ARGS…]',
+  summary: 'Starts a terminal on HOST (the login shell, or CMD) and prints its id.',
+  help: `  --cwd DIR    working directory (default: home)
+  --name NAME  display name
+  --cols/--rows size (default: this terminal's, or 80x24)
+The terminal keeps running after this command returns; \`ptyrelay attach ID\` to use it.`,
+  positionals: [1, 1],
+  options: {
+    cwd: { type: 'string' },
+    name: { type: 'string' },
+    cols: { type: 'string' },
+    rows: { type: 'string' },
+  },
+  run: (args) =>
+    withClient(args, async (c) => {
+      const host = args.positionals[0];
+      const [command, ...cmdArgs] = args.rest;
+      const size = (v: unknown, tty: number | undefined, d: number) => Number(v ?? 0) || tty || d;
+      const r = await c.spawn({
+        host,
+        cols: size(args.values.cols, process.stdout.columns, 80),
+        rows: size(args.values.rows, process.stdout.rows, 24),
+        ...(args.values.cwd ? { cwd: args.values.cwd as string } : {}),
+        ...(args.values.name ? { name: args.values.name as string } : {}),
+        ...(command ? { command, args: cmdArgs } : {}),
+      });
+      output(
+        args,
+        { id: r.id, pid: r.pid, incarnationId: r.incarnationId, cols: r.cols, rows: r.rows },
+        r.id,
+      );
+      return 0;
+    }),
+};
+
+const send: Command = {
+  usage: 'send ID TEXT [--raw]',
+  summary: 'Types TEXT into a terminal, followed by Enter (\\r) unless --raw.',
+  positionals: [2, 2],
+  options: { raw: { type: 'boolean' } },
+  run: (args) =>
+    withClient(args, async (c) => {
+      const [id, text] = args.positionals;
+      const data = args.values.raw ? text : `${text}\r`;
+      await withAdoption(c, id, () => c.write(id, data));
+      output(args, { ok: true, id, bytes: Buffer.byteLength(data) }, '');
+      return 0;
+    }),
+};
+
+const read: Command = {
+  usage: 'read ID [--raw] [--bytes N]',
+  summary: "Prints a terminal's screen (with scrollback) as text; --raw prints its recent output bytes.",
+  help: `  --raw      the output ring from the oldest byte still held (at most --bytes, default 65536);
+             when the ring no longer reaches back, the screen as VT sequences followed by the
+             output since (attaching adopts a terminal this relay had not published yet)`,
+  positionals: [1, 1],
+  options: { raw: { type: 'boolean' }, bytes: { type: 'string' } },
+  run: (args) =>
+    withClient(args, async (c) => {
+      const id = args.positionals[0];
+      if (!args.values.raw) {
+        const text = await snapshotText(await c.getBufferSnapshot(id));
+        output(args, { id, text }, text);
+        return 0;
+      }
+      const a = await c.attach(id, { fromSeq: 0 });
+      await c.detach(id);
+      const limit = Number(args.values.bytes ?? 65536) || 65536;
+      const all = Buffer.concat([
+        Buffer.from(a.snapshot?.data ?? '', 'utf8'),
+        Buffer.from(a.replay ?? new Uint8Array()),
+      ]);
+      const data = all.subarray(Math.max(0, all.length - limit));
+      if (args.json) output(args, { id, seq: a.providerSequence.value, data: data.toString('utf8') }, '');
+      else process.stdout.write(data);
+      return 0;
+    }),
+};
+
+const signal: Command = {
+  usage: 'signal ID SIG',
+  summary: "Sends a signal (INT, TERM, HUP, KILL, …) to the terminal's foreground process group.",
+  positionals: [2, 2],
+  run: (args) =>
+    withClient(args, async (c) => {
+      const [id, sig] = args.positionals;
+      await withAdoption(c, id, () => c.sendSignal(id, signalName(sig)));
+      output(args, { ok: true, id, signal: signalName(sig) }, '');
+      return 0;
+    }),
+};
+
+const kill: Command = {
+  usage: 'kill ID [--now]',
+  summary: 'Ends a terminal: SIGHUP, then SIGKILL after 2 s (--now: SIGKILL at once).',
+  positionals: [1, 1],
+  options: { now: { type: 'boolean' } },
+  run: (args) =>
+    withClient(args, async (c) => {
+      const id = args.positionals[0];
+      await withAdoption(c, id, () => c.shutdown(id, { immediate: args.values.now === true }));
+      output(args, { ok: true, id }, `killed ${id}`);
+      return 0;
+    }),
+};
+
+/** The commands that act on the relay's hosts and terminals. */
+export const terminalCommands: Record<string, Command> = { hosts, ls, open, send, read, signal, kill };

@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs';
+import { RelayClient, type RelayClientOptions } from '../../provider/client/relay-client.js';
+import type { LinkState } from '../../provider/contract.js';
+import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
+import { defaultTokenPath } from '../service/token.js';
+
+/** Where the CLI finds the relay when PTYRELAY_URL is not set. */
+export const DEFAULT_RELAY_URL = 'ws://127.0.0.1:7681';
+/** Claim identity of CLI invocations: `open` in one run and `send`/`kill` in the next own the same terminals. */
+export const DEFAULT_CLI_CLIENT_ID = 'ptyrelay-cli';
+
+/** The relay URL, token and client id from the environment (PTYRELAY_URL, PTYRELAY_TOKEN, the token file). */
+export function relayEnv(env: NodeJS.ProcessEnv = process.env): {
+  url: string;
+  token: string;
+  clientId: string;
+} {
+  const url = env.PTYRELAY_URL || DEFAULT_RELAY_URL;
+  const clientId = env.PTYRELAY_CLIENT_ID || DEFAULT_CLI_CLIENT_ID;
+  const fromEnv = env.PTYRELAY_TOKEN?.trim();
+  if (fromEnv) return { url, token: fromEnv, clientId };
+  const path = defaultTokenPath(env);
+  try {
+    return { url, token: readFileSync(path, 'utf8').trim(), clientId };
+  } catch {
+    throw new PtyRelayError(
+      'AUTH_FAILED',
+      `no token: set PTYRELAY_TOKEN, or start the relay (ptyrelay serve) so it creates ${path}`,
+    );
+  }
+}
+
+/** Human text of a link state, e.g. `reconnecting (attempt 2, next in 500 ms)`. */
+export function describeLink(s: LinkState): string {
+  switch (s.state) {
+    case 'reconnecting':
+      return `reconnecting (attempt ${s.attempt}, next in ${s.nextInMs} ms${s.lastError ? `: ${s.lastError}` : ''})`;
+    case 'lost':
+      return `lost: ${s.reason}`;
+    default:
+      return s.state;
+  }
+}
+
+/** Writes a progress line on stderr (never on stdout, which carries results). */
+export function progress(msg: string): void {
+  process.stderr.write(`ptyrelay: ${msg}\n`);
+}
+
+/**
+ * A RelayClient for one CLI run, connected. Progress (slow connect, retries, the relay's links to
+ * hosts coming up) goes to stderr unless `quiet`. One-shot commands give up after a few attempts.
+ */
+export async function connectRelay(
+  opts: { quiet?: boolean; connectAttempts?: number } & Partial<RelayClientOptions> = {},
+): Promise<RelayClient> {
+  const env = relayEnv();
+  const { quiet, connectAttempts = 4, ...rest } = opts;
+  const client = new RelayClient({
+    ...env,
+    reconnect: { connectAttempts, steps: [100, 250, 500, 1000] },
+    ...rest,
+  });
+  const slow = setTimeout(() => {
+    if (!quiet) progress(`connecting to ${env.url}…`);
+  }, 300);
+  const off = client.onLinkState((e) => {
+    if (quiet) return;
+    if (e.host === 'relay' && e.state.state === 'reconnecting') progress(`relay ${describeLink(e.state)}`);
+    else if (e.host !== 'relay') progress(`host ${e.host}: ${describeLink(e.state)}`);
+  });
+  try {
+    await client.connect();
+    return client;
+  } catch (err) {
+    await client.dispose();
+    if (isPtyRelayError(err, 'CONNECT_FAILED')) {
+      throw new PtyRelayError(
+        'CONNECT_FAILED',
+        `${err.message} (is \`ptyrelay serve\` running? PTYRELAY_URL)`,
+      );
+    }
+    throw err;
+  } finally {
+    clearTimeout(slow);
+    // Host progress stays on for the command (e.g. `open` on an SSH host that is deploying).
+    if (quiet) off();
+  }
+}
+
+/**
+ * Runs `fn` against a terminal; a terminal this relay has not published yet (spawned before it
+ * started) is adopted with attach+detach first.
+ */
+export async function withAdoption<T>(client: RelayClient, id: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!isPtyRelayError(err, 'NOT_FOUND') || !/attach to adopt/.test(err.message)) throw err;
+    await client.attach(id);
+    await client.detach(id);
+    return fn();
+  }
+}

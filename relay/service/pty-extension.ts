@@ -1,0 +1,372 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type AckParams,
+  type AttachParams,
+  type HelloParams,
+  type HelloResult,
+  RELAY_API_VERSION,
+  RelayMethod,
+  RelayNotification,
+  type SpawnParams,
+} from '../../provider/client/relay-protocol.js';
+import type { IPtyProvider, LinkState, PtySpawnResult } from '../../provider/contract.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
+import type { Logger } from '../log.js';
+import { InputLedger } from './input-ledger.js';
+import { type FanoutSink, RelayFanout } from './relay-fanout.js';
+import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from './rpc-types.js';
+import { claimHolder, type TerminalRegistry } from './terminal-registry.js';
+
+/** Input de-duplication state of a client instance outlives its last connection by this long. */
+const LEDGER_TTL_MS = 10 * 60_000;
+
+/** What the extension needs from the service. */
+export interface PtyExtensionContext {
+  router: HostRouter;
+  registry: TerminalRegistry;
+  log?: Logger;
+}
+
+/** A client instance's input ledger and the connection currently speaking for it. */
+interface LedgerSlot {
+  key: string;
+  ledger: InputLedger;
+  owner?: ConnState;
+  expiry?: NodeJS.Timeout;
+}
+
+interface ConnState {
+  conn: RpcConnection;
+  clientId?: string;
+  slot?: LedgerSlot;
+  closed: boolean;
+}
+
+function str(v: unknown, name: string): string {
+  if (typeof v !== 'string' || v.length === 0)
+    throw new PtyRelayError('INVALID_ARGUMENT', `${name} required`);
+  return v;
+}
+
+/** A terminal id param in its global form (`pty-3` is `local/pty-3`, as the local provider reads it). */
+function termId(v: unknown): string {
+  const id = str(v, 'id');
+  return id.includes('/') ? id : `local/${id}`;
+}
+
+function hostOf(id: string): string {
+  const slash = id.lastIndexOf('/');
+  return slash < 0 ? 'local' : id.slice(0, slash);
+}
+
+/**
+ * The `ptyrelay/*` API (docs/relay-client.md): IPtyProvider over JSON-RPC for RelayClient.
+ * Output goes out as binary Data frames (the replay of an attach as one Data frame sent before
+ * the JSON result), input comes in as binary Input frames de-duplicated per client instance,
+ * mutating calls check the claim in the shared TerminalRegistry, and socket backpressure becomes
+ * withheld credit toward the provider (see RelayFanout).
+ */
+export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
+  const { router, registry, log } = ctx;
+  const serverInstanceId = randomUUID();
+  const conns = new Set<ConnState>();
+  const fanout = new RelayFanout();
+  const ledgers = new Map<string, LedgerSlot>();
+  const linkStates = new Map<string, LinkState>();
+  const subscribed = new WeakSet<IPtyProvider>();
+
+  const state = (conn: RpcConnection): ConnState => {
+    let cs = conn.state.get('ptyrelay') as ConnState | undefined;
+    if (!cs) {
+      const created: ConnState = { conn, closed: false };
+      cs = created;
+      conn.state.set('ptyrelay', cs);
+      conns.add(cs);
+      conn.onClose(() => closeConn(created));
+    }
+    return cs;
+  };
+
+  function closeConn(cs: ConnState): void {
+    cs.closed = true;
+    conns.delete(cs);
+    fanout.dropSink(cs.conn);
+    const slot = cs.slot;
+    if (slot && slot.owner === cs) {
+      slot.owner = undefined;
+      slot.ledger.sink = undefined;
+      slot.expiry = setTimeout(() => ledgers.delete(slot.key), LEDGER_TTL_MS);
+      slot.expiry.unref();
+    }
+  }
+
+  const providerOf = (host: string): IPtyProvider => {
+    const p = router.providerFor(host);
+    subscribe(p);
+    return p;
+  };
+  const providerForId = (id: string) => providerOf(registry.find(id)?.host ?? hostOf(id));
+
+  const holder = (cs: ConnState): string => {
+    if (!cs.clientId) throw new PtyRelayError('INVALID_ARGUMENT', 'call ptyrelay/hello first');
+    return `client:${cs.clientId}`;
+  };
+
+  /** Throws NOT_FOUND or NOT_OWNER unless this connection's client holds the terminal's claim. */
+  const owned = (cs: ConnState, id: string): IPtyProvider => {
+    const h = holder(cs);
+    if (!registry.find(id)) {
+      const msg = `${id} is not claimed through this relay; attach to adopt it`;
+      throw new PtyRelayError('NOT_FOUND', msg, { id });
+    }
+    registry.checkClaim(id, h);
+    return providerForId(id);
+  };
+
+  function subscribe(p: IPtyProvider): void {
+    if (subscribed.has(p)) return;
+    subscribed.add(p);
+    p.onData((e) => fanout.data(e));
+    p.onFact((e) => {
+      if (e.fact.type === 'title') registry.update(e.id, { title: e.fact.title });
+      if (e.fact.type === 'cwd') registry.update(e.id, { cwd: e.fact.cwd });
+      fanout.note(e.id, RelayNotification.fact, e);
+    });
+    p.onExit((e) => {
+      registry.update(e.id, { exitCode: e.exitCode });
+      fanout.note(e.id, RelayNotification.exit, e);
+    });
+    p.onBackgroundStreamEvent((e) => {
+      // A data gap skips the dropped bytes; foregrounding restarts the stream at its snapshot.
+      const seq =
+        e.type === 'dataGap'
+          ? { skipTo: e.toSeq }
+          : e.type === 'backgroundMarker' && !e.background
+            ? { resetTo: e.seq }
+            : {};
+      fanout.note(e.id, RelayNotification.background, e, seq);
+    });
+    p.onLinkState?.((e) => {
+      linkStates.set(e.host, e.state);
+      for (const cs of conns) if (cs.clientId) cs.conn.notify(RelayNotification.linkState, e);
+    });
+    p.onReattach?.((e) => {
+      // The relay's own link to the host came back; a reset restarts every view at the snapshot.
+      fanout.note(e.id, RelayNotification.reattach, e, e.snapshot ? { resetTo: e.snapshot.seq } : {});
+      if (e.sessionExpired) {
+        fanout.forget(e.id);
+        registry.remove(e.id);
+      }
+    });
+  }
+  for (const p of router.providers()) subscribe(p);
+
+  /** Publishes a terminal in the registry, claimed by this connection's client. */
+  const record = (cs: ConnState, r: PtySpawnResult, host: string, name?: string): void => {
+    registry.add({
+      id: r.id,
+      host,
+      claim: { kind: 'client', clientId: cs.clientId! },
+      title: r.title ?? name ?? '',
+      name,
+      cwd: r.cwd,
+      cols: r.cols,
+      rows: r.rows,
+      exitCode: r.exited?.exitCode,
+      incarnationId: r.incarnationId,
+      createdAt: Date.now(),
+    });
+  };
+
+  const spawn: RpcMethodHandler = async (conn, params) => {
+    const cs = state(conn);
+    holder(cs);
+    const { manualAck, signal: _signal, ...opts } = params as unknown as SpawnParams & { signal?: unknown };
+    const host = opts.host ?? 'local';
+    const p = providerOf(host);
+    // Output can overtake the spawn reply; keep it until the id is known.
+    const take = fanout.capture();
+    let r: PtySpawnResult;
+    try {
+      r = await p.spawn({ ...opts, host });
+    } catch (err) {
+      take(undefined);
+      throw err;
+    }
+    const early = take(r.id);
+    // Registered only once the spawn succeeded.
+    if (!registry.find(r.id)) record(cs, r, host, opts.name);
+    if (cs.closed) return {};
+    return fanout.complete(fanout.bind(conn, r.id, manualAck === true, early), r, p);
+  };
+
+  const attach: RpcMethodHandler = async (conn, params) => {
+    const cs = state(conn);
+    holder(cs);
+    const { fromSeq, expectedIncarnationId, manualAck } = params as unknown as AttachParams;
+    const id = termId(params.id);
+    const p = providerForId(id);
+    const a = fanout.bind(conn, id, manualAck === true);
+    let r: PtySpawnResult;
+    try {
+      r = await p.attach(id, { fromSeq, expectedIncarnationId });
+    } catch (err) {
+      if (fanout.isBound(a)) fanout.detach(a);
+      throw err;
+    }
+    // Terminals the registry does not know (spawned before this relay started) are adopted.
+    if (!registry.find(r.id)) record(cs, r, hostOf(r.id));
+    if (cs.closed || !fanout.isBound(a)) return {};
+    return fanout.complete(a, r, p);
+  };
+
+  /** One input frame: dropped when resent, else written; the ledger acks in order. */
+  const input = (cs: ConnState, id: string, inputSeq: number, data: Uint8Array): void => {
+    const ledger = cs.slot?.ledger;
+    if (!ledger) return void log?.warn({ conn: cs.conn.connectionId }, 'input before ptyrelay/hello dropped');
+    if (!ledger.receive(inputSeq)) return;
+    let done: Promise<void>;
+    try {
+      done = owned(cs, id).write(id, data);
+    } catch (err) {
+      done = Promise.reject(err);
+    }
+    done.then(
+      () => ledger.finish(inputSeq),
+      (err) => ledger.finish(inputSeq, err),
+    );
+  };
+
+  type TerminalFn = (p: IPtyProvider, id: string, params: Record<string, unknown>) => Promise<unknown>;
+  /** A method on one terminal; `claim` requires the caller to own it. */
+  const onTerminal =
+    (fn: TerminalFn, claim = true): RpcMethodHandler =>
+    async (conn, params) => {
+      const id = termId(params.id);
+      const p = claim ? owned(state(conn), id) : providerForId(id);
+      return (await fn(p, id, params)) ?? {};
+    };
+
+  const hello: RpcMethodHandler = async (conn, params): Promise<HelloResult> => {
+    const { clientId, instanceId } = params as unknown as HelloParams;
+    const cs = state(conn);
+    str(clientId, 'clientId');
+    if (cs.clientId && cs.clientId !== clientId)
+      throw new PtyRelayError('INVALID_ARGUMENT', 'clientId cannot change on a connection');
+    cs.clientId = clientId;
+    conn.clientId ??= clientId;
+    const key = `${clientId}\n${instanceId ?? clientId}`;
+    let slot = ledgers.get(key);
+    const input = slot ? 'known' : 'fresh';
+    if (!slot) {
+      slot = { key, ledger: new InputLedger() };
+      ledgers.set(key, slot);
+    }
+    clearTimeout(slot.expiry);
+    // The instance reconnected: its old connection (maybe half-open) no longer holds back credit.
+    if (slot.owner && slot.owner !== cs) fanout.dropSink(slot.owner.conn);
+    slot.owner = cs;
+    slot.ledger.sink = (ack) => conn.notify(RelayNotification.inputAck, ack);
+    cs.slot = slot;
+    return { api: RELAY_API_VERSION, serverInstanceId, clientId, input };
+  };
+
+  const list: RpcMethodHandler = async (_conn, params) => {
+    const host = params.host as string | undefined;
+    const providers = host ? [providerOf(host)] : router.providers();
+    const lists = await Promise.all(
+      providers.map((p) =>
+        p.listProcesses().catch((err) => {
+          if (host) throw err;
+          log?.warn({ err: (err as Error).message }, 'cannot list a provider');
+          return [];
+        }),
+      ),
+    );
+    const terminals = lists
+      .flat()
+      .filter((t) => !host || t.host === host)
+      .map((t) => {
+        const r = registry.find(t.id);
+        return r ? { ...t, owner: claimHolder(r.claim) } : t;
+      });
+    return { terminals };
+  };
+
+  const hosts: RpcMethodHandler = async () => ({
+    hosts: router.hosts().map((name) => {
+      const p = providerOf(name) as IPtyProvider & { linkState?: (h: string) => LinkState };
+      return { name, state: linkStates.get(name) ?? p.linkState?.(name) ?? { state: 'idle' } };
+    }),
+  });
+
+  const methods: Record<string, RpcMethodHandler> = {
+    [RelayMethod.hello]: hello,
+    [RelayMethod.hosts]: hosts,
+    [RelayMethod.list]: list,
+    [RelayMethod.spawn]: spawn,
+    [RelayMethod.attach]: attach,
+    [RelayMethod.detach]: async (conn, params) => {
+      const a = fanout.attachment(conn, termId(params.id));
+      if (a) fanout.detach(a);
+      return {};
+    },
+    [RelayMethod.resize]: onTerminal((p, id, q) => p.resize(id, q.cols as number, q.rows as number)),
+    [RelayMethod.shutdown]: onTerminal(async (p, id, q) => {
+      await p.shutdown(id, { immediate: q.immediate as boolean, deadlineMs: q.deadlineMs as number });
+      fanout.forget(id);
+      registry.remove(id);
+    }),
+    [RelayMethod.signal]: onTerminal((p, id, q) => p.sendSignal(id, str(q.signal, 'signal'))),
+    [RelayMethod.getCwd]: onTerminal(async (p, id) => ({ cwd: await p.getCwd(id) }), false),
+    [RelayMethod.getForegroundProcess]: onTerminal(
+      async (p, id) => ({ process: await p.getForegroundProcess(id) }),
+      false,
+    ),
+    [RelayMethod.hasChildProcesses]: onTerminal(
+      async (p, id) => ({ value: await p.hasChildProcesses(id) }),
+      false,
+    ),
+    [RelayMethod.probe]: onTerminal(
+      async (p, id) => ({ alive: (await p.probePtyLiveness(id)) ?? null }),
+      false,
+    ),
+    [RelayMethod.snapshot]: onTerminal(
+      (p, id, q) => p.getBufferSnapshot(id, { scrollbackRows: q.scrollbackRows as number | undefined }),
+      false,
+    ),
+    [RelayMethod.clear]: onTerminal((p, id) => p.clearBuffer(id)),
+    [RelayMethod.pause]: onTerminal((p, id) => p.pauseProducer(id)),
+    [RelayMethod.resume]: onTerminal((p, id) => p.resumeProducer(id)),
+    [RelayMethod.setBackgrounded]: onTerminal((p, id, q) => p.setPtyBackgrounded(id, q.background === true)),
+  };
+
+  return {
+    name: 'ptyrelay',
+    methods,
+    notifications: {
+      [RelayNotification.ack]: (conn, params) => {
+        const { id, seq } = params as unknown as AckParams;
+        if (typeof id === 'string' && typeof seq === 'number')
+          fanout.ack(conn as FanoutSink, termId(id), seq);
+      },
+    },
+    onBinary: (conn, data) => {
+      const cs = state(conn);
+      let frames: ReturnType<FrameDecoder['push']>;
+      try {
+        frames = new FrameDecoder().push(data);
+      } catch (err) {
+        log?.warn({ err: (err as Error).message, conn: conn.connectionId }, 'bad binary message dropped');
+        return;
+      }
+      for (const f of frames) {
+        if (f.type === FrameType.Input)
+          input(cs, f.id.includes('/') ? f.id : `local/${f.id}`, f.inputSeq, f.data);
+        else log?.warn({ type: f.type }, 'unexpected binary frame from client');
+      }
+    },
+    onConnection: (conn) => void state(conn),
+  };
+}

@@ -1,0 +1,207 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as pty from 'node-pty';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+import { FaultProxy } from '../support/fault-proxy.js';
+import { waitFor } from '../support/local-daemon.js';
+import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
+
+const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs one CLI command to completion. */
+function cli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [MAIN, ...args], { env, timeout: 20_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: parsed CLI output, checked field by field
+async function cliJson(args: string[], env: NodeJS.ProcessEnv): Promise<any> {
+  const dash = args.indexOf('--');
+  const withJson = dash < 0 ? [...args, '--json'] : [...args.slice(0, dash), '--json', ...args.slice(dash)];
+  const r = await cli(withJson, env);
+  if (r.code !== 0) throw new Error(`ptyrelay ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/** `ptyrelay attach ID` in a real PTY, like a user at a terminal. */
+function attachInPty(id: string, env: NodeJS.ProcessEnv) {
+  const p = pty.spawn(process.execPath, [MAIN, 'attach', id], {
+    cols: 100,
+    rows: 30,
+    env: { ...env, TERM: 'xterm-256color' },
+  });
+  let out = '';
+  let exit: number | undefined;
+  p.onData((d) => {
+    out += d;
+  });
+  p.onExit((e) => {
+    exit = e.exitCode;
+  });
+  return {
+    p,
+    text: () => out,
+    exited: () => exit,
+    wait: (s: string | RegExp, ms = 10_000) =>
+      waitFor(() => (typeof s === 'string' ? out.includes(s) : s.test(out)), ms, JSON.stringify(String(s))),
+  };
+}
+
+describe('ptyrelay CLI against a running relay', { timeout: 60_000 }, () => {
+  let fx: RelayFixture;
+  let env: NodeJS.ProcessEnv;
+  beforeAll(async () => {
+    fx = await startRelay();
+    env = { ...process.env, PTYRELAY_URL: fx.url, PTYRELAY_TOKEN: TEST_TOKEN, HOME: fx.local.home };
+    delete env.PTYRELAY_CLIENT_ID;
+  });
+  afterAll(async () => {
+    await fx?.cleanup();
+  });
+
+  it('open / ls / send / read / signal / kill with --json, and claims per client id', async () => {
+    const opened = await cliJson(
+      ['open', 'local', '--cwd', fx.local.home, '--', 'bash', '--norc', '--noprofile'],
+      env,
+    );
+    const id: string = opened.id;
+    expect(id).toMatch(/^local\/pty-\d+$/);
+    const ls = await cliJson(['ls'], env);
+    expect(ls.terminals.find((t: { id: string }) => t.id === id)).toMatchObject({
+      owner: 'client:ptyrelay-cli',
+    });
+    expect((await cliJson(['hosts'], env)).hosts.map((h: { name: string }) => h.name)).toEqual(['local']);
+    expect(await cliJson(['send', id, 'echo cli-$((6*7))'], env)).toMatchObject({ ok: true });
+    await waitFor(
+      async () => (await cliJson(['read', id], env)).text.includes('cli-42'),
+      10_000,
+      'cli-42 on screen',
+    );
+    const raw = await cliJson(['read', id, '--raw'], env);
+    expect(raw.data).toContain('cli-42\r\n');
+    expect(await cliJson(['signal', id, 'INT'], env)).toMatchObject({ ok: true, signal: 'SIGINT' });
+    // Another client id does not own it.
+    const intruder = await cli(['send', id, 'nope', '--json'], {
+      ...env,
+      PTYRELAY_CLIENT_ID: 'someone-else',
+    });
+    expect(intruder.code).toBe(1);
+    expect(JSON.parse(intruder.stderr).error.code).toBe('NOT_OWNER');
+    expect(await cliJson(['kill', id, '--now'], env)).toMatchObject({ ok: true, id });
+    expect((await cliJson(['ls', 'local'], env)).terminals.map((t: { id: string }) => t.id)).not.toContain(
+      id,
+    );
+    const missing = await cli(['read', 'local/pty-99999', '--json'], env);
+    expect(missing.code).toBe(1);
+    expect(JSON.parse(missing.stderr).error.code).toBe('NOT_FOUND');
+    const usage = await cli(['open'], env);
+    expect(usage.code).toBe(2);
+    expect((await cli(['attach', '--help'], env)).stdout).toContain('Ctrl-]');
+  });
+
+  it('attach: type, see output, Ctrl-] detach, reattach with the screen back, survive a relay outage', async () => {
+    const { id } = await cliJson(
+      ['open', 'local', '--cwd', fx.local.home, '--', 'bash', '--norc', '--noprofile'],
+      env,
+    );
+    const first = attachInPty(id, env);
+    await first.wait(/[#$] $/);
+    first.p.write('echo typed-$((40+2))\r');
+    await first.wait('typed-42');
+    first.p.write('\x1d');
+    await waitFor(() => first.exited() !== undefined, 5000, 'detach');
+    expect(first.exited()).toBe(0);
+    expect(first.text()).toContain(`detached from ${id}`);
+
+    // Second attach through a proxy we can break.
+    const proxy = await FaultProxy.start({ host: '127.0.0.1', port: fx.port });
+    try {
+      const second = attachInPty(id, { ...env, PTYRELAY_URL: `ws://127.0.0.1:${proxy.port}` });
+      await second.wait('typed-42'); // the screen is repainted from the snapshot
+      second.p.write('echo again-$((1+1))\r');
+      await second.wait('again-2');
+      proxy.refuse(true);
+      proxy.cut();
+      await second.wait('reconnecting to the relay');
+      second.p.write('echo offline-$((2+3))\r'); // queued while the relay is unreachable
+      await new Promise((r) => setTimeout(r, 300));
+      proxy.refuse(false);
+      await second.wait('offline-5\r', 15_000);
+      // Typed once, applied once: the command echo line and its output, nothing more.
+      expect(second.text().split('offline-5').length).toBe(2);
+      second.p.write('exit 7\r');
+      await waitFor(() => second.exited() !== undefined, 5000, 'exit');
+      expect(second.text()).toContain(`${id} exited (exit code 7)`);
+      expect(second.exited()).toBe(0);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+describe('ptyrelay serve (npm start) on the default config', { timeout: 60_000 }, () => {
+  let root: string;
+  let home: string;
+  let runtimeDir: string;
+  let relay: ChildProcess | undefined;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'ptr-serve-'));
+    home = join(root, 'home');
+    runtimeDir = join(root, 'run');
+    mkdirSync(home);
+  });
+  afterAll(async () => {
+    relay?.kill('SIGTERM');
+    const p = new LocalPtyProvider({ runtimeDir });
+    await p.shutdownDaemon().catch(() => {});
+    await p.dispose();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('prints where it listens and where the token is, and serves a working local terminal', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, PTYRELAY_RUNTIME_DIR: runtimeDir };
+    for (const k of ['PTYRELAY_TOKEN', 'PTYRELAY_CONFIG', 'PTYRELAY_URL', 'XDG_RUNTIME_DIR']) delete env[k];
+    relay = spawn(process.execPath, [MAIN, 'serve', '--listen', '127.0.0.1:0'], { env });
+    let stderr = '';
+    relay.stderr?.on('data', (d) => {
+      stderr += d;
+    });
+    const url = await waitFor(
+      () => /relay listening on (ws:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1],
+      15_000,
+      'url',
+    );
+    await waitFor(() => stderr.includes('token: '), 5000, 'token line');
+    expect(stderr).toContain('token: ~/.config/ptyrelay/token (created)');
+    const tokenFile = join(home, '.config', 'ptyrelay', 'token');
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+    expect(readFileSync(tokenFile, 'utf8').trim()).toMatch(/^[0-9a-f]{64}$/);
+    // The client side finds the token in the same file (same HOME).
+    const cenv = { ...env, PTYRELAY_URL: url };
+    const { id } = await cliJson(['open', 'local', '--', 'bash', '--norc', '--noprofile'], cenv);
+    await cliJson(['send', id, 'echo served-$((3*3))'], cenv);
+    await waitFor(
+      async () => (await cliJson(['read', id], cenv)).text.includes('served-9'),
+      10_000,
+      'served-9',
+    );
+    await cliJson(['kill', id, '--now'], cenv);
+    const exited = new Promise<number | null>((r) => relay?.once('exit', (code) => r(code)));
+    relay.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    relay = undefined;
+  });
+});

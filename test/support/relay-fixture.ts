@@ -1,0 +1,94 @@
+import { RelayClient, type RelayClientOptions } from '../../provider/client/relay-client.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+import { validateConfig } from '../../relay/service/config.js';
+import { createHostRouter } from '../../relay/service/host-router.js';
+import { createPtyExtension } from '../../relay/service/pty-extension.js';
+import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
+import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
+import { type LocalFixture, startLocal } from './local-daemon.js';
+
+/** The bearer token of fixture relays. */
+export const TEST_TOKEN = 'relay-fixture-token-0123456789abcdef';
+
+/** A real relay server (ephemeral port) with the ptyrelay extension over a tmp local daemon. */
+export interface RelayFixture {
+  local: LocalFixture;
+  server: RelayServer;
+  registry: TerminalRegistry;
+  router: ReturnType<typeof createHostRouter>;
+  url: string;
+  port: number;
+  /** A RelayClient against `url` (or another, e.g. a FaultProxy); disposed by cleanup(). */
+  client(opts?: Partial<RelayClientOptions>): RelayClient;
+  /** Closes the server and its router, then starts new ones on the same port and daemon. */
+  restart(opts?: { downMs?: number }): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * A HostRouter serving only `local` with credit flow control left to the consumer (manualAck),
+ * so the ptyrelay extension's acknowledgements decide when the stub pauses a PTY.
+ */
+function manualAckRouter(runtimeDir: string): RelayFixture['router'] {
+  const local = new LocalPtyProvider({ runtimeDir, link: { manualAck: true } });
+  return {
+    hosts: () => ['local'],
+    providerFor(host: string) {
+      if (host !== 'local') throw new PtyRelayError('UNKNOWN_HOST', `no host named ${host}`);
+      return local;
+    },
+    providers: () => [local],
+    dispose: () => local.dispose(),
+  };
+}
+
+/** Starts the fixture; `manualAck` swaps the service's router for {@link manualAckRouter}. */
+export async function startRelay(opts: { manualAck?: boolean } = {}): Promise<RelayFixture> {
+  const local = await startLocal();
+  const clients: RelayClient[] = [];
+  const boot = async (port: number) => {
+    const router = opts.manualAck
+      ? manualAckRouter(local.runtimeDir)
+      : createHostRouter(validateConfig({}), { localRuntimeDir: local.runtimeDir });
+    const registry = new TerminalRegistry();
+    const server = await startRelayServer({
+      listen: { host: '127.0.0.1', port },
+      token: TEST_TOKEN,
+      router,
+      registry,
+      extensions: [createPtyExtension({ router, registry })],
+    });
+    return { router, registry, server };
+  };
+  let cur = await boot(0);
+  const fx: RelayFixture = {
+    local,
+    server: cur.server,
+    registry: cur.registry,
+    router: cur.router,
+    url: cur.server.url,
+    port: cur.server.port,
+    client(opts = {}) {
+      const c = new RelayClient({ url: fx.url, token: TEST_TOKEN, ...opts });
+      clients.push(c);
+      return c;
+    },
+    async restart({ downMs = 300 } = {}) {
+      await cur.server.close();
+      await cur.router.dispose();
+      await new Promise((r) => setTimeout(r, downMs));
+      cur = await boot(fx.port);
+      fx.server = cur.server;
+      fx.registry = cur.registry;
+      fx.router = cur.router;
+    },
+    async cleanup() {
+      for (const c of clients) await c.dispose();
+      await cur.server.close();
+      await cur.router.dispose();
+      await local.cleanup();
+    },
+  };
+  return fx;
+}
