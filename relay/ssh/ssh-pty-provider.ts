@@ -102,7 +102,11 @@ export class SshPtyProvider extends StubBackedProvider {
   }
 
   private async open(host: string, cfg: SshHostConfig): Promise<StubClient> {
-    const progress = this.opts.onProgress ?? (() => {});
+    // Progress always reaches the log (step, bytes uploaded); a caller may also show it.
+    const progress: NonNullable<SshPtyProviderOptions['onProgress']> = (h, p) => {
+      this.log.info({ host: h, ...p }, `[${h}] ${p.message}`);
+      this.opts.onProgress?.(h, p);
+    };
     const log = this.log.child({ host });
     const resolved = resolveHost(cfg);
     progress(host, {
