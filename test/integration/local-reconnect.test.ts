@@ -43,6 +43,60 @@ describe('reconnect on the local link', () => {
     await provider.shutdown(r.id);
   });
 
+  it('never makes a second PTY for a spawn retried across a reconnect', async () => {
+    const first = await provider.spawn({ cols: 80, rows: 24, command: 'cat', requestId: 'retry-me' });
+    provider.dropLink('local');
+    const retried = await provider.spawn({ cols: 80, rows: 24, command: 'cat', requestId: 'retry-me' });
+    expect(retried.id).toBe(first.id);
+    expect(retried.incarnationId).toBe(first.incarnationId);
+    expect(retried.reused).toBe(true);
+    expect((await provider.listProcesses()).filter((p) => p.id === first.id)).toHaveLength(1);
+    await provider.shutdown(first.id);
+  });
+
+  it('queues input during an outage up to 64 KiB per session, then refuses with INPUT_QUEUE_FULL', async () => {
+    const out = new OutputCollector(provider);
+    const r = await provider.spawn({ cols: 80, rows: 24, command: 'cat' });
+    out.bind(r.id);
+    // Hold the link down: the daemon is unreachable while it is paused by SIGSTOP.
+    const { pid } = await provider.daemonInfo();
+    process.kill(pid, 'SIGSTOP');
+    try {
+      provider.dropLink('local');
+      const ok = provider.write(r.id, 'x'.repeat(60 * 1024));
+      let code = '';
+      await provider.write(r.id, 'y'.repeat(8 * 1024)).catch((e) => {
+        code = e.code;
+      });
+      expect(code).toBe('INPUT_QUEUE_FULL');
+      process.kill(pid, 'SIGCONT');
+      await ok;
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await provider.shutdown(r.id, { immediate: true });
+  });
+
+  it('pauses and resumes the producer on demand', async () => {
+    const out = new OutputCollector(provider);
+    const r = await provider.spawn({
+      cols: 80,
+      rows: 24,
+      command: 'sh',
+      args: ['-c', 'while :; do echo tick; sleep 0.01; done'],
+    });
+    out.bind(r.id);
+    await out.waitText('tick');
+    await provider.pauseProducer(r.id);
+    await new Promise((res) => setTimeout(res, 300));
+    const frozen = out.nextSeq;
+    await new Promise((res) => setTimeout(res, 700));
+    expect(out.nextSeq).toBe(frozen);
+    await provider.resumeProducer(r.id);
+    await waitFor(() => out.nextSeq > frozen, 5000, 'output to resume');
+    await provider.shutdown(r.id, { immediate: true });
+  });
+
   it('delivers output produced while the link was down, byte-exact', async () => {
     const out = new OutputCollector(provider);
     const r = await provider.spawn({
