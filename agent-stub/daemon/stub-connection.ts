@@ -18,6 +18,7 @@ import {
 } from '../../provider/wire/messages.js';
 import type { PtySession, SessionSink } from '../session/pty-session.js';
 import { BackgroundDelivery } from './background-delivery.js';
+import { OutputBatcher } from './output-batcher.js';
 import { type HandlerOutput, REPLIED, type StubRequestHandler } from './request-handler.js';
 
 /** Socket output buffered beyond this pauses the sessions feeding this connection. */
@@ -61,6 +62,7 @@ export class StubConnection implements SessionSink {
   private saidGoodbye = false;
   private closed = false;
   private readonly background: BackgroundDelivery;
+  private readonly batcher = new OutputBatcher((s, seq, d) => this.writeData(s, seq, d));
 
   constructor(
     private readonly socket: Socket,
@@ -91,11 +93,15 @@ export class StubConnection implements SessionSink {
   }
 
   send(message: unknown): void {
-    if (!this.closed) this.write(encodeJsonFrame(message));
+    if (this.closed) return;
+    this.batcher.flush();
+    this.write(encodeJsonFrame(message));
   }
 
   sendWithBlob(message: unknown, blob: Uint8Array): void {
-    if (!this.closed) this.write(encodeJsonBlobFrame(message, blob));
+    if (this.closed) return;
+    this.batcher.flush();
+    this.write(encodeJsonBlobFrame(message, blob));
   }
 
   /** Starts streaming `s` to this connection; everything before `fromSeq` was sent in the reply. */
@@ -108,6 +114,7 @@ export class StubConnection implements SessionSink {
 
   /** Stops streaming `s`. A deliberate detach also drops this link's credit claim. */
   detach(s: PtySession, deliberate = true): void {
+    this.batcher.drop(s);
     this.background.stop(s);
     this.attached.delete(s);
     s.removeSink(this);
@@ -117,7 +124,7 @@ export class StubConnection implements SessionSink {
   }
 
   data(s: PtySession, seq: number, data: Uint8Array): void {
-    if (!this.background.data(s, seq, data)) this.sendData(s, seq, data);
+    if (!this.background.data(s, seq, data) && !this.closed) this.batcher.push(s, seq, data);
   }
 
   fact(s: PtySession, seq: number, fact: PtyFact): void {
@@ -131,6 +138,7 @@ export class StubConnection implements SessionSink {
 
   /** Background mode on: keep-tail thinning, and this link stops holding the producer. */
   setBackground(s: PtySession): void {
+    this.batcher.flush();
     s.credits.forget(this.linkId);
     this.background.start(s);
   }
@@ -147,6 +155,11 @@ export class StubConnection implements SessionSink {
 
   sendData(s: PtySession, seq: number, data: Uint8Array): void {
     if (this.closed) return;
+    this.batcher.flush();
+    this.writeData(s, seq, data);
+  }
+
+  private writeData(s: PtySession, seq: number, data: Uint8Array): void {
     const [meta, payload] = encodeDataFrameParts(s.id, s.incarnationId, seq, data);
     this.socket.cork();
     this.socket.write(meta);
@@ -165,6 +178,7 @@ export class StubConnection implements SessionSink {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.batcher.dispose();
     this.background.dispose();
     for (const s of this.attached) this.detach(s, this.saidGoodbye);
     this.socket.destroy();

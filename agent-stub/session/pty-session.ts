@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import * as pty from 'node-pty';
 import type { PtyExitInfo, PtyFact, ScreenSnapshot, ShutdownOptions } from '../../provider/contract.js';
@@ -16,6 +17,9 @@ const SCANNER_FLUSH_MS = 25;
 const DEFAULT_SHUTDOWN_DEADLINE_MS = 2000;
 /** After the child exited, the PTY gets this long to end by itself (EIO) before it is destroyed; on Linux it always does, so this only guards against a stuck descriptor. */
 const EXIT_DRAIN_GRACE_MS = 30_000;
+/** Reads of the final drain: 64 × 64 KiB is far more than any PTY buffers. */
+const DRAIN_READ_BYTES = 64 * 1024;
+const DRAIN_MAX_READS = 64;
 
 /** Receives a session's stream, in order. Connections implement this. */
 export interface SessionSink {
@@ -231,12 +235,14 @@ export class PtySession {
   }
 
   /**
-   * node-pty destroys the PTY socket 200 ms after the child exits if it has not closed by then
-   * (a macOS workaround, unixTerminal.js onexit). On Linux the socket ends by itself with EIO once
-   * the last output was read; destroying it earlier throws away output we have not read yet —
-   * because we hold the PTY paused for flow control, or are simply behind. So a destroy of a
-   * socket that has not ended or failed resumes reading instead, and destroys only if it still
-   * has not closed after a grace period.
+   * Two ways node-pty loses a program's last output, both handled here:
+   * - it destroys the PTY socket 200 ms after the child exits if it has not closed by then (a
+   *   macOS workaround, unixTerminal.js onexit) — while we hold the PTY paused for flow control,
+   *   or are just behind, that throws unread output away. Such a destroy resumes reading instead
+   *   and destroys only if the socket has not ended by itself after a grace period;
+   * - after the child exits, libuv sometimes reports end-of-file on the master while the kernel
+   *   still holds output (seen under load with a paused PTY). Before any destroy we read the
+   *   descriptor dry ourselves (non-blocking: it stops at EAGAIN/EIO, bounded by the kernel buffer).
    */
   private keepOutputOnExit(): void {
     type Sock = {
@@ -246,15 +252,37 @@ export class PtySession {
       readableEnded?: boolean;
     };
     const socket = (this.proc as unknown as { _socket?: Sock })._socket;
+    const fd = (this.proc as unknown as { _fd?: number })._fd;
     if (!socket) return;
     const destroy = socket.destroy.bind(socket);
     socket.destroy = (err?: Error) => {
-      if (socket.destroyed || socket.errored || socket.readableEnded || err) return destroy(err);
+      if (socket.destroyed) return destroy(err);
+      if (socket.errored || socket.readableEnded || err) {
+        if (fd !== undefined) this.drainFd(fd);
+        return destroy(err);
+      }
       this.gate.openForGood();
       setTimeout(() => {
-        if (!socket.destroyed) destroy();
+        if (socket.destroyed) return;
+        if (fd !== undefined) this.drainFd(fd);
+        destroy();
       }, EXIT_DRAIN_GRACE_MS).unref();
     };
+  }
+
+  /** Reads what the kernel still holds for the PTY master, synchronously, and delivers it. */
+  private drainFd(fd: number): void {
+    const buf = Buffer.allocUnsafe(DRAIN_READ_BYTES);
+    for (let i = 0; i < DRAIN_MAX_READS; i++) {
+      let n = 0;
+      try {
+        n = readSync(fd, buf, 0, buf.length, null);
+      } catch {
+        return; // EAGAIN (empty), EIO (slave gone and empty), EBADF (already closed)
+      }
+      if (n <= 0) return;
+      this.onOutput(Buffer.from(buf.subarray(0, n)));
+    }
   }
 
   private onOutput(chunk: Buffer): void {

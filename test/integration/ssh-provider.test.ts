@@ -118,15 +118,17 @@ describe.skipIf(!available)('SshPtyProvider against a real sshd', () => {
     const p = make({ h: hostFor(sshd, { knownHostsFile: kh }) }, runtimeDir);
     let message = '';
     try {
-      await p.spawn({ host: 'h', cols: 80, rows: 24, command: 'cat' });
+      await p.spawn({ host: 'h', cols: 80, rows: 24, command: 'sleep', args: ['31337'] });
     } catch (err) {
       expect((err as { code: string }).code).toBe('HOSTKEY_MISMATCH');
       message = (err as Error).message;
     }
     const fps = [...message.matchAll(/SHA256:[A-Za-z0-9+/]+/g)].map((m) => m[0]);
     expect(new Set(fps).size).toBe(2);
-    const cats = spawnSync('pgrep', ['-u', sshd.user, '-x', 'cat'], { encoding: 'utf8' }).stdout.trim();
-    expect(cats).toBe('');
+    const spawned = spawnSync('pgrep', ['-u', sshd.user, '-f', '^sleep 31337$'], {
+      encoding: 'utf8',
+    }).stdout.trim();
+    expect(spawned).toBe('');
   });
 
   it('refuses an unknown host key under strict and records it under accept-new', async () => {
