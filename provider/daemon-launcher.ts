@@ -7,7 +7,8 @@ import { bundleBuildId, daemonLogPath, daemonSocketPath, listDaemonSockets } fro
 const START_TIMEOUT_MS = 10_000;
 const POLL_MS = 50;
 
-function tryConnect(path: string): Promise<Socket | undefined> {
+/** A connected socket, or undefined when nothing answers at `path`. */
+export function tryConnect(path: string): Promise<Socket | undefined> {
   return new Promise((resolve) => {
     const s = connect(path);
     s.once('connect', () => {
@@ -16,6 +17,13 @@ function tryConnect(path: string): Promise<Socket | undefined> {
     });
     s.once('error', () => resolve(undefined));
   });
+}
+
+/** True when a daemon answers at `path`. */
+export async function socketAnswers(path: string): Promise<boolean> {
+  const s = await tryConnect(path);
+  s?.destroy();
+  return s !== undefined;
 }
 
 /**
@@ -55,11 +63,7 @@ export async function liveLegacyDaemons(
 ): Promise<{ buildId: string; socketPath: string }[]> {
   const others = listDaemonSockets(runtimeDir).filter((d) => d.buildId !== ownBuildId);
   const alive = await Promise.all(
-    others.map(async (d) => {
-      const s = await tryConnect(d.socketPath);
-      s?.destroy();
-      return s ? d : undefined;
-    }),
+    others.map(async (d) => ((await socketAnswers(d.socketPath)) ? d : undefined)),
   );
   return alive.filter((d): d is { buildId: string; socketPath: string } => d !== undefined);
 }

@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
-import { connect, createServer, type Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
+import { socketAnswers } from '../../provider/daemon-launcher.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { ScreenModelHost } from '../session/screen-model.js';
@@ -40,17 +41,6 @@ export function ownBuildId(): string {
   } catch {
     return 'unknown';
   }
-}
-
-function socketAnswers(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 }
 
 /**
