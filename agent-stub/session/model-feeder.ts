@@ -5,6 +5,8 @@ const MIN_FLOOD_INTERVAL_MS = 16;
 const FLOOD_DUTY_FACTOR = 2;
 /** Pending output the model may hold before the PTY is paused (only reached with escape-heavy floods). */
 export const MODEL_PENDING_HARD_LIMIT = 32 * 1024 * 1024;
+/** Every time pending output grows by this much, drop what can no longer matter (keeps plain floods ~1 MiB). */
+const SKIP_CHECK_BYTES = 1024 * 1024;
 
 const NEWLINE = 0x0a;
 const ESC = 0x1b;
@@ -31,6 +33,8 @@ export class ModelFeeder {
   private lastBatchMs = 0;
   private timer: NodeJS.Timeout | undefined;
   private paused = false;
+  /** pendingBytes when trySkip last ran. */
+  private checkedAt = 0;
   skippedBytes = 0;
 
   constructor(
@@ -46,6 +50,10 @@ export class ModelFeeder {
     if (this.pendingBytes === 0) this.pendingFrom = seq;
     this.pending.push(data);
     this.pendingBytes += data.length;
+    if (this.pendingBytes - this.checkedAt >= SKIP_CHECK_BYTES) {
+      this.trySkip();
+      this.checkedAt = this.pendingBytes;
+    }
     if (this.inFlightUntil < 0 && !this.timer) {
       if (this.pendingBytes < FLOOD_BYTES) this.flush();
       else this.schedule();
@@ -98,6 +106,7 @@ export class ModelFeeder {
     const from = this.pendingFrom;
     this.pending = [];
     this.pendingBytes = 0;
+    this.checkedAt = 0;
     this.inFlightUntil = from + data.length;
     this.batchStartedAt = Date.now();
     this.sink.post(from, data);
@@ -145,6 +154,7 @@ export class ModelFeeder {
     }
     if (skipped === 0) return;
     this.pendingBytes -= skipped;
+    this.checkedAt = Math.max(0, this.checkedAt - skipped);
     this.pendingFrom += skipped;
     this.skippedBytes += skipped;
   }

@@ -1,5 +1,8 @@
-/** Delays between reconnect attempts; the last step repeats. */
-export const RECONNECT_STEPS_MS = [500, 1000, 2000, 5000, 10_000, 30_000] as const;
+/**
+ * Delays between reconnect attempts; the last step repeats. The first retry is immediate (a cut
+ * connection usually comes back at once), then it backs off.
+ */
+export const RECONNECT_STEPS_MS = [0, 250, 500, 1000, 2000, 5000, 10_000, 30_000] as const;
 /** A link that stayed up this long starts the ladder from the bottom again. */
 export const STABLE_RESET_MS = 60_000;
 /** ±20 % jitter so many relays do not hammer a recovering host in lockstep. */

@@ -7,7 +7,11 @@ import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-pr
 import { StubClient } from '../stub-link/stub-client.js';
 import { resolveHost, type SshHostConfig } from './host-config.js';
 import { connectSsh, type SshConnection } from './host-connection.js';
-import { openSocketChannel, openStubChannel } from './ssh-stub-channel.js';
+
+/** SSH handshake limit for reconnect attempts (first contact keeps the configured 30 s). */
+const RECONNECT_ATTEMPT_TIMEOUT_MS = 5000;
+
+import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
 
 export type { SshHostConfig } from './host-config.js';
 
@@ -45,6 +49,8 @@ export class SshPtyProvider extends StubBackedProvider {
   private readonly links = new Map<string, HostLink>();
   private readonly deployed = new Map<string, DeployResult>();
   private readonly legacySockets = new Map<string, string>();
+  /** Daemon socket of each host as last reached by streamlocal forwarding. */
+  private readonly knownSocket = new Map<string, string>();
   protected readonly log: Logger;
 
   constructor(private readonly opts: SshPtyProviderOptions) {
@@ -119,7 +125,13 @@ export class SshPtyProvider extends StubBackedProvider {
       const named = this.opts.hosts[spec];
       return named ? resolveHost(named) : undefined;
     };
-    const ssh = await connectSsh(resolved, { log, resolveJump });
+    // A reconnect must not hang on a handshake whose packets a dead network swallowed: fail fast,
+    // and let the ladder try again.
+    const reconnecting = this.deployed.has(host);
+    const attempt = reconnecting
+      ? { ...resolved, connectTimeoutMs: Math.min(resolved.connectTimeoutMs, RECONNECT_ATTEMPT_TIMEOUT_MS) }
+      : resolved;
+    const ssh = await connectSsh(attempt, { log, resolveJump });
     progress(host, { step: 'connected', message: `connected in ${Date.now() - t0} ms` });
     try {
       // A reconnect reuses this provider's verified install; a full check runs on first contact.
@@ -130,11 +142,7 @@ export class SshPtyProvider extends StubBackedProvider {
           onProgress: (p: DeployProgress) => progress(host, p),
         }).deploy());
       this.deployed.set(host, deploy);
-      const channel = await openStubChannel(ssh.client, deploy.nodePath, deploy.stubPath, {
-        log,
-        daemonArgs: this.opts.daemonArgs,
-        preferExec: this.opts.preferExec,
-      });
+      const channel = await this.channelTo(host, ssh, deploy, log);
       const client = new StubClient(channel.stream, {
         role: 'ssh-relay',
         buildId: deploy.buildId,
@@ -166,6 +174,34 @@ export class SshPtyProvider extends StubBackedProvider {
       this.deployed.delete(host);
       throw err;
     }
+  }
+
+  /**
+   * On a reconnect the daemon is almost always still there: forward straight to its known socket
+   * (saves starting node on the host for `ensure`); otherwise, or if that fails, ensure it runs.
+   */
+  private async channelTo(
+    host: string,
+    ssh: SshConnection,
+    deploy: DeployResult,
+    log: Logger,
+  ): Promise<StubChannel> {
+    const known = this.knownSocket.get(host);
+    if (known && !this.opts.preferExec) {
+      try {
+        const ch = await openSocketChannel(ssh.client, '', known, { streamlocalOnly: true });
+        return { ...ch, socketPath: known, legacy: [] };
+      } catch {
+        // the daemon went away (or forwarding is refused): start it the long way
+      }
+    }
+    const channel = await openStubChannel(ssh.client, deploy.nodePath, deploy.stubPath, {
+      log,
+      daemonArgs: this.opts.daemonArgs,
+      preferExec: this.opts.preferExec,
+    });
+    if (channel.via === 'streamlocal') this.knownSocket.set(host, channel.socketPath);
+    return channel;
   }
 
   /** Drops the SSH connection of a host as a network failure would; the link reconnects and reattaches. */

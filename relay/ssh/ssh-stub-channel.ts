@@ -74,12 +74,13 @@ export async function openSocketChannel(
   client: Client,
   execCommand: string,
   socketPath: string,
-  opts: { log?: Logger; preferExec?: boolean } = {},
+  opts: { log?: Logger; preferExec?: boolean; streamlocalOnly?: boolean } = {},
 ): Promise<{ stream: Duplex; via: 'streamlocal' | 'exec' }> {
   if (!opts.preferExec) {
     try {
       return { stream: await forwardStreamLocal(client, socketPath), via: 'streamlocal' };
     } catch (err) {
+      if (opts.streamlocalOnly) throw err;
       opts.log?.info(
         { err: (err as Error).message },
         'streamlocal forwarding refused; using the exec bridge',

@@ -70,3 +70,22 @@ describe('ModelFeeder', () => {
     expect(pressure).toEqual([true, false]);
   });
 });
+
+describe('ModelFeeder memory', () => {
+  it('keeps a long plain-text flood near the retained lines while the model is busy', () => {
+    const posted: number[] = [];
+    const f = new ModelFeeder({ post: (_s, d) => posted.push(d.length), backpressure: () => {} }, 100);
+    f.push(0, Buffer.from('a'));
+    let seq = 1;
+    const chunk = Buffer.from('y\n'.repeat(2048));
+    // 40 MiB of `yes` while the first batch is still being parsed.
+    for (let i = 0; i < (40 * 1024 * 1024) / chunk.length; i++) {
+      f.push(seq, chunk);
+      seq += chunk.length;
+    }
+    expect(f.skippedBytes).toBeGreaterThan(38 * 1024 * 1024);
+    f.progress(1);
+    f.flushAll();
+    expect(posted.at(-1)).toBeLessThan(2 * 1024 * 1024);
+  });
+});

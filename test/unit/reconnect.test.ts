@@ -9,10 +9,10 @@ import {
 describe('ReconnectLadder', () => {
   it('climbs the steps, repeats the last one, and applies bounded jitter', () => {
     const mid = new ReconnectLadder({ random: () => 0.5 });
-    const delays = Array.from({ length: 9 }, () => mid.next()!.delayMs);
+    const delays = Array.from({ length: RECONNECT_STEPS_MS.length + 3 }, () => mid.next()!.delayMs);
     expect(delays).toEqual([...RECONNECT_STEPS_MS, 30_000, 30_000, 30_000]);
-    const low = new ReconnectLadder({ random: () => 0 });
-    const high = new ReconnectLadder({ random: () => 0.999999 });
+    const low = new ReconnectLadder({ random: () => 0, steps: [500] });
+    const high = new ReconnectLadder({ random: () => 0.999999, steps: [500] });
     expect(low.next()!.delayMs).toBe(400);
     expect(high.next()!.delayMs).toBe(600);
   });
@@ -30,10 +30,10 @@ describe('ReconnectLadder', () => {
     l.next();
     l.connected(0);
     l.disconnected(STABLE_RESET_MS - 1);
-    expect(l.next()!.delayMs).toBe(2000);
+    expect(l.next()!.delayMs).toBe(RECONNECT_STEPS_MS[2]);
     l.connected(100_000);
     l.disconnected(100_000 + STABLE_RESET_MS);
-    expect(l.next()!.delayMs).toBe(500);
+    expect(l.next()!.delayMs).toBe(RECONNECT_STEPS_MS[0]);
   });
 });
 
