@@ -21,9 +21,16 @@ import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubAttachResult, StubSpawnParams } from '../../provider/wire/messages.js';
 import type { Logger } from '../log.js';
-import { HostLink, type HostLinkOptions } from '../reconnect/host-link.js';
+import { HostLink } from '../reconnect/host-link.js';
 import { InputChannel } from '../reconnect/input-channel.js';
 import { AckScheduler } from './ack-scheduler.js';
+import { forEachBounded } from './bounded-parallel.js';
+import type { LinkPolicy } from './link-policy.js';
+import { globalTerminalId, routeTerminalId, toSpawnResult } from './terminal-ids.js';
+
+export type { LinkPolicy } from './link-policy.js';
+export { globalTerminalId, routeTerminalId, splitTerminalId } from './terminal-ids.js';
+
 import { SessionTracker } from './session-tracker.js';
 import type { StubClient } from './stub-client.js';
 
@@ -33,45 +40,7 @@ const LEGACY_RETRIES = 3;
 /** Sessions re-attached at once after a reconnect (Orca: 8). */
 const REATTACH_CONCURRENCY = 8;
 
-export interface LinkPolicy {
-  ladder?: HostLinkOptions['ladder'];
-  health?: HostLinkOptions['health'];
-  /**
-   * Credit flow control driven by the consumer: the stub pauses a PTY once the consumer is a
-   * window (256 KiB) behind, until it calls `acknowledgeDataEvent`. Default false: the provider
-   * acknowledges as it delivers events.
-   */
-  manualAck?: boolean;
-}
-
 /** Splits `<host>/<id>`; a bare id belongs to the default host. */
-/**
- * A link key names one daemon: the host for its current-build daemon, `host#<build>` for an older
- * build's daemon that still serves sessions after an upgrade. Terminal ids of such a daemon are
- * `<host>/<build>:<id>`.
- */
-export function globalTerminalId(linkKey: string, daemonId: string): string {
-  const hash = linkKey.indexOf('#');
-  return hash < 0
-    ? `${linkKey}/${daemonId}`
-    : `${linkKey.slice(0, hash)}/${linkKey.slice(hash + 1)}:${daemonId}`;
-}
-
-/** The link key and daemon id of a terminal id (inverse of globalTerminalId). */
-export function routeTerminalId(id: string, defaultHost: string): { host: string; localId: string } {
-  const { host, localId } = splitTerminalId(id, defaultHost);
-  const colon = localId.indexOf(':');
-  return colon < 0
-    ? { host, localId }
-    : { host: `${host}#${localId.slice(0, colon)}`, localId: localId.slice(colon + 1) };
-}
-
-export function splitTerminalId(id: string, defaultHost: string): { host: string; localId: string } {
-  const slash = id.lastIndexOf('/');
-  if (slash < 0) return { host: defaultHost, localId: id };
-  return { host: id.slice(0, slash), localId: id.slice(slash + 1) };
-}
-
 /**
  * IPtyProvider over stub links, one per host. Subclasses say how to reach a host's daemon
  * (`link`); this class maps ids to `<host>/<id>`, guards incarnations and fans out events.
@@ -155,32 +124,28 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   /** Re-attaches every session this provider delivered on `host`, from the last delivered seq. */
   private async reattachHost(host: string, client: StubClient): Promise<void> {
-    const queue = this.tracker.ofHost(host);
-    const worker = async () => {
-      for (let t = queue.shift(); t; t = queue.shift()) {
-        this.reattaching.add(t.localId);
-        try {
-          await client.request('attach', {
-            id: t.localId,
-            fromSeq: t.seq,
-            expectedIncarnationId: t.incarnationId,
-          });
-        } catch (err) {
-          const code = (err as PtyRelayError).code;
-          if (code !== 'NOT_FOUND' && code !== 'INCARNATION_MISMATCH') throw err;
-          this.tracker.delete(t.id);
-          this.reattachEvents.emit({
-            id: t.id,
-            incarnationId: t.incarnationId,
-            generation: 'reset',
-            sessionExpired: true,
-          });
-        } finally {
-          this.reattaching.delete(t.localId);
-        }
+    await forEachBounded(this.tracker.ofHost(host), REATTACH_CONCURRENCY, async (t) => {
+      this.reattaching.add(t.localId);
+      try {
+        await client.request('attach', {
+          id: t.localId,
+          fromSeq: t.seq,
+          expectedIncarnationId: t.incarnationId,
+        });
+      } catch (err) {
+        const code = (err as PtyRelayError).code;
+        if (code !== 'NOT_FOUND' && code !== 'INCARNATION_MISMATCH') throw err;
+        this.tracker.delete(t.id);
+        this.reattachEvents.emit({
+          id: t.id,
+          incarnationId: t.incarnationId,
+          generation: 'reset',
+          sessionExpired: true,
+        });
+      } finally {
+        this.reattaching.delete(t.localId);
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(REATTACH_CONCURRENCY, queue.length) }, worker));
+    });
   }
 
   /** Runs synchronously as a spawn/attach reply is decoded, before the data frames behind it. */
@@ -259,23 +224,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
   }
 
   protected toResult(host: string, r: StubAttachResult, blob: Uint8Array | undefined): PtySpawnResult {
-    const id = globalTerminalId(host, r.id);
-    const out: PtySpawnResult = {
-      id,
-      pid: r.pid,
-      incarnationId: r.incarnationId,
-      cols: r.cols,
-      rows: r.rows,
-      providerSequence: { value: r.seq, generation: r.generation },
-    };
-    if (blob && blob.length > 0) out.replay = blob;
-    if (r.snapshot) out.snapshot = r.snapshot;
-    if (r.exited) out.exited = r.exited;
-    if (r.title !== undefined) out.title = r.title;
-    if (r.cwd !== undefined) out.cwd = r.cwd;
-    if (r.reused) out.reused = true;
-    if (r.exitedBeforeSpawnReply) out.exitedBeforeSpawnReply = true;
-    return out;
+    return toSpawnResult(globalTerminalId(host, r.id), r, blob);
   }
 
   async spawn(opts: PtySpawnOptions): Promise<PtySpawnResult> {

@@ -1,0 +1,49 @@
+import type { PtySpawnResult } from '../../provider/contract.js';
+import type { StubAttachResult } from '../../provider/wire/messages.js';
+
+/**
+ * A link key names one daemon: the host for its current-build daemon, `host#<build>` for an older
+ * build's daemon that still serves sessions after an upgrade. Terminal ids of such a daemon are
+ * `<host>/<build>:<id>`.
+ */
+export function globalTerminalId(linkKey: string, daemonId: string): string {
+  const hash = linkKey.indexOf('#');
+  return hash < 0
+    ? `${linkKey}/${daemonId}`
+    : `${linkKey.slice(0, hash)}/${linkKey.slice(hash + 1)}:${daemonId}`;
+}
+
+/** The link key and daemon id of a terminal id (inverse of globalTerminalId). */
+export function routeTerminalId(id: string, defaultHost: string): { host: string; localId: string } {
+  const { host, localId } = splitTerminalId(id, defaultHost);
+  const colon = localId.indexOf(':');
+  return colon < 0
+    ? { host, localId }
+    : { host: `${host}#${localId.slice(0, colon)}`, localId: localId.slice(colon + 1) };
+}
+
+export function splitTerminalId(id: string, defaultHost: string): { host: string; localId: string } {
+  const slash = id.lastIndexOf('/');
+  if (slash < 0) return { host: defaultHost, localId: id };
+  return { host: id.slice(0, slash), localId: id.slice(slash + 1) };
+}
+
+/** A daemon's attach/spawn reply as the contract's result, under the global id. */
+export function toSpawnResult(id: string, r: StubAttachResult, blob: Uint8Array | undefined): PtySpawnResult {
+  const out: PtySpawnResult = {
+    id,
+    pid: r.pid,
+    incarnationId: r.incarnationId,
+    cols: r.cols,
+    rows: r.rows,
+    providerSequence: { value: r.seq, generation: r.generation },
+  };
+  if (blob && blob.length > 0) out.replay = blob;
+  if (r.snapshot) out.snapshot = r.snapshot;
+  if (r.exited) out.exited = r.exited;
+  if (r.title !== undefined) out.title = r.title;
+  if (r.cwd !== undefined) out.cwd = r.cwd;
+  if (r.reused) out.reused = true;
+  if (r.exitedBeforeSpawnReply) out.exitedBeforeSpawnReply = true;
+  return out;
+}
