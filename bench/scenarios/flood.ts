@@ -6,6 +6,7 @@ import type { IPtyProvider } from '../../provider/contract.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { type BenchEnv, localProvider, sshArgs } from '../lib/env.js';
 import { runCommandStream, runProviderStream, type StreamStats } from '../lib/pty-run.js';
+import { startBenchRelay } from '../lib/relay.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
 import { descendants, median, now, procComm, procCpuMs, round } from '../lib/util.js';
 
@@ -219,6 +220,7 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
   const genMs = now() - genStart;
   const want = (v: string) => !env.opts.floodVariants || env.opts.floodVariants.has(v);
   const local = want('local-provider') ? await localProvider(env) : undefined;
+  const relay = want('relay-client') ? await startBenchRelay(provider) : undefined;
   const runs: FloodRun[] = [];
   try {
     await provider.listProcesses();
@@ -236,6 +238,8 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
     }
     if (want('node-pty')) variants.push(() => viaNodePty(file, verify));
     if (local) variants.push(() => viaProvider('LocalPtyProvider', local, undefined, file, verify));
+    if (relay)
+      variants.push(() => viaProvider('RelayClient over WebSocket', relay.client, 'h', file, verify));
     for (let r = 0; r < rounds; r++) {
       // Rotate the order so a slow phase of the machine does not always hit the same variant.
       for (let i = 0; i < variants.length; i++) {
@@ -258,6 +262,7 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       }
     }
   } finally {
+    await relay?.close();
     await local?.shutdownDaemon().catch(() => {});
     await local?.dispose();
   }
@@ -323,10 +328,9 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       metric: `${label} throughput`,
       unit: 'MB/s',
       subject: 'RelayClient over WebSocket',
-      value: null,
+      value: med('RelayClient over WebSocket'),
       reference: { label: 'ssh -tt', value: med('ssh -tt') },
       better: 'higher',
-      note: 'not yet available',
     },
   ];
   return {

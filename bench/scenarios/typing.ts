@@ -2,6 +2,7 @@ import * as pty from 'node-pty';
 import type { IPtyProvider } from '../../provider/contract.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { type BenchEnv, localProvider, sshArgs } from '../lib/env.js';
+import { startBenchRelay } from '../lib/relay.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
 import { now, round, sleep, summarize, waitFor } from '../lib/util.js';
 
@@ -108,6 +109,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
   const errors: string[] = [];
   const samples = env.opts.quick ? 100 : 500;
   const local = await localProvider(env);
+  const relay = await startBenchRelay(provider);
   const targets: EchoTarget[] = [];
   const latencies = new Map<string, number[]>();
   const timeouts = new Map<string, number>();
@@ -116,6 +118,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
     targets.push(nodePtyTarget('ssh -tt', 'ssh', [...sshArgs(env.sshd), RAW_CAT]));
     targets.push(await providerTarget('LocalPtyProvider', local));
     targets.push(nodePtyTarget('node-pty local', 'sh', ['-c', RAW_CAT]));
+    targets.push(await providerTarget('RelayClient over WebSocket', relay.client, 'h'));
     for (const t of targets) {
       await waitFor(() => t.text.includes('READY'), 15_000, `${t.label} ready`);
       latencies.set(t.label, []);
@@ -134,6 +137,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
     }
   } finally {
     for (const t of targets) await t.close();
+    await relay.close();
     await local.shutdownDaemon().catch(() => {});
     await local.dispose();
   }
@@ -189,10 +193,18 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
       metric: 'keystroke echo p50',
       unit: 'ms',
       subject: 'RelayClient over WebSocket',
-      value: null,
+      value: p('RelayClient over WebSocket', 'p50'),
       reference: { label: 'ssh -tt', value: sshP50 },
       better: 'lower',
-      note: 'not yet available',
+    },
+    {
+      scenario: 'typing',
+      metric: 'keystroke echo p99',
+      unit: 'ms',
+      subject: 'RelayClient over WebSocket',
+      value: p('RelayClient over WebSocket', 'p99'),
+      reference: { label: 'ssh -tt', value: p('ssh -tt', 'p99') },
+      better: 'lower',
     },
   ];
   return {
