@@ -44,7 +44,14 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       allowedOrigins: config.allowedOrigins,
       router,
       registry,
-      extensions: [createPtyExtension({ router, registry, log: log.child({ ext: 'ptyrelay' }) })],
+      extensions: [
+        createPtyExtension({
+          router,
+          registry,
+          log: log.child({ ext: 'ptyrelay' }),
+          relayPendingCap: config.flowControl.relayPendingCap,
+        }),
+      ],
       log,
       limits: config.limits,
       flowControl: config.flowControl,

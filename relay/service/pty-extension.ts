@@ -26,6 +26,8 @@ export interface PtyExtensionContext {
   router: HostRouter;
   registry: TerminalRegistry;
   log?: Logger;
+  /** A connection with this much output queued is closed and resumes on reconnect (`flowControl.relayPendingCap`). */
+  relayPendingCap?: number;
 }
 
 /** A client instance's input ledger and the connection currently speaking for it. */
@@ -71,7 +73,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   const { router, registry, log } = ctx;
   const serverInstanceId = randomUUID();
   const conns = new Set<ConnState>();
-  const fanout = new RelayFanout();
+  const fanout = new RelayFanout(ctx.relayPendingCap);
   const ledgers = new Map<string, LedgerSlot>();
   const linkStates = new Map<string, LinkState>();
   const subscribed = new WeakSet<IPtyProvider>();

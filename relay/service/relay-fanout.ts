@@ -87,6 +87,9 @@ interface Flow {
  * attached to runs free (everything it delivers is credited), so an unwatched PTY never blocks.
  */
 export class RelayFanout {
+  /** @param slowConsumerBytes queued bytes at which a connection is closed (config `flowControl.relayPendingCap`). */
+  constructor(private readonly slowConsumerBytes = SLOW_CONSUMER_CLOSE_BYTES) {}
+
   private readonly sinks = new Map<FanoutSink, SinkState>();
   private readonly byId = new Map<string, Set<Attachment>>();
   private readonly flows = new Map<string, Flow>();
@@ -256,7 +259,7 @@ export class RelayFanout {
       data = data.subarray(a.sentSeq - seq);
       seq = a.sentSeq;
     }
-    if (a.sink.bufferedAmount > SLOW_CONSUMER_CLOSE_BYTES) {
+    if (a.sink.bufferedAmount > this.slowConsumerBytes) {
       this.dropSink(a.sink);
       a.sink.close?.(SLOW_CONSUMER_CLOSE_CODE, 'consumer too slow; reconnect to resume');
       return;
