@@ -7,8 +7,8 @@ import type { Row, ScenarioResult } from '../lib/results.js';
 import { median, now, round, sleep, waitFor } from '../lib/util.js';
 
 const FLOOD = ['1', '100000000'];
-/** Dead-link detection and ladder shortened for the bench (the defaults are 15 s and 0.5–30 s). */
-const LINK = { health: { deadAfterMs: 2000, probeIdleMs: 500 }, ladder: { steps: [100, 200, 500] } };
+/** Dead-link detection shortened for the bench (default 15 s); the reconnect ladder is the product's. */
+const LINK = { health: { deadAfterMs: 2000, probeIdleMs: 500 } };
 
 /** Bytes `seq` prints for the numbers a..b inclusive, each followed by `\r\n` (tty). */
 function bytesOfRange(a: number, b: number): number {

@@ -8,8 +8,11 @@ import { StubClient } from '../stub-link/stub-client.js';
 import { resolveHost, type SshHostConfig } from './host-config.js';
 import { connectSsh, type SshConnection } from './host-connection.js';
 
-/** SSH handshake limit for reconnect attempts (first contact keeps the configured 30 s). */
-const RECONNECT_ATTEMPT_TIMEOUT_MS = 5000;
+/**
+ * SSH handshake limit for reconnect attempts (first contact keeps the configured 30 s): an attempt
+ * made while the network still swallows packets is abandoned soon, and the ladder tries again.
+ */
+const RECONNECT_ATTEMPT_TIMEOUT_MS = 2000;
 
 import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
 

@@ -167,8 +167,7 @@ describe.skipIf(!available)('resume over SSH', () => {
     for (const s of seen) {
       const out = new OutputCollector(fresh);
       const a = await fresh.attach(s.id, { fromSeq: s.seq, expectedIncarnationId: s.inc });
-      out.bind(s.id);
-      out.nextSeq = a.providerSequence.value;
+      out.bind(s.id, a.providerSequence.value);
       expect(a.providerSequence.generation).toBe('continued');
       const replay = Buffer.from(a.replay ?? []).toString();
       const before = replay.match(/tick-(\d+)/);

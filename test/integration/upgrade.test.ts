@@ -36,8 +36,7 @@ describe('upgrading the relay keeps running terminals', () => {
     expect(listed.map((p) => p.id)).toContain(legacyId);
     const out = new OutputCollector(newRelay);
     const a = await newRelay.attach(legacyId, { fromSeq: 0, expectedIncarnationId: old.incarnationId });
-    out.bind(legacyId);
-    out.nextSeq = a.providerSequence.value;
+    out.bind(legacyId, a.providerSequence.value);
     await newRelay.write(legacyId, 'still-alive\r');
     await out.waitText('still-alive\r\n');
     // New sessions go to the new build's daemon.

@@ -89,8 +89,10 @@ export class OutputCollector {
     });
   }
 
-  bind(id: string): this {
+  /** Binds the id; `fromSeq` is where the caller's view ends (e.g. an attach result's providerSequence.value). */
+  bind(id: string, fromSeq?: number): this {
     this.id = id;
+    if (fromSeq !== undefined) this.nextSeq = fromSeq;
     for (const e of this.early.splice(0)) this.take(e);
     return this;
   }
