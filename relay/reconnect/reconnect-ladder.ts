@@ -1,10 +1,23 @@
+/** Retries 400 ms apart during the first ~5 s of an outage, so a link that returns resumes within half a second. */
+const EARLY_STEP_MS = 400;
+const EARLY_STEPS = 12;
+
 /**
  * Delays between reconnect attempts; the last step repeats. The first retry is immediate (a cut
- * connection usually comes back at once); for the first ~2 s it retries every 400 ms, so a link
- * that returns resumes within half a second; then it backs off. An attempt against a host that is
- * down is cheap (refused, or bounded by the 2 s reconnect handshake limit).
+ * connection usually comes back at once), then 400 ms apart for ~5 s, then it backs off. An
+ * attempt against a host that is down is cheap (refused, or bounded by the 2 s reconnect
+ * handshake limit).
  */
-export const RECONNECT_STEPS_MS = [0, 250, 400, 400, 400, 400, 1000, 2000, 5000, 10_000, 30_000] as const;
+export const RECONNECT_STEPS_MS: readonly number[] = [
+  0,
+  250,
+  ...Array<number>(EARLY_STEPS).fill(EARLY_STEP_MS),
+  1000,
+  2000,
+  5000,
+  10_000,
+  30_000,
+];
 /** A link that stayed up this long starts the ladder from the bottom again. */
 export const STABLE_RESET_MS = 60_000;
 /** ±20 % jitter so many relays do not hammer a recovering host in lockstep. */
