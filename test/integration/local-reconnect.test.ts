@@ -34,7 +34,11 @@ describe('reconnect on the local link', () => {
     await waitFor(() => states.at(-1) === 'connected', 5000, 'connected state');
     // Output produced during and after the outage arrives once, contiguous.
     await provider.write(r.id, 'after\r');
-    await out.waitText('after\r\n');
+    // The tty echo and cat's copy of every line: exactly two, never a resent third.
+    const count = (w: string) => out.text.split(`${w}\r\n`).length - 1;
+    await waitFor(() => count('after') >= 2, 10_000, 'echo and copy');
+    await provider.write(r.id, 'sync\r');
+    await waitFor(() => count('sync') >= 2, 10_000, 'sync');
     expect(out.gaps).toEqual([]);
     const text = out.text;
     for (const w of ['before', 'one', 'two', 'three', 'after']) {
