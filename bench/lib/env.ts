@@ -57,17 +57,8 @@ export function makeDirs(): { dataDir: string; relayHome: string; localRoot: str
   };
 }
 
-export function hostConfig(sshd: SshdInstance, extra: Partial<SshHostConfig> = {}): SshHostConfig {
-  return {
-    host: '127.0.0.1',
-    port: sshd.port,
-    user: sshd.user,
-    identityFile: sshd.userKeyPath,
-    knownHostsFile: sshd.knownHostsFile,
-    useAgent: false,
-    ...extra,
-  };
-}
+/** Host settings for a harness sshd (the tests' own helper). */
+export { hostFor as hostConfig } from '../../test/support/ssh-fixture.js';
 
 export function sshProvider(
   env: BenchEnv,
