@@ -45,6 +45,7 @@ async function main(argv: string[]): Promise<void> {
       runtimeDir,
       idleExitMs: numFlag(args, '--idle-exit-ms'),
       ringBytes: numFlag(args, '--ring-bytes'),
+      backgroundRingBytes: numFlag(args, '--background-ring-bytes'),
       scrollbackRows: numFlag(args, '--scrollback-rows'),
       creditWindow: numFlag(args, '--credit-window'),
       keepTailMin: numFlag(args, '--keep-tail'),

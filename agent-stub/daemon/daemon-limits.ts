@@ -3,6 +3,12 @@ import { KEEP_TAIL_MIN } from './background-delivery.js';
 
 export const DEFAULT_RING_BYTES = 4 * 1024 * 1024;
 export const DEFAULT_SCROLLBACK_ROWS = 10_000;
+/**
+ * Ring of a session every attached link has put in the background: those links receive a thinned
+ * tail and get a snapshot when they bring it back, so a long exact history buys nothing there.
+ */
+export const DEFAULT_BACKGROUND_RING_BYTES = 512 * 1024;
+const MIN_BACKGROUND_RING_BYTES = 4 * 1024;
 /** Ring ceiling: a replay must fit one frame (32 MiB) with room to spare. */
 export const MAX_RING_BYTES = 16 * 1024 * 1024;
 /** Output buffered for all connections of the daemon before every session feeding them pauses. */
@@ -11,6 +17,7 @@ export const DEFAULT_PENDING_CAP = 64 * 1024 * 1024;
 /** The daemon's memory and flow-control bounds (flags of `stub.cjs daemon`). */
 export interface DaemonLimits {
   ringBytes: number;
+  backgroundRingBytes: number;
   scrollbackRows: number;
   creditWindow: number;
   keepTailMin: number;
@@ -21,6 +28,9 @@ export interface DaemonLimits {
 export function resolveLimits(given: Partial<DaemonLimits>): DaemonLimits {
   const l: DaemonLimits = {
     ringBytes: given.ringBytes ?? DEFAULT_RING_BYTES,
+    backgroundRingBytes:
+      given.backgroundRingBytes ??
+      Math.min(DEFAULT_BACKGROUND_RING_BYTES, given.ringBytes ?? DEFAULT_RING_BYTES),
     scrollbackRows: given.scrollbackRows ?? DEFAULT_SCROLLBACK_ROWS,
     creditWindow: given.creditWindow ?? DEFAULT_CREDIT_WINDOW,
     keepTailMin: given.keepTailMin ?? KEEP_TAIL_MIN,
@@ -35,6 +45,10 @@ export function resolveLimits(given: Partial<DaemonLimits>): DaemonLimits {
     fail(`--credit-window ${l.creditWindow} must not exceed --ring-bytes ${l.ringBytes}`);
   if (l.keepTailMin > l.ringBytes)
     fail(`--keep-tail ${l.keepTailMin} must not exceed --ring-bytes ${l.ringBytes}`);
+  if (l.backgroundRingBytes > l.ringBytes || l.backgroundRingBytes < MIN_BACKGROUND_RING_BYTES)
+    fail(
+      `--background-ring-bytes ${l.backgroundRingBytes} must be between ${MIN_BACKGROUND_RING_BYTES} and --ring-bytes ${l.ringBytes}`,
+    );
   if (l.pendingCap < l.creditWindow)
     fail(`--pending-cap ${l.pendingCap} must be at least --credit-window ${l.creditWindow}`);
   return l;

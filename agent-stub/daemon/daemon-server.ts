@@ -21,6 +21,7 @@ export interface DaemonOptions {
   runtimeDir: string;
   idleExitMs?: number;
   ringBytes?: number;
+  backgroundRingBytes?: number;
   scrollbackRows?: number;
   creditWindow?: number;
   keepTailMin?: number;
@@ -73,7 +74,12 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
 
   const registry = new SessionRegistry(
     model,
-    { ringBytes: limits.ringBytes, scrollbackRows: limits.scrollbackRows, creditWindow: limits.creditWindow },
+    {
+      ringBytes: limits.ringBytes,
+      backgroundRingBytes: limits.backgroundRingBytes,
+      scrollbackRows: limits.scrollbackRows,
+      creditWindow: limits.creditWindow,
+    },
     join(dir, 'shell'),
     () => armIdle(),
   );

@@ -185,6 +185,16 @@ export class StubRequestHandler {
       return { result: {} };
     }
     if (!conn.isBackground(s)) return { result: {} };
+    // The bytes after the snapshot must stay in the ring until they are sent.
+    s.widenRing();
+    try {
+      return await this.foreground(conn, s, reply);
+    } finally {
+      s.refreshRingLimit();
+    }
+  }
+
+  private async foreground(conn: StubConnection, s: PtySession, reply: ReplyNow): Promise<HandlerOutput> {
     for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
       const snapshot = await s.snapshot();
       const replay = s.ring.slice(snapshot.seq);
@@ -235,9 +245,14 @@ export class StubRequestHandler {
       return true;
     };
     if (fromSeq !== undefined && s.ring.has(fromSeq) && commit(fromSeq, 'continued')) return REPLIED;
-    for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
-      const snapshot = await s.snapshot();
-      if (commit(snapshot.seq, 'reset', snapshot)) return REPLIED;
+    s.widenRing();
+    try {
+      for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+        const snapshot = await s.snapshot();
+        if (commit(snapshot.seq, 'reset', snapshot)) return REPLIED;
+      }
+    } finally {
+      s.refreshRingLimit();
     }
     throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);
   }

@@ -110,6 +110,7 @@ export class StubConnection implements SessionSink {
     s.addSink(this);
     s.credits.register(this.linkId, fromSeq);
     if (this.blocked) s.gate.hold(this.gateReason);
+    s.refreshRingLimit();
   }
 
   /** Stops streaming `s`. A deliberate detach also drops this link's credit claim. */
@@ -121,6 +122,7 @@ export class StubConnection implements SessionSink {
     s.gate.release(this.gateReason);
     if (deliberate) s.credits.forget(this.linkId);
     else s.credits.lost(this.linkId);
+    s.refreshRingLimit();
   }
 
   data(s: PtySession, seq: number, data: Uint8Array): void {
@@ -141,12 +143,14 @@ export class StubConnection implements SessionSink {
     this.batcher.flush();
     s.credits.forget(this.linkId);
     this.background.start(s);
+    s.refreshRingLimit();
   }
 
   /** Background mode off: the caller already sent the snapshot and the bytes after it. */
   setForeground(s: PtySession, fromSeq: number): void {
     this.background.stop(s);
     s.credits.register(this.linkId, fromSeq);
+    s.refreshRingLimit();
   }
 
   isBackground(s: PtySession): boolean {

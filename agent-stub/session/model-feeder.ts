@@ -5,8 +5,8 @@ const MIN_FLOOD_INTERVAL_MS = 16;
 const FLOOD_DUTY_FACTOR = 2;
 /** Pending output the model may hold before the PTY is paused (only reached with escape-heavy floods). */
 export const MODEL_PENDING_HARD_LIMIT = 32 * 1024 * 1024;
-/** Every time pending output grows by this much, drop what can no longer matter (keeps plain floods ~1 MiB). */
-const SKIP_CHECK_BYTES = 1024 * 1024;
+/** Every time pending output grows by this much, drop what can no longer matter (keeps plain floods ~256 KiB). */
+const SKIP_CHECK_BYTES = 256 * 1024;
 
 const NEWLINE = 0x0a;
 const ESC = 0x1b;

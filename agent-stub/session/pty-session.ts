@@ -26,6 +26,8 @@ export interface SessionSink {
   data(session: PtySession, seq: number, data: Uint8Array): void;
   fact(session: PtySession, seq: number, fact: PtyFact): void;
   exit(session: PtySession, info: PtyExitInfo, seq: number): void;
+  /** The link gets only a thinned tail of this session (keep-tail background mode). */
+  isBackground(session: PtySession): boolean;
 }
 
 export interface SessionLaunch {
@@ -42,6 +44,8 @@ export interface SessionLaunch {
 
 export interface SessionLimits {
   ringBytes: number;
+  /** Ring while every attached link has the session in the background (default: ringBytes). */
+  backgroundRingBytes?: number;
   scrollbackRows: number;
   /** Credit window per consumer link (bytes). */
   creditWindow?: number;
@@ -84,6 +88,8 @@ export class PtySession {
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly feeder: ModelFeeder;
   private commandDetection = false;
+  private readonly ringBytes: number;
+  private readonly backgroundRingBytes: number;
 
   constructor(
     readonly id: string,
@@ -96,6 +102,8 @@ export class PtySession {
     this.name = launch.name;
     this.title = launch.name ?? launch.file;
     this.cwd = launch.cwd;
+    this.ringBytes = limits.ringBytes;
+    this.backgroundRingBytes = limits.backgroundRingBytes ?? limits.ringBytes;
     this.ring = new OutputRing(limits.ringBytes);
     this.scanner = new FactScanner({ nonce: launch.nonce });
     this.proc = pty.spawn(launch.file, launch.args, {
@@ -151,6 +159,21 @@ export class PtySession {
 
   get sinkCount(): number {
     return this.sinks.size;
+  }
+
+  /**
+   * Re-derives the ring's limit after an attach, detach or background switch: the smaller
+   * background ring while every attached link has this session in the background, else the full one.
+   */
+  refreshRingLimit(): void {
+    let background = this.sinks.size > 0;
+    for (const s of this.sinks) background &&= s.isBackground(this);
+    this.ring.setLimit(background ? this.backgroundRingBytes : this.ringBytes);
+  }
+
+  /** Full ring from now on (a link is bringing the session back; refreshRingLimit settles it after). */
+  widenRing(): void {
+    this.ring.setLimit(this.ringBytes);
   }
 
   write(data: Uint8Array): void {

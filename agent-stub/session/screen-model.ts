@@ -5,6 +5,11 @@ import { type FromModel, MODEL_WORKER_MARKER, type ToModel } from './model-proto
 
 /** How long a snapshot may take before the caller gets TIMEOUT (a 10,000-row scrollback takes ~100 ms). */
 const SNAPSHOT_TIMEOUT_MS = 15_000;
+/**
+ * The model allocates fast and keeps little: V8's default young generation (tens of MB) would
+ * mostly hold garbage. A small one is collected more often and keeps the daemon's RSS down.
+ */
+const MODEL_YOUNG_GENERATION_MB = 8;
 
 /**
  * Owns the one worker thread that runs every session's headless terminal. The worker is this
@@ -59,7 +64,10 @@ export class ScreenModelHost {
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
-    const w = new Worker(this.entryFile, { workerData: { role: MODEL_WORKER_MARKER } });
+    const w = new Worker(this.entryFile, {
+      workerData: { role: MODEL_WORKER_MARKER },
+      resourceLimits: { maxYoungGenerationSizeMb: MODEL_YOUNG_GENERATION_MB },
+    });
     w.unref();
     w.on('message', (m: FromModel) => {
       if (m.kind === 'progress') this.progress.get(m.sid)?.(m.seq);

@@ -32,6 +32,8 @@ const MAX_RING_BYTES = 16 * MiB;
 export interface RelayLimits {
   /** Output ring per session in daemons this relay starts (`--ring-bytes`). */
   ringBytes: number;
+  /** Ring of a session every link has in the background (`--background-ring-bytes`). */
+  backgroundRingBytes: number;
   /** Terminals the service publishes at most. */
   maxTerminals: number;
   /** Output kept in an AHP terminal snapshot (UTF-16 code units). */
@@ -75,6 +77,7 @@ export interface RelayConfig {
 
 export const DEFAULT_LIMITS: RelayLimits = {
   ringBytes: 4 * MiB,
+  backgroundRingBytes: 512 * KiB,
   maxTerminals: 256,
   contentBytes: 256 * KiB,
   replayActions: 10_000,
@@ -151,8 +154,18 @@ function validateLimits(raw: unknown): RelayLimits {
   const o = object(raw, 'limits');
   const d = DEFAULT_LIMITS;
   onlyKeys(o, Object.keys(d), 'limits');
+  const ringBytes = integer(o, 'ringBytes', 'limits', 64 * KiB, MAX_RING_BYTES, d.ringBytes);
   return {
-    ringBytes: integer(o, 'ringBytes', 'limits', 64 * KiB, MAX_RING_BYTES, d.ringBytes),
+    ringBytes,
+    // Unless given, a small ring bounds the background ring too.
+    backgroundRingBytes: integer(
+      o,
+      'backgroundRingBytes',
+      'limits',
+      4 * KiB,
+      MAX_RING_BYTES,
+      Math.min(d.backgroundRingBytes, ringBytes),
+    ),
     maxTerminals: integer(o, 'maxTerminals', 'limits', 1, 100_000, d.maxTerminals),
     contentBytes: integer(o, 'contentBytes', 'limits', 4 * KiB, 64 * MiB, d.contentBytes),
     replayActions: integer(o, 'replayActions', 'limits', 100, 10_000_000, d.replayActions),
@@ -230,6 +243,11 @@ export function validateConfig(raw: unknown): RelayConfig {
   if (flowControl.keepTailBytes > limits.ringBytes) {
     throw configError(
       `flowControl.keepTailBytes (${flowControl.keepTailBytes}) must not exceed limits.ringBytes (${limits.ringBytes})`,
+    );
+  }
+  if (limits.backgroundRingBytes > limits.ringBytes) {
+    throw configError(
+      `limits.backgroundRingBytes (${limits.backgroundRingBytes}) must not exceed limits.ringBytes (${limits.ringBytes})`,
     );
   }
   if (flowControl.creditWindow > limits.ringBytes) {

@@ -24,6 +24,7 @@ export function createHostRouter(
   const f = config.flowControl;
   const daemonArgs = [
     ...['--ring-bytes', String(config.limits.ringBytes)],
+    ...['--background-ring-bytes', String(config.limits.backgroundRingBytes)],
     ...['--credit-window', String(f.creditWindow)],
     ...['--keep-tail', String(f.keepTailBytes)],
     ...['--pending-cap', String(f.stubPendingCap)],

@@ -195,4 +195,35 @@ describe('background keep-tail thinning', () => {
     expect(after.gaps).toEqual([]);
     await p.shutdown(r.id, { immediate: true });
   }, 60_000);
+
+  it('keeps only the background ring for a session every link has in the background', async () => {
+    const p = fx.provider;
+    const flood = (tag: string) => [
+      '-c',
+      `read go; head -c 3000000 /dev/zero | tr '\\0' x; echo; echo ${tag}; exec sleep 600`,
+    ];
+    const bg = await p.spawn({ cols: 80, rows: 24, command: 'sh', args: flood('BGDONE') });
+    const fg = await p.spawn({ cols: 80, rows: 24, command: 'sh', args: flood('FGDONE') });
+    await p.setPtyBackgrounded(bg.id, true);
+    await Promise.all([p.write(bg.id, 'go\r'), p.write(fg.id, 'go\r')]);
+    for (const [id, tag] of [
+      [bg.id, 'BGDONE'],
+      [fg.id, 'FGDONE'],
+    ])
+      await waitFor(async () => (await p.getBufferSnapshot(id)).data.includes(tag), 30_000, tag);
+    // A second link asks for everything since seq 0: the foreground session still holds its
+    // 3 MB in the 4 MiB ring; the background one kept 512 KiB, so the newcomer gets a snapshot.
+    const other = new LocalPtyProvider({ runtimeDir: fx.runtimeDir });
+    try {
+      const f = await other.attach(fg.id, { fromSeq: 0 });
+      expect(f.providerSequence.generation).toBe('continued');
+      expect(f.replay?.length).toBeGreaterThan(3_000_000);
+      const b = await other.attach(bg.id, { fromSeq: 0 });
+      expect(b.providerSequence.generation).toBe('reset');
+      expect(b.snapshot?.data).toContain('BGDONE');
+    } finally {
+      await other.dispose();
+      await Promise.all([p.shutdown(bg.id, { immediate: true }), p.shutdown(fg.id, { immediate: true })]);
+    }
+  }, 60_000);
 });

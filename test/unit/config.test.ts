@@ -99,6 +99,9 @@ describe('validateConfig', () => {
     expect(
       invalid({ limits: { ringBytes: 256 * 1024 }, flowControl: { keepTailBytes: 512 * 1024 } }),
     ).toMatch(/^flowControl\.keepTailBytes \(524288\) must not exceed limits\.ringBytes/);
+    expect(invalid({ limits: { ringBytes: 1 << 20, backgroundRingBytes: 2 << 20 } })).toMatch(
+      /^limits\.backgroundRingBytes \(2097152\) must not exceed limits\.ringBytes/,
+    );
     expect(invalid({ limits: { ringBytes: 128 * 1024 } })).toMatch(
       /^flowControl\.creditWindow \(262144\) must not exceed limits\.ringBytes/,
     );

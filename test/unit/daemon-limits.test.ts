@@ -6,6 +6,7 @@ describe('daemon limits', () => {
   it('fills defaults', () => {
     expect(resolveLimits({})).toEqual({
       ringBytes: 4 * 1024 * 1024,
+      backgroundRingBytes: 512 * 1024,
       scrollbackRows: 10_000,
       creditWindow: 256 * 1024,
       keepTailMin: 64 * 1024,
@@ -20,6 +21,12 @@ describe('daemon limits', () => {
     expect(() => resolveLimits({ ringBytes: 256 * 1024, keepTailMin: 512 * 1024 })).toThrow(/--keep-tail/);
     expect(() => resolveLimits({ ringBytes: 64 * 1024 * 1024 })).toThrow(/--ring-bytes/);
     expect(() => resolveLimits({ pendingCap: 1024 })).toThrow(/--pending-cap/);
+    expect(() => resolveLimits({ ringBytes: 256 * 1024, backgroundRingBytes: 512 * 1024 })).toThrow(
+      /--background-ring-bytes/,
+    );
+    expect(() => resolveLimits({ backgroundRingBytes: 100 })).toThrow(/--background-ring-bytes/);
+    // A ring smaller than the default background ring bounds it.
+    expect(resolveLimits({ ringBytes: 256 * 1024 }).backgroundRingBytes).toBe(256 * 1024);
   });
 
   it('sizes the keep-tail by the number of background sessions', () => {

@@ -67,4 +67,40 @@ describe('OutputRing', () => {
       expect(r.slice(from)).toEqual(Buffer.from(all.slice(from)));
     }
   });
+
+  it('grows its memory with use and stays exact across limit changes', () => {
+    const r = new OutputRing(1024 * 1024);
+    expect(r.allocated).toBeLessThanOrEqual(64 * 1024);
+    let seq = 0;
+    let seed = 5;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    for (let step = 0; step < 400; step++) {
+      if (rnd(25) === 0) r.setLimit([4096, 100_000, 1024 * 1024, 300_000][rnd(4)]);
+      const n = rnd(20_000);
+      r.append(bytes(seq, n));
+      seq += n;
+      expect(r.head).toBe(seq);
+      expect(r.start).toBeGreaterThanOrEqual(Math.max(0, seq - r.capacity));
+      expect(r.allocated).toBeLessThanOrEqual(Math.max(64 * 1024, r.capacity));
+      const from = r.start + rnd(seq - r.start + 1);
+      expect(r.slice(from)).toEqual(bytes(from, seq - from));
+    }
+  });
+
+  it('drops the oldest bytes and frees memory when its limit is lowered', () => {
+    const r = new OutputRing(1024 * 1024);
+    r.append(bytes(0, 1024 * 1024));
+    expect(r.allocated).toBe(1024 * 1024);
+    r.setLimit(100_000);
+    expect(r.allocated).toBe(100_000);
+    expect(r.start).toBe(1024 * 1024 - 100_000);
+    expect(r.slice(r.start)).toEqual(bytes(r.start, 100_000));
+    expect(r.slice(r.start - 1)).toBeUndefined();
+    r.setLimit(1024 * 1024);
+    r.append(bytes(1024 * 1024, 10));
+    expect(r.slice(1024 * 1024 - 100_000)).toEqual(bytes(1024 * 1024 - 100_000, 100_010));
+  });
 });
