@@ -27,6 +27,7 @@ import { RelayLink, type RelayReconnectOptions } from './relay-link.js';
 import {
   type HelloResult,
   type HostInfo,
+  type HostProgress,
   type InputAckParams,
   RelayMethod,
   RelayNotification,
@@ -75,6 +76,7 @@ export class RelayClient implements IPtyProvider {
   private readonly streams = new ClientStreams();
   private readonly input: ClientInputQueue;
   private readonly linkStates = new Emitter<LinkStateEvent>();
+  private readonly hostProgress = new Emitter<HostProgress>();
   private readonly manualAck: boolean;
   private readonly pendingAcks = new Map<string, number>();
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
@@ -92,6 +94,7 @@ export class RelayClient implements IPtyProvider {
       notification: (m, p) => {
         if (m === RelayNotification.inputAck) this.input.onAck(p as unknown as InputAckParams);
         else if (m === RelayNotification.linkState) this.linkStates.emit(p as unknown as LinkStateEvent);
+        else if (m === RelayNotification.hostProgress) this.hostProgress.emit(p as unknown as HostProgress);
         else this.streams.pushNotification(m, p);
       },
       binary: (d) => this.streams.pushBinary(d),
@@ -287,6 +290,11 @@ export class RelayClient implements IPtyProvider {
     return this.linkStates.on(listener);
   }
 
+  /** Steps of the relay connecting to a host and deploying its stub (shown by the CLI). */
+  onHostProgress(listener: (e: HostProgress) => void): Unsubscribe {
+    return this.hostProgress.on(listener);
+  }
+
   onReattach(listener: (e: PtyReattachEvent) => void): Unsubscribe {
     return this.streams.reattach.on(listener);
   }
@@ -305,6 +313,7 @@ export class RelayClient implements IPtyProvider {
     this.input.failAll(new PtyRelayError('DISPOSED', 'RelayClient was disposed'));
     this.streams.clear();
     this.linkStates.clear();
+    this.hostProgress.clear();
   }
 
   private check(): void {

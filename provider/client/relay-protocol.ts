@@ -52,7 +52,21 @@ export const RelayNotification = {
   linkState: 'ptyrelay/linkState',
   reattach: 'ptyrelay/reattach',
   background: 'ptyrelay/background',
+  /** relay → client: a step of connecting to a host or deploying its stub ({@link HostProgress}). */
+  hostProgress: 'ptyrelay/hostProgress',
 } as const;
+
+/** `ptyrelay/hostProgress` params: what the relay is doing to reach a host. */
+export interface HostProgress {
+  host: string;
+  /** connect, connected, probe, check, lock, upload, verify, install, gc, done, link. */
+  step: string;
+  /** One human-readable line. */
+  message: string;
+  /** Upload: bytes sent so far and in all. */
+  bytes?: number;
+  totalBytes?: number;
+}
 
 /** `ptyrelay/hello` params: who is speaking. Must be the first call on a connection. */
 export interface HelloParams {

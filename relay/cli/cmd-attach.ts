@@ -66,6 +66,10 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
       } else if (s.state === 'connected') status.clear('ptyrelay: reconnected');
       else if (s.state === 'lost') lost.abort();
     });
+    // Reaching a host can mean connecting and deploying its stub first: show each step.
+    client.onHostProgress((p) =>
+      p.step === 'link' ? status.clear() : status.show(`ptyrelay: host ${p.host}: ${p.message}`),
+    );
     let result: { why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo };
     try {
       result = await attachTty(client, () => client.attach(id), { signal: lost.signal });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { RelayClient, type RelayClientOptions } from '../../provider/client/relay-client.js';
+import type { HostProgress } from '../../provider/client/relay-protocol.js';
 import type { LinkState } from '../../provider/contract.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { defaultTokenPath } from '../service/token.js';
@@ -47,6 +48,23 @@ export function progress(msg: string): void {
   process.stderr.write(`ptyrelay: ${msg}\n`);
 }
 
+/** Upload progress is printed at most this often; every other step is printed as it happens. */
+const UPLOAD_PRINT_MS = 500;
+
+/** Prints the relay's steps toward a host (connect, probe, upload…, done) as progress lines. */
+export function hostProgressPrinter(print: (msg: string) => void = progress): (p: HostProgress) => void {
+  let lastUpload = 0;
+  return (p) => {
+    if (p.step === 'upload') {
+      const now = Date.now();
+      const last = p.bytes !== undefined && p.bytes === p.totalBytes;
+      if (!last && now - lastUpload < UPLOAD_PRINT_MS) return;
+      lastUpload = now;
+    }
+    print(`host ${p.host}: ${p.message}`);
+  };
+}
+
 /**
  * A RelayClient for one CLI run, connected. Progress (slow connect, retries, the relay's links to
  * hosts coming up) goes to stderr unless `quiet`. One-shot commands give up after a few attempts.
@@ -64,11 +82,16 @@ export async function connectRelay(
   const slow = setTimeout(() => {
     if (!quiet) progress(`connecting to ${env.url}…`);
   }, 300);
-  const off = client.onLinkState((e) => {
+  const offLink = client.onLinkState((e) => {
     if (quiet) return;
     if (e.host === 'relay' && e.state.state === 'reconnecting') progress(`relay ${describeLink(e.state)}`);
     else if (e.host !== 'relay') progress(`host ${e.host}: ${describeLink(e.state)}`);
   });
+  const offProgress = quiet ? () => {} : client.onHostProgress(hostProgressPrinter());
+  const off = () => {
+    offLink();
+    offProgress();
+  };
   try {
     await client.connect();
     return client;

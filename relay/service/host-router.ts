@@ -1,4 +1,6 @@
+import type { HostProgress } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider } from '../../provider/contract.js';
+import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
 import type { Logger } from '../log.js';
@@ -35,9 +37,21 @@ export function createHostRouter(
     daemonArgs,
   });
   const sshNames = Object.keys(config.hosts);
+  const progress = new Emitter<HostProgress>();
   const ssh =
     sshNames.length > 0
-      ? new SshPtyProvider({ hosts: config.hosts, log: opts.log?.child({ provider: 'ssh' }), daemonArgs })
+      ? new SshPtyProvider({
+          hosts: config.hosts,
+          log: opts.log?.child({ provider: 'ssh' }),
+          daemonArgs,
+          onProgress: (host, p) =>
+            progress.emit({
+              host,
+              step: p.step,
+              message: p.message,
+              ...('bytes' in p && p.bytes !== undefined ? { bytes: p.bytes, totalBytes: p.totalBytes } : {}),
+            }),
+        })
       : undefined;
   const all: IPtyProvider[] = ssh ? [local, ssh] : [local];
   return {
@@ -48,6 +62,7 @@ export function createHostRouter(
       throw new PtyRelayError('UNKNOWN_HOST', `no host named ${host} is configured`, { host });
     },
     providers: () => [...all],
+    onHostProgress: (listener) => progress.on(listener),
     async dispose() {
       await Promise.allSettled(all.map((p) => p.dispose()));
     },

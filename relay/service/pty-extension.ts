@@ -163,6 +163,9 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     });
   }
   for (const p of router.providers()) subscribe(p);
+  router.onHostProgress?.((p) => {
+    for (const cs of conns) if (cs.clientId) cs.conn.notify(RelayNotification.hostProgress, p);
+  });
 
   /** Publishes a terminal in the registry, claimed by this connection's client. */
   const record = (cs: ConnState, r: PtySpawnResult, host: string, name?: string): void => {

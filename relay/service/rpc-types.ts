@@ -1,3 +1,4 @@
+import type { HostProgress } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider } from '../../provider/contract.js';
 import type { Logger } from '../log.js';
 
@@ -47,6 +48,8 @@ export interface HostRouter {
   providerFor(host: string): IPtyProvider;
   /** Every provider once (for event subscription). */
   providers(): IPtyProvider[];
+  /** Steps of connecting to hosts and deploying their stubs, as they happen. */
+  onHostProgress?(listener: (p: HostProgress) => void): () => void;
 }
 
 export interface ServiceContext {

@@ -43,14 +43,19 @@ function manualAckRouter(runtimeDir: string): RelayFixture['router'] {
   };
 }
 
-/** Starts the fixture; `manualAck` swaps the service's router for {@link manualAckRouter}. */
-export async function startRelay(opts: { manualAck?: boolean } = {}): Promise<RelayFixture> {
+/**
+ * Starts the fixture; `manualAck` swaps the service's router for {@link manualAckRouter}, `config`
+ * is a relay config (e.g. with SSH hosts) for the real router.
+ */
+export async function startRelay(
+  opts: { manualAck?: boolean; config?: unknown } = {},
+): Promise<RelayFixture> {
   const local = await startLocal();
   const clients: RelayClient[] = [];
   const boot = async (port: number) => {
     const router = opts.manualAck
       ? manualAckRouter(local.runtimeDir)
-      : createHostRouter(validateConfig({}), { localRuntimeDir: local.runtimeDir });
+      : createHostRouter(validateConfig(opts.config ?? {}), { localRuntimeDir: local.runtimeDir });
     const registry = new TerminalRegistry();
     const server = await startRelayServer({
       listen: { host: '127.0.0.1', port },
