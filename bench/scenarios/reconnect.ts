@@ -129,7 +129,13 @@ async function trial(env: BenchEnv, mode: Trial['mode'], outageMs: number, waitM
     await p.shutdown(s.id, { immediate: true }).catch(() => {});
     const detected = states.find((x) => x.t >= faultAt && x.s.state !== 'connected');
     const back = states.find((x) => x.t >= restoredAt && x.s.state === 'connected');
-    const lastWait = back && states.filter((x) => x.t < back.t && x.s.state === 'reconnecting').at(-1);
+    // The step that started the winning attempt: the last one planned before the link came back
+    // (a state is also reported when a step starts an attempt, naming the step after it).
+    const lastWait =
+      back &&
+      states
+        .filter((x) => x.t < back.t && x.s.state === 'reconnecting' && x.t + x.s.nextInMs <= back.t)
+        .at(-1);
     const attemptAt =
       lastWait && lastWait.s.state === 'reconnecting' ? lastWait.t + lastWait.s.nextInMs : undefined;
     return {

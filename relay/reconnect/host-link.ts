@@ -3,6 +3,7 @@ import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
 import type { StubClient } from '../stub-link/stub-client.js';
+import { AttemptRace, type RaceAttempt } from './attempt-race.js';
 import { LinkHealth, type LinkHealthOptions } from './link-health.js';
 import { ReconnectLadder, type ReconnectLadderOptions } from './reconnect-ladder.js';
 
@@ -12,6 +13,11 @@ const HEALTH_TICK_MS = 1000;
 export interface HostLinkOptions {
   ladder?: ReconnectLadderOptions;
   health?: LinkHealthOptions;
+  /**
+   * Reconnect attempts that may run at once (first contact always makes one at a time): a ladder
+   * step that finds every pending attempt stalled starts a fresh one beside them. Default 1.
+   */
+  maxConcurrentAttempts?: number;
   log?: Logger;
   /** Runs after every successful (re)connect, before waiters get the client (reattach, resend input). */
   onConnected: (client: StubClient, reconnect: boolean) => Promise<void>;
@@ -20,8 +26,9 @@ export interface HostLinkOptions {
 
 /**
  * Lifecycle of one host's stub link: connect on first use, watch health, and on a drop climb the
- * reconnect ladder until the link is back (or the give-up count is reached). Callers always get
- * a connected client or wait for one.
+ * reconnect ladder until the link is back (or the give-up count is reached). Each ladder step may
+ * start an attempt; on a reconnect, attempts race (see AttemptRace). Callers always get a
+ * connected client or wait for one.
  */
 export class HostLink {
   readonly states = new Emitter<LinkState>();
@@ -29,15 +36,21 @@ export class HostLink {
   private client: StubClient | undefined;
   private waiters: { resolve: (c: StubClient) => void; reject: (e: Error) => void }[] = [];
   private readonly ladder: ReconnectLadder;
-  private retryTimer: NodeJS.Timeout | undefined;
+  /** The attempts of the connect or reconnect under way. */
+  private race: AttemptRace<StubClient> | undefined;
+  private stepTimer: NodeJS.Timeout | undefined;
+  /** The armed ladder step: its attempt number and when it is due. */
+  private nextStep: { attempt: number; at: number } | undefined;
+  /** A step found the only slot taken: it runs as soon as that attempt fails. */
+  private stepDue = false;
+  private lastError: Error | undefined;
   private healthTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private everConnected = false;
-  private opening = false;
 
   constructor(
     readonly host: string,
-    private readonly open: () => Promise<StubClient>,
+    private readonly open: (attempt: RaceAttempt) => Promise<StubClient>,
     private readonly opts: HostLinkOptions,
   ) {
     this.ladder = new ReconnectLadder(opts.ladder);
@@ -62,7 +75,7 @@ export class HostLink {
       );
     }
     const p = new Promise<StubClient>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    if (this.current.state === 'idle') void this.attempt();
+    if (this.current.state === 'idle' && !this.race) this.connect();
     return p;
   }
 
@@ -74,7 +87,7 @@ export class HostLink {
 
   close(): void {
     this.closed = true;
-    clearTimeout(this.retryTimer);
+    this.stopConnecting();
     clearInterval(this.healthTimer);
     this.client?.close();
     this.client = undefined;
@@ -90,61 +103,134 @@ export class HostLink {
     for (const w of this.waiters.splice(0)) w.reject(err);
   }
 
-  private async attempt(): Promise<void> {
-    if (this.closed || this.opening) return;
-    this.opening = true;
+  /** Starts connecting: first contact tries at once, a reconnect follows the ladder. */
+  private connect(dropped?: Error): void {
     const reconnect = this.everConnected;
-    if (!reconnect) this.setState({ state: 'connecting' });
-    let client: StubClient;
+    const race: AttemptRace<StubClient> = new AttemptRace((a) => this.tryOpen(a, reconnect), {
+      maxConcurrent: reconnect ? (this.opts.maxConcurrentAttempts ?? 1) : 1,
+      onWin: (client) => this.won(client),
+      onFail: (err) => {
+        if (this.race === race) this.attemptFailed(err, reconnect);
+      },
+      discard: (client) => client.close(),
+    });
+    this.race = race;
+    this.lastError = dropped;
+    if (reconnect) this.armStep();
+    else {
+      this.setState({ state: 'connecting' });
+      race.step();
+    }
+  }
+
+  /** One attempt: open a link, claim the race, then bring the link up (reattach, resend input). */
+  private async tryOpen(attempt: RaceAttempt, reconnect: boolean): Promise<StubClient> {
+    const client = await this.open(attempt);
     try {
-      client = await this.open();
-      if (this.closed) {
-        client.close();
-        return;
-      }
-      this.client = client;
-      this.watch(client);
-      await this.opts.onConnected(client, reconnect);
+      attempt.claim(); // no-op when the provider claimed before registering the link
     } catch (err) {
-      this.opening = false;
-      this.client?.close();
-      this.client = undefined;
-      const e = err instanceof PtyRelayError ? err : new PtyRelayError('CONNECT_FAILED', String(err));
-      // Configuration and trust problems do not heal by retrying: fail fast on first contact.
-      if (!reconnect && !e.retryable) {
-        this.setState({ state: 'idle' });
-        this.rejectWaiters(e);
-        return;
-      }
-      this.scheduleRetry(e);
+      client.close();
+      throw err;
+    }
+    this.client = client;
+    this.watch(client);
+    try {
+      await this.opts.onConnected(client, reconnect);
+      if (!client.isOpen)
+        throw new PtyRelayError('LINK_CLOSED', `link to ${this.host} closed while coming up`);
+    } catch (err) {
+      client.close(); // the drop handler resets this.client and the input channel
+      throw err;
+    }
+    return client;
+  }
+
+  private won(client: StubClient): void {
+    this.stopConnecting();
+    if (this.closed) {
+      client.close();
       return;
     }
-    this.opening = false;
     this.everConnected = true;
     this.ladder.connected(Date.now());
     this.setState({ state: 'connected' });
     for (const w of this.waiters.splice(0)) w.resolve(client);
   }
 
-  private scheduleRetry(err: Error): void {
-    if (this.closed) return;
-    const next = this.ladder.next();
-    if (!next) {
-      this.setState({ state: 'lost', reason: err.message });
-      this.rejectWaiters(new PtyRelayError('LINK_CLOSED', `gave up on ${this.host}: ${err.message}`));
+  private attemptFailed(err: Error, reconnect: boolean): void {
+    const e = err instanceof PtyRelayError ? err : new PtyRelayError('CONNECT_FAILED', String(err));
+    this.lastError = e;
+    // Configuration and trust problems do not heal by retrying: fail fast on first contact.
+    if (!reconnect && !e.retryable) {
+      this.stopConnecting();
+      this.setState({ state: 'idle' });
+      this.rejectWaiters(e);
       return;
     }
+    if (this.stepDue) this.step();
+    else if (!this.stepTimer) this.armStep();
+    else this.reportReconnecting();
+  }
+
+  /** Arms the next ladder step; gives up once the ladder is spent and no attempt is pending. */
+  private armStep(): void {
+    const next = this.ladder.next();
+    if (!next) {
+      this.nextStep = undefined;
+      if (!this.race?.pending) this.giveUp();
+      return;
+    }
+    this.nextStep = { attempt: next.attempt, at: Date.now() + next.delayMs };
+    this.stepTimer = setTimeout(() => this.step(), next.delayMs);
     this.opts.log?.info(
-      { host: this.host, attempt: next.attempt, inMs: next.delayMs, err: err.message },
+      { host: this.host, attempt: next.attempt, inMs: next.delayMs, err: this.lastError?.message },
       'reconnecting',
     );
-    this.setState({
-      state: 'reconnecting',
-      attempt: next.attempt,
-      nextInMs: next.delayMs,
-      lastError: err.message,
-    });
-    this.retryTimer = setTimeout(() => void this.attempt(), next.delayMs);
+    this.reportReconnecting();
+  }
+
+  /** A ladder step is due: start an attempt now, later (one is still making progress), or when a slot frees. */
+  private step(): void {
+    this.stepTimer = undefined;
+    this.stepDue = false;
+    const race = this.race;
+    if (!race || this.closed) return;
+    const r = race.step();
+    if (r.kind === 'started') {
+      if (race.pending > 1)
+        this.opts.log?.info({ host: this.host, pending: race.pending }, 'racing a stalled reconnect attempt');
+      this.armStep();
+    } else if (r.kind === 'wait') {
+      if (this.nextStep) this.nextStep.at = r.untilMs;
+      this.stepTimer = setTimeout(() => this.step(), Math.max(1, r.untilMs - Date.now()));
+    } else this.stepDue = true;
+  }
+
+  /** Reports the next step once per step and error (a failure that repeats the last error adds nothing). */
+  private reportReconnecting(): void {
+    if (!this.nextStep) return;
+    const { attempt, at } = this.nextStep;
+    const lastError = this.lastError?.message;
+    const c = this.current;
+    if (c.state === 'reconnecting' && c.attempt === attempt && c.lastError === lastError) return;
+    this.setState({ state: 'reconnecting', attempt, nextInMs: Math.max(0, at - Date.now()), lastError });
+  }
+
+  private giveUp(): void {
+    const reason = this.lastError?.message ?? 'no attempt succeeded';
+    this.stopConnecting();
+    this.setState({ state: 'lost', reason });
+    this.rejectWaiters(new PtyRelayError('LINK_CLOSED', `gave up on ${this.host}: ${reason}`));
+  }
+
+  /** Ends the race under way (its pending attempts are aborted) and the ladder's timer. */
+  private stopConnecting(): void {
+    this.race?.abandon();
+    this.race = undefined;
+    clearTimeout(this.stepTimer);
+    this.stepTimer = undefined;
+    this.stepDue = false;
+    this.nextStep = undefined;
   }
 
   private watch(client: StubClient): void {
@@ -172,6 +258,7 @@ export class HostLink {
     this.client = undefined;
     this.ladder.disconnected(Date.now());
     this.opts.onDisconnected?.();
-    if (!this.opening) this.scheduleRetry(err);
+    // While a race is under way (a winner bringing its link up), that race carries on.
+    if (!this.race) this.connect(err);
   }
 }

@@ -23,6 +23,16 @@ export interface ConnectOptions {
   log?: Logger;
   /** Resolves a ProxyJump host name to settings (defaults to ~/.ssh/config + OpenSSH defaults). */
   resolveJump?: (spec: string) => ResolvedHost | undefined;
+  /** Abandons the connect: its sockets and ssh2 clients are closed, the promise rejects with the reason. */
+  signal?: AbortSignal;
+  /** Called for every chunk the host sends until the handshake is done (a sign the network carries it). */
+  onReceive?: () => void;
+}
+
+/** Runs `fn` once if `signal` aborts; returns the unsubscribe. */
+function onAbort(signal: AbortSignal | undefined, fn: () => void): () => void {
+  signal?.addEventListener('abort', fn, { once: true });
+  return () => signal?.removeEventListener('abort', fn);
 }
 
 /** Loads the identity files that parse (with the passphrase when encrypted). */
@@ -123,23 +133,30 @@ function mapError(
   });
 }
 
-function openSocket(h: ResolvedHost): Promise<Duplex> {
+function openSocket(h: ResolvedHost, signal?: AbortSignal): Promise<Duplex> {
   return new Promise((resolve, reject) => {
     const s = tcpConnect({ host: h.hostName, port: h.port });
-    const timer = setTimeout(() => {
+    const fail = (e: unknown) => {
+      clearTimeout(timer);
+      off();
       s.destroy();
-      reject(new PtyRelayError('TIMEOUT', `TCP connect to ${h.hostName}:${h.port} timed out`));
-    }, h.connectTimeoutMs);
+      reject(e);
+    };
+    const timer = setTimeout(
+      () => fail(new PtyRelayError('TIMEOUT', `TCP connect to ${h.hostName}:${h.port} timed out`)),
+      h.connectTimeoutMs,
+    );
+    const off = onAbort(signal, () => fail(signal?.reason));
     s.once('connect', () => {
       clearTimeout(timer);
+      off();
       // Keystrokes are tiny packets: Nagle would hold them for an ACK (Orca #1660).
       s.setNoDelay(true);
       resolve(s);
     });
-    s.once('error', (e) => {
-      clearTimeout(timer);
-      reject(new PtyRelayError('CONNECT_FAILED', `cannot connect to ${h.hostName}:${h.port}: ${e.message}`));
-    });
+    s.once('error', (e) =>
+      fail(new PtyRelayError('CONNECT_FAILED', `cannot connect to ${h.hostName}:${h.port}: ${e.message}`)),
+    );
   });
 }
 
@@ -156,6 +173,7 @@ export interface SshConnection {
  * key checking, keepalive and TCP_NODELAY.
  */
 export async function connectSsh(h: ResolvedHost, opts: ConnectOptions = {}): Promise<SshConnection> {
+  opts.signal?.throwIfAborted();
   let jump: SshConnection | undefined;
   let sock: Duplex;
   if (h.proxyJump && h.proxyJump !== 'none') {
@@ -164,7 +182,9 @@ export async function connectSsh(h: ResolvedHost, opts: ConnectOptions = {}): Pr
       opts.resolveJump?.(h.proxyJump) ??
       resolveHost({ host: spec.host, user: spec.user, port: spec.port, hostKeyPolicy: h.hostKeyPolicy });
     jump = await connectSsh({ ...jh, proxyJump: undefined }, opts);
+    let off = () => {};
     sock = await new Promise<Duplex>((resolve, reject) => {
+      off = onAbort(opts.signal, () => reject(opts.signal?.reason));
       jump!.client.forwardOut('127.0.0.1', 0, h.hostName, h.port, (err, stream) => {
         if (err)
           reject(
@@ -175,12 +195,14 @@ export async function connectSsh(h: ResolvedHost, opts: ConnectOptions = {}): Pr
           );
         else resolve(stream);
       });
-    }).catch((e) => {
-      jump?.close();
-      throw e;
-    });
+    })
+      .catch((e) => {
+        jump?.close();
+        throw e;
+      })
+      .finally(off);
   } else {
-    sock = await openSocket(h);
+    sock = await openSocket(h, opts.signal);
   }
   const client = new Client();
   let refused: PtyRelayError | undefined;
@@ -204,14 +226,20 @@ export async function connectSsh(h: ResolvedHost, opts: ConnectOptions = {}): Pr
   client.on('error', (e) => {
     if (settled) opts.log?.warn({ host: h.alias, err: e.message }, 'ssh connection error');
   });
+  const heard = () => opts.onReceive?.();
+  let off = () => {};
   try {
     await new Promise<void>((resolve, reject) => {
+      off = onAbort(opts.signal, () => reject(opts.signal?.reason));
+      opts.signal?.throwIfAborted();
       client.once('ready', () => resolve());
       client.once('error', (e) => reject(mapError(e, h, refused)));
       client.once('close', () =>
         reject(mapError(new Error('connection closed during handshake'), h, refused)),
       );
       client.connect(config);
+      // After connect(): ssh2 has paused the socket, so this listener does not start the flow early.
+      sock.on('data', heard);
     });
     settled = true;
   } catch (err) {
@@ -220,6 +248,9 @@ export async function connectSsh(h: ResolvedHost, opts: ConnectOptions = {}): Pr
     sock.destroy();
     jump?.close();
     throw err;
+  } finally {
+    off();
+    sock.off('data', heard);
   }
   return {
     client,

@@ -3,18 +3,23 @@ import { PtyRelayError } from '../../provider/errors.js';
 import { shellQuote } from '../deploy/shell-quote.js';
 import { type DeployProgress, type DeployResult, StubDeployer } from '../deploy/stub-deployer.js';
 import { createLogger, type Logger } from '../log.js';
+import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
 import { resolveHost, type SshHostConfig } from './host-config.js';
 import { connectSsh, type SshConnection } from './host-connection.js';
+import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
 
 /**
  * SSH handshake limit for reconnect attempts (first contact keeps the configured 30 s): an attempt
- * made while the network still swallows packets is abandoned soon, and the ladder tries again.
+ * made while the network still swallows packets ends soon even if no fresh attempt replaces it.
  */
 const RECONNECT_ATTEMPT_TIMEOUT_MS = 2000;
-
-import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
+/**
+ * Reconnect attempts to one host at once: a ladder step that finds the pending ones silent starts a
+ * fresh one beside them, so an attempt swallowed by a dead network does not hold up the reconnect.
+ */
+const RACING_RECONNECT_ATTEMPTS = 3;
 
 export type { SshHostConfig } from './host-config.js';
 
@@ -55,6 +60,7 @@ export class SshPtyProvider extends StubBackedProvider {
   /** Daemon socket of each host as last reached by streamlocal forwarding. */
   private readonly knownSocket = new Map<string, string>();
   protected readonly log: Logger;
+  protected override readonly reconnectAttempts = RACING_RECONNECT_ATTEMPTS;
 
   constructor(private readonly opts: SshPtyProviderOptions) {
     super();
@@ -82,11 +88,11 @@ export class SshPtyProvider extends StubBackedProvider {
     return l ? { via: l.via, deploy: l.deploy, daemonPid: l.client.daemonHello?.pid } : undefined;
   }
 
-  protected openLink(key: string): Promise<StubClient> {
+  protected openLink(key: string, attempt: RaceAttempt): Promise<StubClient> {
     const [host, build] = key.split('#');
     const cfg = this.opts.hosts[host];
     if (!cfg) return Promise.reject(new PtyRelayError('UNKNOWN_HOST', `no host named ${host} is configured`));
-    return build ? this.openLegacy(host, build) : this.open(host, cfg);
+    return build ? this.openLegacy(host, build) : this.open(host, cfg, attempt);
   }
 
   /** A link to an older build's daemon on `host`, over the host's current SSH connection. */
@@ -110,7 +116,11 @@ export class SshPtyProvider extends StubBackedProvider {
     return client;
   }
 
-  private async open(host: string, cfg: SshHostConfig): Promise<StubClient> {
+  /**
+   * One attempt at the host's link. Reconnect attempts may race: an aborted one closes its
+   * connection at once, and only the attempt that claims the race registers the link.
+   */
+  private async open(host: string, cfg: SshHostConfig, attempt: RaceAttempt): Promise<StubClient> {
     // Progress always reaches the log (step, bytes uploaded); a caller may also show it.
     const progress: NonNullable<SshPtyProviderOptions['onProgress']> = (h, p) => {
       this.log.info({ host: h, ...p }, `[${h}] ${p.message}`);
@@ -131,12 +141,20 @@ export class SshPtyProvider extends StubBackedProvider {
     // A reconnect must not hang on a handshake whose packets a dead network swallowed: fail fast,
     // and let the ladder try again.
     const reconnecting = this.deployed.has(host);
-    const attempt = reconnecting
+    const timed = reconnecting
       ? { ...resolved, connectTimeoutMs: Math.min(resolved.connectTimeoutMs, RECONNECT_ATTEMPT_TIMEOUT_MS) }
       : resolved;
-    const ssh = await connectSsh(attempt, { log, resolveJump });
+    const ssh = await connectSsh(timed, {
+      log,
+      resolveJump,
+      signal: attempt.signal,
+      onReceive: () => attempt.progress(),
+    });
     progress(host, { step: 'connected', message: `connected in ${Date.now() - t0} ms` });
+    const closeOnAbort = () => ssh.close();
+    attempt.signal.addEventListener('abort', closeOnAbort, { once: true });
     try {
+      attempt.signal.throwIfAborted();
       // A reconnect reuses this provider's verified install; a full check runs on first contact.
       const deploy =
         this.deployed.get(host) ??
@@ -144,28 +162,19 @@ export class SshPtyProvider extends StubBackedProvider {
           log,
           onProgress: (p: DeployProgress) => progress(host, p),
         }).deploy());
-      this.deployed.set(host, deploy);
       const channel = await this.channelTo(host, ssh, deploy, log);
+      attempt.progress();
       const client = new StubClient(channel.stream, {
         role: 'ssh-relay',
         buildId: deploy.buildId,
         ...this.linkIdentity(host),
       });
+      client.onReceive = () => attempt.progress();
       await client.ready;
-      for (const l of channel.legacy) this.legacySockets.set(`${host}#${l.buildId}`, l.socketPath);
-      this.noteLegacy(
-        host,
-        channel.legacy.map((l) => l.buildId),
-      );
-      const link: HostLink = { ssh, client, deploy, via: channel.via };
-      this.links.set(host, link);
-      const drop = () => {
-        if (this.links.get(host) === link) this.links.delete(host);
-        client.close();
-        ssh.close();
-      };
-      ssh.client.once('close', drop);
-      client.closed.on(drop);
+      // Only the winning attempt gets past this line: a losing one never registers anything.
+      attempt.claim();
+      attempt.signal.removeEventListener('abort', closeOnAbort);
+      this.register(host, { ssh, client, deploy, via: channel.via }, channel);
       progress(host, {
         step: 'link',
         message: `stub link up via ${channel.via} (daemon pid ${client.daemonHello?.pid})`,
@@ -174,9 +183,29 @@ export class SshPtyProvider extends StubBackedProvider {
       return client;
     } catch (err) {
       ssh.close();
-      this.deployed.delete(host);
+      // A failure may mean the install is gone: check it again next time (not when merely outraced).
+      if (!attempt.signal.aborted) this.deployed.delete(host);
       throw err;
     }
+  }
+
+  /** Makes a won attempt's connection the host's link (one at a time: the race has one winner). */
+  private register(host: string, link: HostLink, channel: StubChannel): void {
+    this.deployed.set(host, link.deploy);
+    if (channel.via === 'streamlocal') this.knownSocket.set(host, channel.socketPath);
+    for (const l of channel.legacy) this.legacySockets.set(`${host}#${l.buildId}`, l.socketPath);
+    this.noteLegacy(
+      host,
+      channel.legacy.map((l) => l.buildId),
+    );
+    this.links.set(host, link);
+    const drop = () => {
+      if (this.links.get(host) === link) this.links.delete(host);
+      link.client.close();
+      link.ssh.close();
+    };
+    link.ssh.client.once('close', drop);
+    link.client.closed.on(drop);
   }
 
   /**
@@ -198,13 +227,11 @@ export class SshPtyProvider extends StubBackedProvider {
         // the daemon went away (or forwarding is refused): start it the long way
       }
     }
-    const channel = await openStubChannel(ssh.client, deploy.nodePath, deploy.stubPath, {
+    return openStubChannel(ssh.client, deploy.nodePath, deploy.stubPath, {
       log,
       daemonArgs: this.opts.daemonArgs,
       preferExec: this.opts.preferExec,
     });
-    if (channel.via === 'streamlocal') this.knownSocket.set(host, channel.socketPath);
-    return channel;
   }
 
   /** Drops the SSH connection of a host as a network failure would; the link reconnects and reattaches. */

@@ -21,6 +21,7 @@ import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubAttachResult, StubSpawnParams } from '../../provider/wire/messages.js';
 import type { Logger } from '../log.js';
+import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { HostLink } from '../reconnect/host-link.js';
 import { InputChannel } from '../reconnect/input-channel.js';
 import { AckScheduler } from './ack-scheduler.js';
@@ -75,8 +76,17 @@ export abstract class StubBackedProvider implements IPtyProvider {
    * restarts with the same id (the service persists it) picks up where it left off.
    */
   protected relayId: string = randomUUID();
-  /** Opens a fresh stub link to `host` (connect, deploy, handshake). Called again on every reconnect. */
-  protected abstract openLink(host: string): Promise<StubClient>;
+  /**
+   * Reconnect attempts to one host that may race (see AttemptRace); 1 = one at a time. Worth more
+   * than one where an attempt can hang on a network that swallows packets (SSH).
+   */
+  protected readonly reconnectAttempts: number = 1;
+  /**
+   * Opens a fresh stub link to `host` (connect, deploy, handshake). Called again on every reconnect,
+   * possibly for several racing attempts at once: an attempt stops when `attempt.signal` aborts, and
+   * calls `attempt.claim()` before it registers anything shared about the link.
+   */
+  protected abstract openLink(host: string, attempt: RaceAttempt): Promise<StubClient>;
 
   /** The connected client of `host`, connecting or waiting for a reconnect as needed. */
   protected link(host: string): Promise<StubClient> {
@@ -88,10 +98,13 @@ export abstract class StubBackedProvider implements IPtyProvider {
     let l = this.hostLinks.get(host);
     if (!l) {
       const legacy = host.includes('#');
-      l = new HostLink(host, () => this.openLink(host), {
+      l = new HostLink(host, (attempt) => this.openLink(host, attempt), {
         ...this.linkPolicy,
-        // An old build's daemon exits with its last session; do not chase it for long.
-        ...(legacy ? { ladder: { ...this.linkPolicy.ladder, giveUpAfter: LEGACY_RETRIES } } : {}),
+        // An old build's daemon exits with its last session; do not chase it for long. Its link
+        // rides on the host's connection, so its attempts never race.
+        ...(legacy
+          ? { ladder: { ...this.linkPolicy.ladder, giveUpAfter: LEGACY_RETRIES } }
+          : { maxConcurrentAttempts: this.reconnectAttempts }),
         log: this.log,
         onConnected: (c, reconnect) => this.onConnected(host, c, reconnect),
         onDisconnected: () => this.inputChannel(host).disconnect(),

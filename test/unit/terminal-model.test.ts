@@ -2,11 +2,7 @@ import { SerializeAddon } from '@xterm/addon-serialize';
 import xtermHeadless from '@xterm/headless';
 import { describe, expect, it } from 'vitest';
 import { sgrOf } from '../../agent-stub/session/row-encoder.js';
-import {
-  PIECE_ROWS,
-  pieceEnd,
-  TerminalModel,
-} from '../../agent-stub/session/terminal-model.js';
+import { PIECE_ROWS, pieceEnd, TerminalModel } from '../../agent-stub/session/terminal-model.js';
 
 const { Terminal } = xtermHeadless;
 type Term = InstanceType<typeof Terminal>;
