@@ -23,7 +23,8 @@ export class OutputBatcher {
   private lastSend = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly send: (s: PtySession, seq: number, data: Uint8Array) => void,
+    /** Sends `chunks` (together `bytes` long) as one frame. */
+    private readonly send: (s: PtySession, seq: number, chunks: readonly Uint8Array[], bytes: number) => void,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
@@ -31,7 +32,7 @@ export class OutputBatcher {
     const t = this.now();
     if (!this.timer && this.pending.size === 0 && t - this.lastSend >= BATCH_WINDOW_MS) {
       this.lastSend = t;
-      this.send(s, seq, data);
+      this.send(s, seq, [data], data.length);
       return;
     }
     let p = this.pending.get(s);
@@ -53,8 +54,8 @@ export class OutputBatcher {
     this.lastSend = this.now();
     const all = [...this.pending];
     this.pending.clear();
-    for (const [s, p] of all)
-      this.send(s, p.seq, p.chunks.length === 1 ? p.chunks[0] : Buffer.concat(p.chunks, p.bytes));
+    // The chunks go to the socket as they are (one writev), not copied into one buffer first.
+    for (const [s, p] of all) this.send(s, p.seq, p.chunks, p.bytes);
   }
 
   /** Drops what is pending for `s` (it is being detached or switched to background). */

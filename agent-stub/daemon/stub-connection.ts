@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import type { PtyExitInfo, PtyFact } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import {
-  encodeDataFrameParts,
+  encodeDataFrameHead,
   encodeJsonBlobFrame,
   encodeJsonFrame,
   type Frame,
@@ -62,7 +62,9 @@ export class StubConnection implements SessionSink {
   private saidGoodbye = false;
   private closed = false;
   private readonly background: BackgroundDelivery;
-  private readonly batcher = new OutputBatcher((s, seq, d) => this.writeData(s, seq, d));
+  private readonly batcher = new OutputBatcher((s, seq, chunks, bytes) =>
+    this.writeData(s, seq, chunks, bytes),
+  );
 
   constructor(
     private readonly socket: Socket,
@@ -160,14 +162,14 @@ export class StubConnection implements SessionSink {
   sendData(s: PtySession, seq: number, data: Uint8Array): void {
     if (this.closed) return;
     this.batcher.flush();
-    this.writeData(s, seq, data);
+    this.writeData(s, seq, [data], data.length);
   }
 
-  private writeData(s: PtySession, seq: number, data: Uint8Array): void {
-    const [meta, payload] = encodeDataFrameParts(s.id, s.incarnationId, seq, data);
+  private writeData(s: PtySession, seq: number, chunks: readonly Uint8Array[], bytes: number): void {
     this.socket.cork();
-    this.socket.write(meta);
-    this.write(payload);
+    this.socket.write(encodeDataFrameHead(s.id, s.incarnationId, seq, bytes));
+    for (let i = 0; i < chunks.length - 1; i++) this.socket.write(chunks[i]);
+    this.write(chunks[chunks.length - 1]);
     this.socket.uncork();
   }
 

@@ -1,12 +1,27 @@
 /** Pending output above this is a flood: feed the model in spaced batches and skip what cannot matter. */
 const FLOOD_BYTES = 64 * 1024;
-/** Minimum pause between flood batches; the model then needs at most ~1/3 of a core. */
+/** Minimum pause between batches of a flood the model must parse in full (escape-heavy output). */
 const MIN_FLOOD_INTERVAL_MS = 16;
+/** ...and the pause as a multiple of the last batch's parse time: the model then needs ≤ 1/3 core. */
 const FLOOD_DUTY_FACTOR = 2;
+/**
+ * Pause between batches of a flood whose backlog skipping keeps small (line output): its batches
+ * cost the same whenever they run (the retained lines), so running them rarely gives the CPU to
+ * delivery. A snapshot flushes first, so the model is never stale when it is read.
+ */
+const LAZY_FLOOD_INTERVAL_MS = 1000;
+/** A backlog above this is not kept small by skipping: feed it at the eager pace. */
+const LAZY_BACKLOG_BYTES = 4 * 1024 * 1024;
 /** Pending output the model may hold before the PTY is paused (only reached with escape-heavy floods). */
 export const MODEL_PENDING_HARD_LIMIT = 32 * 1024 * 1024;
-/** Every time pending output grows by this much, drop what can no longer matter (keeps plain floods ~256 KiB). */
-const SKIP_CHECK_BYTES = 256 * 1024;
+/**
+ * Pending output is checked for what can no longer matter each time it grew by this much, or by
+ * four times what the last check kept (the check scans what it keeps), at most MAX_SKIP_CHECK_BYTES.
+ */
+const SKIP_CHECK_BYTES = 1024 * 1024;
+const MAX_SKIP_CHECK_BYTES = 8 * 1024 * 1024;
+/** Colour state carried over from skipped output is kept up to this size (else skipping stops). */
+const MAX_PRELUDE_BYTES = 4096;
 
 const NEWLINE = 0x0a;
 const ESC = 0x1b;
@@ -18,23 +33,49 @@ export interface ModelSink {
 }
 
 /**
+ * Length of the SGR sequence (`ESC [ digits ; : m`) at `i`, or 0 when something else starts
+ * there (or the sequence is cut off by the end of the buffer).
+ */
+export function sgrLength(b: Uint8Array, i: number): number {
+  if (b[i] !== ESC || b[i + 1] !== 0x5b) return 0;
+  for (let j = i + 2; j < b.length; j++) {
+    const c = b[j];
+    if (c === 0x6d) return j - i + 1;
+    if (!((c >= 0x30 && c <= 0x39) || c === 0x3b || c === 0x3a)) return 0;
+  }
+  return 0;
+}
+
+/** True for `ESC [ m` and `ESC [ 0 m`: everything before it no longer affects the attributes. */
+function isReset(seq: Uint8Array): boolean {
+  return seq.length === 3 || (seq.length === 4 && seq[2] === 0x30);
+}
+
+/**
  * Feeds the screen model from the session's output without ever making the PTY reader wait.
- * During a flood it batches, spaces the batches out so the model does not eat a whole core, and
- * drops a prefix of pending plain text (no ESC) when what follows holds more lines than the model
- * retains (scrollback + screen): the dropped text would have scrolled out of the model anyway,
- * so the model's state is the same as if it had parsed every byte.
+ * During a flood it batches and spaces the batches out so the model does not eat a core, and
+ * drops a prefix of pending line output when what follows holds more lines than the model
+ * retains (scrollback + screen): the dropped text would have scrolled out of the model anyway.
+ * The prefix may contain colour changes (SGR), which are kept and replayed (the model's
+ * attributes stay exact); any other escape sequence ends the skippable prefix. So the model's
+ * state is the same as if it had parsed every byte.
  */
 export class ModelFeeder {
   private pending: Uint8Array[] = [];
   private pendingBytes = 0;
   private pendingFrom = 0;
+  /** SGR sequences of skipped output, replayed before the next batch. */
+  private prelude: Uint8Array[] = [];
+  private preludeBytes = 0;
   private inFlightUntil = -1;
   private batchStartedAt = 0;
   private lastBatchMs = 0;
   private timer: NodeJS.Timeout | undefined;
+  private lazyTimer = false;
   private paused = false;
-  /** pendingBytes when trySkip last ran. */
+  /** pendingBytes when trySkip last ran, and the growth that triggers the next run. */
   private checkedAt = 0;
+  private checkEvery = SKIP_CHECK_BYTES;
   skippedBytes = 0;
 
   constructor(
@@ -50,13 +91,21 @@ export class ModelFeeder {
     if (this.pendingBytes === 0) this.pendingFrom = seq;
     this.pending.push(data);
     this.pendingBytes += data.length;
-    if (this.pendingBytes - this.checkedAt >= SKIP_CHECK_BYTES) {
+    if (this.pendingBytes - this.checkedAt >= this.checkEvery) {
       this.trySkip();
       this.checkedAt = this.pendingBytes;
     }
     if (this.inFlightUntil < 0 && !this.timer) {
       if (this.pendingBytes < FLOOD_BYTES) this.flush();
       else this.schedule();
+    } else if (this.lazyTimer && this.pendingBytes > LAZY_BACKLOG_BYTES) {
+      this.trySkip();
+      this.checkedAt = this.pendingBytes;
+      if (this.pendingBytes > LAZY_BACKLOG_BYTES) {
+        // Skipping does not keep this backlog small: back to the eager pace.
+        this.cancelTimer();
+        if (this.inFlightUntil < 0) this.flush();
+      }
     }
     if (this.pendingBytes > MODEL_PENDING_HARD_LIMIT && !this.paused) {
       this.trySkip();
@@ -79,22 +128,35 @@ export class ModelFeeder {
 
   /** Send everything now (before a snapshot, which queues behind it in the worker). */
   flushAll(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelTimer();
     this.flush();
   }
 
   dispose(): void {
-    clearTimeout(this.timer);
+    this.cancelTimer();
     this.pending = [];
     this.pendingBytes = 0;
+    this.prelude = [];
+    this.preludeBytes = 0;
+  }
+
+  private cancelTimer(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.lazyTimer = false;
   }
 
   private schedule(): void {
     if (this.timer) return;
-    const wait = Math.max(MIN_FLOOD_INTERVAL_MS, this.lastBatchMs * FLOOD_DUTY_FACTOR);
+    this.trySkip();
+    this.checkedAt = this.pendingBytes;
+    this.lazyTimer = this.pendingBytes <= LAZY_BACKLOG_BYTES;
+    const wait = this.lazyTimer
+      ? LAZY_FLOOD_INTERVAL_MS
+      : Math.max(MIN_FLOOD_INTERVAL_MS, this.lastBatchMs * FLOOD_DUTY_FACTOR);
     this.timer = setTimeout(() => {
       this.timer = undefined;
+      this.lazyTimer = false;
       this.flush();
     }, wait);
   }
@@ -102,12 +164,18 @@ export class ModelFeeder {
   private flush(): void {
     if (this.pendingBytes === 0) return;
     this.trySkip();
-    const data = this.pending.length === 1 ? this.pending[0] : Buffer.concat(this.pending, this.pendingBytes);
-    const from = this.pendingFrom;
+    const parts = this.preludeBytes > 0 ? [...this.prelude, ...this.pending] : this.pending;
+    const bytes = this.preludeBytes + this.pendingBytes;
+    const data = parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes);
+    // The replayed colour state is not stream output: the batch still ends at the stream's seq.
+    const from = this.pendingFrom - this.preludeBytes;
+    const end = this.pendingFrom + this.pendingBytes;
     this.pending = [];
     this.pendingBytes = 0;
+    this.prelude = [];
+    this.preludeBytes = 0;
     this.checkedAt = 0;
-    this.inFlightUntil = from + data.length;
+    this.inFlightUntil = end;
     this.batchStartedAt = Date.now();
     this.sink.post(from, data);
     if (this.paused) {
@@ -116,47 +184,70 @@ export class ModelFeeder {
     }
   }
 
-  /** Drop the longest prefix that is free of ESC and followed by at least `retainedLines` lines. */
+  /**
+   * Drops the longest prefix that is followed by at least `retainedLines` lines and holds no
+   * escape sequence other than SGR (whose sequences are kept in the prelude).
+   */
   private trySkip(): void {
+    const cut = this.cutOffset();
+    if (cut <= 0) return;
+    let skipped = 0;
+    while (this.pending.length > 0 && skipped < cut) {
+      const chunk = this.pending[0];
+      const take = Math.min(chunk.length, cut - skipped);
+      const ok = this.skippable(chunk, take);
+      if (ok === take && ok === chunk.length) this.pending.shift();
+      else if (ok > 0) this.pending[0] = chunk.subarray(ok);
+      skipped += ok;
+      if (ok < take) break;
+    }
+    if (skipped === 0) return;
+    this.checkEvery = Math.min(
+      MAX_SKIP_CHECK_BYTES,
+      Math.max(SKIP_CHECK_BYTES, 4 * (this.pendingBytes - skipped)),
+    );
+    this.pendingBytes -= skipped;
+    this.checkedAt = Math.max(0, this.checkedAt - skipped);
+    this.pendingFrom += skipped;
+    this.skippedBytes += skipped;
+  }
+
+  /** How many of the first `take` bytes of `chunk` can be skipped; their SGR sequences go to the prelude. */
+  private skippable(chunk: Uint8Array, take: number): number {
+    let i = chunk.subarray(0, take).indexOf(ESC);
+    while (i >= 0) {
+      const n = sgrLength(chunk, i);
+      if (n === 0 || i + n > take) return i;
+      const seq = chunk.subarray(i, i + n);
+      if (isReset(seq)) {
+        this.prelude = [];
+        this.preludeBytes = 0;
+      }
+      if (this.preludeBytes + n > MAX_PRELUDE_BYTES) return i;
+      this.prelude.push(Buffer.from(seq));
+      this.preludeBytes += n;
+      i = chunk.subarray(0, take).indexOf(ESC, i + n);
+    }
+    return take;
+  }
+
+  /** Offset after the newline that starts the last `retainedLines + 2` lines, or -1. */
+  private cutOffset(): number {
     // One spare line beyond what the model retains, so the first kept line never matters.
     const need = this.retainedLines + 2;
     let lines = 0;
-    let cut = -1;
     // Walk back from the end to the newline that starts the last `need` lines.
-    outer: for (let c = this.pending.length - 1; c >= 0; c--) {
+    for (let c = this.pending.length - 1; c >= 0; c--) {
       const chunk = this.pending[c];
       let i = chunk.length;
       for (;;) {
         i = chunk.lastIndexOf(NEWLINE, i - 1);
         if (i < 0) break;
-        if (++lines === need) {
-          cut = this.offsetOf(c) + i + 1;
-          break outer;
-        }
+        if (++lines === need) return this.offsetOf(c) + i + 1;
         if (i === 0) break;
       }
     }
-    if (cut <= 0) return;
-    let skipped = 0;
-    while (this.pending.length > 0) {
-      const chunk = this.pending[0];
-      const take = Math.min(chunk.length, cut - skipped);
-      if (chunk.subarray(0, take).indexOf(ESC) >= 0) break;
-      if (take === chunk.length) {
-        this.pending.shift();
-        skipped += take;
-      } else {
-        this.pending[0] = chunk.subarray(take);
-        skipped += take;
-        break;
-      }
-      if (skipped >= cut) break;
-    }
-    if (skipped === 0) return;
-    this.pendingBytes -= skipped;
-    this.checkedAt = Math.max(0, this.checkedAt - skipped);
-    this.pendingFrom += skipped;
-    this.skippedBytes += skipped;
+    return -1;
   }
 
   private offsetOf(chunkIndex: number): number {

@@ -61,10 +61,20 @@ export function encodeDataFrameParts(
   seq: number,
   data: Uint8Array,
 ): [Buffer, Uint8Array] {
+  return [encodeDataFrameHead(id, incarnationId, seq, data.length), data];
+}
+
+/** Header and metadata of a Data frame whose payload (`payloadBytes`) the caller writes right after. */
+export function encodeDataFrameHead(
+  id: string,
+  incarnationId: string,
+  seq: number,
+  payloadBytes: number,
+): Buffer {
   const idBytes = Buffer.from(id, 'utf8');
   const incBytes = Buffer.from(incarnationId, 'utf8');
   const metaLen = 2 + idBytes.length + 1 + incBytes.length + 8;
-  const head = frameHeader(FrameType.Data, metaLen + data.length);
+  const head = frameHeader(FrameType.Data, metaLen + payloadBytes);
   const meta = Buffer.allocUnsafe(HEADER_BYTES + metaLen);
   head.copy(meta, 0);
   let o = HEADER_BYTES;
@@ -73,7 +83,7 @@ export function encodeDataFrameParts(
   o = meta.writeUInt8(incBytes.length, o);
   o += incBytes.copy(meta, o);
   meta.writeDoubleBE(seq, o);
-  return [meta, data];
+  return meta;
 }
 
 export function encodeDataFrame(id: string, incarnationId: string, seq: number, data: Uint8Array): Buffer {

@@ -1,7 +1,11 @@
 import { PtyRelayError } from '../../provider/errors.js';
 
-/** An attempt that heard nothing from its host for this long is stalled: a fresh one may race it. */
-export const ATTEMPT_STALL_MS = 400;
+/**
+ * An attempt that heard nothing from its host for this long is stalled: a fresh one may race it.
+ * Below the early ladder step (250 ms ±20 %), so every step during a blackhole starts a fresh
+ * attempt; on a slow link this at worst runs a few handshakes side by side.
+ */
+export const ATTEMPT_STALL_MS = 180;
 
 /** What one connection attempt of a race sees. */
 export interface RaceAttempt {

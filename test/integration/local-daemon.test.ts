@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import xtermHeadless from '@xterm/headless';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPtyRelayError } from '../../provider/errors.js';
 import { daemonSocketPath } from '../../provider/stub-paths.js';
@@ -27,6 +28,8 @@ async function rejectsWith(p: Promise<unknown>, code: string): Promise<string> {
   }
   throw new Error(`expected ${code}`);
 }
+
+const { Terminal } = xtermHeadless;
 
 describe('local daemon', () => {
   let fx: LocalFixture;
@@ -106,6 +109,37 @@ describe('local daemon', () => {
     expect(nums.length).toBeGreaterThanOrEqual(10_000);
     // Contiguous: no line lost or duplicated inside the retained history.
     for (let i = 1; i < nums.length; i++) expect(nums[i]).toBe(nums[i - 1] + 1);
+    await fx.provider.shutdown(r.id, { immediate: true });
+  });
+
+  it('keeps colours exact through a coloured line flood (skipped output replays its SGR)', async () => {
+    const out = new OutputCollector(fx.provider);
+    // Bold once at the start; the colour changes every 1000 lines and lasts until the next change.
+    const awk = `awk 'BEGIN { printf "\\033[1m"; for (i = 1; i <= 200000; i++) { if (i % 1000 == 0) printf "\\033[3%dm", (i / 1000) % 8; print i } }'`;
+    const r = await fx.provider.spawn({ cols: 80, rows: 24, command: 'sh', args: ['-c', `${awk}; read x`] });
+    out.bind(r.id);
+    await out.waitText('200000', 30_000);
+    const snap = await fx.provider.getBufferSnapshot(r.id);
+    const term = new Terminal({ cols: 80, rows: 24, scrollback: 20_000, allowProposedApi: true });
+    await new Promise<void>((resolve) => term.write(snap.data, resolve));
+    const buf = term.buffer.normal;
+    const cell = buf.getNullCell();
+    let checked = 0;
+    let prev = 0;
+    for (let y = 0; y < buf.length; y++) {
+      const line = buf.getLine(y)!;
+      const text = line.translateToString(true);
+      if (!/^\d+$/.test(text)) continue;
+      const n = Number(text);
+      if (prev) expect(n).toBe(prev + 1);
+      prev = n;
+      line.getCell(0, cell);
+      expect(cell.isBold()).not.toBe(0);
+      expect(cell.getFgColor()).toBe(Math.floor(n / 1000) % 8);
+      checked++;
+    }
+    expect(prev).toBe(200000);
+    expect(checked).toBeGreaterThanOrEqual(10_000);
     await fx.provider.shutdown(r.id, { immediate: true });
   });
 

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ModelFeeder } from '../../agent-stub/session/model-feeder.js';
 
 function harness(retained: number) {
@@ -48,15 +48,38 @@ describe('ModelFeeder', () => {
     expect(f.skippedBytes).toBe(flood.length - last.data.length);
   });
 
-  it('never skips across an escape sequence', () => {
+  it('skips coloured lines too, replaying their colour changes so the attributes stay exact', () => {
     const { f, posted } = harness(5);
     f.push(0, Buffer.from('a'));
-    const colored = Buffer.concat([Buffer.from('\x1b[31m'), lines(1, 50_000)]);
+    const colored = Buffer.concat([
+      Buffer.from('\x1b[1m\x1b[0m\x1b[31m'),
+      lines(1, 25_000),
+      Buffer.from('\x1b[4;38;5;7m'),
+      lines(25_001, 50_000),
+    ]);
     f.push(1, colored);
     f.progress(1);
     f.flushAll();
-    expect(posted.at(-1)!.data.startsWith('\x1b[31m')).toBe(true);
-    expect(f.skippedBytes).toBe(0);
+    const last = posted.at(-1)!;
+    // The reset drops the bold before it; red and the underline/colour survive, in order.
+    expect(last.data).toBe(`\x1b[0m\x1b[31m\x1b[4;38;5;7m${lines(49_995, 50_000).toString()}`);
+    // The batch still ends exactly at the stream's end.
+    expect(last.seq + last.data.length).toBe(1 + colored.length);
+    expect(f.skippedBytes).toBe(colored.length - lines(49_995, 50_000).length);
+  });
+
+  it('never skips across an escape sequence other than SGR', () => {
+    for (const esc of ['\x1b[2J', '\x1b]0;title\x07', '\x1b[?1049h', '\x1b[31']) {
+      const { f, posted } = harness(5);
+      f.push(0, Buffer.from('a'));
+      const data = Buffer.concat([lines(1, 100), Buffer.from(esc), lines(101, 50_000)]);
+      f.push(1, data);
+      f.progress(1);
+      f.flushAll();
+      // Everything before the escape may go; the escape and what follows stay.
+      expect(posted.at(-1)!.data.startsWith(esc)).toBe(true);
+      expect(f.skippedBytes).toBe(lines(1, 100).length);
+    }
   });
 
   it('pauses the producer when escape-heavy output piles up past the hard limit, and resumes', () => {
@@ -87,5 +110,45 @@ describe('ModelFeeder memory', () => {
     f.progress(1);
     f.flushAll();
     expect(posted.at(-1)).toBeLessThan(2 * 1024 * 1024);
+  });
+
+  it('feeds a line flood about once a second, and an escape-heavy flood at the eager pace', () => {
+    vi.useFakeTimers();
+    try {
+      const run = (chunk: Buffer) => {
+        const sizes: number[] = [];
+        let f: ModelFeeder | undefined;
+        f = new ModelFeeder(
+          {
+            post: (seq, d) => {
+              sizes.push(d.length);
+              // The model parses at ~30 MB/s.
+              setTimeout(() => f?.progress(seq + d.length), Math.ceil(d.length / 30_000));
+            },
+            backpressure: () => {},
+          },
+          10_024,
+        );
+        let seq = 0;
+        // 2 s of a 64 MB/s flood in 4 KB reads.
+        for (let t = 0; t < 2000; t += 4) {
+          for (let i = 0; i < 64; i++) {
+            f.push(seq, chunk);
+            seq += chunk.length;
+          }
+          vi.advanceTimersByTime(4);
+        }
+        f.dispose();
+        return sizes;
+      };
+      const lines = run(Buffer.from(`${'x'.repeat(100)}\r\n`.repeat(40)));
+      expect(lines.length).toBeLessThanOrEqual(4);
+      expect(lines.reduce((a, b) => a + b, 0)).toBeLessThan(6 * 1024 * 1024);
+      // Cursor movement cannot be skipped: the model gets all of it, without waiting a second.
+      const tui = run(Buffer.from(`\x1b[H${'y'.repeat(100)}\r\n`.repeat(40)));
+      expect(tui.reduce((a, b) => a + b, 0)).toBeGreaterThan(30 * 1024 * 1024);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -9,7 +9,11 @@ function setup() {
   let t = 0;
   const sent: string[] = [];
   const b = new OutputBatcher(
-    (s, seq, d) => sent.push(`${(s as unknown as { id: string }).id}@${seq}:${Buffer.from(d).toString()}`),
+    (s, seq, chunks, bytes) => {
+      const d = Buffer.concat(chunks);
+      expect(d.length).toBe(bytes);
+      sent.push(`${(s as unknown as { id: string }).id}@${seq}:${d.toString()}`);
+    },
     () => t,
   );
   return { b, sent, advance: (ms: number) => (t += ms) };
