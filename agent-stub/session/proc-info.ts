@@ -94,14 +94,30 @@ export function childPids(parentPid: number): number[] {
     .map((s) => s.pid);
 }
 
-/** Every descendant of `pid`, from one scan of /proc. */
-export function descendantPids(pid: number): number[] {
+/**
+ * A scan of /proc is reused for this long: shutting many sessions down at once (a relay ending
+ * 500 terminals) then reads /proc a few times instead of once per session, which made it
+ * quadratic (2.9 s for 500). A process forked after the scan still gets the PTY's hangup.
+ */
+const TREE_REUSE_MS = 25;
+let tree: { at: number; children: Map<number, number[]> } | undefined;
+
+function processTree(): Map<number, number[]> {
+  const now = performance.now();
+  if (tree && now - tree.at < TREE_REUSE_MS) return tree.children;
   const children = new Map<number, number[]>();
   for (const s of allStats()) {
     const list = children.get(s.ppid);
     if (list) list.push(s.pid);
     else children.set(s.ppid, [s.pid]);
   }
+  tree = { at: now, children };
+  return children;
+}
+
+/** Every descendant of `pid`, from a recent scan of /proc. */
+export function descendantPids(pid: number): number[] {
+  const children = processTree();
   const result: number[] = [];
   const queue = [pid];
   while (queue.length > 0) {
