@@ -40,9 +40,11 @@ const cjsNamedExports = {
   },
 };
 
+// bench.mjs runs here; relay.mjs is the relay service the bench starts as a process of its own.
 await build({
-  entryPoints: [join(benchDir, 'main.ts')],
-  outfile,
+  entryPoints: { bench: join(benchDir, 'main.ts'), relay: join(benchDir, 'relay-main.ts') },
+  outdir: dirname(outfile),
+  outExtension: { '.js': '.mjs' },
   bundle: true,
   platform: 'node',
   format: 'esm',

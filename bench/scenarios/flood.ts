@@ -220,7 +220,7 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
   const genMs = now() - genStart;
   const want = (v: string) => !env.opts.floodVariants || env.opts.floodVariants.has(v);
   const local = want('local-provider') ? await localProvider(env) : undefined;
-  const relay = want('relay-client') ? await startBenchRelay(provider) : undefined;
+  const relay = want('relay-client') ? await startBenchRelay(env) : undefined;
   const runs: FloodRun[] = [];
   try {
     await provider.listProcesses();

@@ -109,7 +109,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
   const errors: string[] = [];
   const samples = env.opts.quick ? 100 : 500;
   const local = await localProvider(env);
-  const relay = await startBenchRelay(provider);
+  const relay = await startBenchRelay(env);
   const targets: EchoTarget[] = [];
   const latencies = new Map<string, number[]>();
   const timeouts = new Map<string, number>();

@@ -1,0 +1,52 @@
+/**
+ * The bench's relay service in a process of its own (bundled to bench/out/relay.mjs), so the
+ * "RelayClient over WebSocket" figures measure client → relay → SSH → stub the way they run in
+ * use: relay and client on separate threads. Reads `{ token, hosts, daemonArgs }` as JSON from
+ * argv[2], prints `{ url }` on stdout once listening, exits on SIGTERM or when stdin closes.
+ */
+import { createLogger } from '../relay/log.js';
+import { createPtyExtension } from '../relay/service/pty-extension.js';
+import { startRelayServer } from '../relay/service/relay-server.js';
+import type { HostRouter } from '../relay/service/rpc-types.js';
+import { TerminalRegistry } from '../relay/service/terminal-registry.js';
+import { type SshHostConfig, SshPtyProvider } from '../relay/ssh/ssh-pty-provider.js';
+
+interface RelayProcessArgs {
+  token: string;
+  hosts: Record<string, SshHostConfig>;
+  daemonArgs: string[];
+}
+
+async function run(): Promise<void> {
+  const args = JSON.parse(process.argv[2] ?? '{}') as RelayProcessArgs;
+  const log = createLogger({ level: 'silent' });
+  const provider = new SshPtyProvider({ hosts: args.hosts, daemonArgs: args.daemonArgs, log });
+  const router: HostRouter = {
+    hosts: () => Object.keys(args.hosts),
+    providerFor: () => provider,
+    providers: () => [provider],
+  };
+  const registry = new TerminalRegistry();
+  const server = await startRelayServer({
+    listen: { host: '127.0.0.1', port: 0 },
+    token: args.token,
+    router,
+    registry,
+    extensions: [createPtyExtension({ router, registry, log })],
+    log,
+  });
+  const stop = async () => {
+    await server.close().catch(() => {});
+    await provider.dispose().catch(() => {});
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop());
+  process.stdin.on('end', () => void stop());
+  process.stdin.resume();
+  process.stdout.write(`${JSON.stringify({ url: server.url })}\n`);
+}
+
+run().catch((err) => {
+  process.stderr.write(`bench relay failed: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});
