@@ -230,7 +230,10 @@ async function sshReference(env: BenchEnv, outageMs: number): Promise<Record<str
 export async function reconnectScenario(env: BenchEnv, provider: SshPtyProvider): Promise<ScenarioResult> {
   const t0 = now();
   const errors: string[] = [];
-  const outageMs = env.opts.quick ? 1000 : 3000;
+  // 3 s as the issue names it, in quick runs too: a blackhole shorter than dead-link detection
+  // (2 s here) only measures the fault proxy's own artifact — it drops the bytes in flight, which
+  // desynchronises the SSH stream until the link is declared dead; a real partition loses none.
+  const outageMs = 3000;
   const waitMs = env.opts.quick ? 35_000 : 45_000;
   const trials: Trial[] = [];
   // Full runs add a longer blackhole: the relay declares the link dead (≈ deadAfterMs + a health tick)
