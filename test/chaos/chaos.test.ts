@@ -1,14 +1,11 @@
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PtyExitEvent, PtyReattachEvent } from '../../provider/contract.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
-import { FaultProxy } from '../support/fault-proxy.js';
+import type { FaultProxy } from '../support/fault-proxy.js';
 import { waitFor } from '../support/local-daemon.js';
-import { hostFor, relayHome, remoteRuntimeDir, sshProvider } from '../support/ssh-fixture.js';
-import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
+import { type ProxiedHost, startProxiedHost } from '../support/proxied-host.js';
+import { sshdAvailable } from '../support/sshd.js';
 import { expectedStream, writeGenerator } from '../support/stream-generator.js';
 
 const available = sshdAvailable();
@@ -38,43 +35,22 @@ interface Consumer {
 }
 
 describe.skipIf(!available)('chaos: a flaky link between relay and sshd', () => {
-  let sshd: SshdInstance;
+  let fx: ProxiedHost;
   let proxy: FaultProxy;
-  let home: ReturnType<typeof relayHome>;
   let provider: SshPtyProvider;
   let dir: string;
-  const runtimeDir = remoteRuntimeDir('chaos');
 
   beforeAll(async () => {
-    home = relayHome();
-    sshd = await startSshd();
-    proxy = await FaultProxy.start({ host: '127.0.0.1', port: sshd.port });
-    const kh = join(home.home, 'proxy_known_hosts');
-    writeFileSync(kh, `[127.0.0.1]:${proxy.port} ${sshd.hostPublicKey}\n`);
-    provider = sshProvider(
-      {
-        h: hostFor(sshd, {
-          port: proxy.port,
-          knownHostsFile: kh,
-          connectTimeoutMs: 3000,
-          keepaliveIntervalMs: 1000,
-        }),
-      },
-      runtimeDir,
+    fx = await startProxiedHost(
+      'chaos',
+      { connectTimeoutMs: 3000, keepaliveIntervalMs: 1000 },
       { link: { health: { deadAfterMs: 2000, probeIdleMs: 500 }, ladder: { steps: [100, 250, 500, 1000] } } },
     );
-    dir = mkdtempSync(join(tmpdir(), 'ptr-chaos-'));
-    chmodSync(dir, 0o755); // the generator runs as the sshd test user
+    ({ proxy, provider, dir } = fx);
   });
 
   afterAll(async () => {
-    proxy?.restore();
-    await provider?.shutdownDaemon('h').catch(() => {});
-    await provider?.dispose();
-    await proxy?.close();
-    await sshd?.stop();
-    home?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
+    await fx?.cleanup();
   });
 
   it('delivers every stream byte-exact (or with an explicit reset) through ~30 faults', async () => {

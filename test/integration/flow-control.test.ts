@@ -187,7 +187,9 @@ describe('background keep-tail thinning', () => {
     );
     await p.setPtyBackgrounded(r.id, false);
     const marker = await back;
-    expect(marker.type === 'backgroundMarker' && marker.snapshot?.data).toBe(model.data);
+    if (marker.type !== 'backgroundMarker')
+      throw new Error(`expected a backgroundMarker, got ${marker.type}`);
+    expect(marker.snapshot?.data).toBe(model.data);
     // Live output continues from the snapshot's seq: no gap, no overlap.
     const after = new OutputCollector(p, r.id, marker.seq);
     await p.write(r.id, 'echo back-in-front\r');

@@ -1,16 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PtyExitEvent, PtyReattachEvent } from '../../provider/contract.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
-import { FaultProxy } from '../support/fault-proxy.js';
+import type { FaultProxy } from '../support/fault-proxy.js';
 import { waitFor } from '../support/local-daemon.js';
-import { hostFor, relayHome, remoteRuntimeDir, sshProvider } from '../support/ssh-fixture.js';
-import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
+import { type ProxiedHost, startProxiedHost } from '../support/proxied-host.js';
+import { type SshdInstance, sshdAvailable } from '../support/sshd.js';
 import { expectedStream, writeGenerator } from '../support/stream-generator.js';
 
 const available = sshdAvailable();
@@ -31,37 +28,25 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const tcpSockets = () => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
 
 describe.skipIf(!available)('resume after a blackhole over SSH', () => {
+  let fx: ProxiedHost;
   let sshd: SshdInstance;
   let proxy: FaultProxy;
-  let home: ReturnType<typeof relayHome>;
   let provider: SshPtyProvider;
   let dir: string;
-  const runtimeDir = remoteRuntimeDir('blackhole');
+  let runtimeDir: string;
   const daemons = () =>
     spawnSync('pgrep', ['-u', sshd.user, '-af', runtimeDir], { encoding: 'utf8' })
       .stdout.split('\n')
       .filter((l) => / daemon( |$)/.test(l));
 
   beforeAll(async () => {
-    home = relayHome();
-    sshd = await startSshd();
-    proxy = await FaultProxy.start({ host: '127.0.0.1', port: sshd.port });
-    const kh = join(home.home, 'proxy_known_hosts');
-    writeFileSync(kh, `[127.0.0.1]:${proxy.port} ${sshd.hostPublicKey}\n`);
     // The product's reconnect ladder and 2 s reconnect handshake limit.
-    provider = sshProvider({ h: hostFor(sshd, { port: proxy.port, knownHostsFile: kh }) }, runtimeDir);
-    dir = mkdtempSync(join(tmpdir(), 'ptr-blackhole-'));
-    chmodSync(dir, 0o755); // the generator runs as the sshd test user
+    fx = await startProxiedHost('blackhole');
+    ({ sshd, proxy, provider, dir, runtimeDir } = fx);
   });
 
   afterAll(async () => {
-    proxy?.restore();
-    await provider?.shutdownDaemon('h').catch(() => {});
-    await provider?.dispose();
-    await proxy?.close();
-    await sshd?.stop();
-    home?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
+    await fx?.cleanup();
   });
 
   it('resumes well within a second and a half of a 3 s blackhole, byte-exact, on one connection and one daemon', async () => {
