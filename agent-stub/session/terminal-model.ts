@@ -90,15 +90,13 @@ export class TerminalModel {
   lostRows = 0;
 
   constructor(cols: number, rows: number, scrollbackRows: number) {
-    this.emulatorScrollback = Math.min(EMULATOR_SCROLLBACK, scrollbackRows);
-    // Without a scrollback nothing is stored and writes need no cutting.
-    this.pieceRows =
-      this.emulatorScrollback === 0
-        ? Number.MAX_SAFE_INTEGER
-        : Math.max(1, Math.min(PIECE_ROWS, this.emulatorScrollback - 1));
+    // A scrollback the emulator can hold cheaply stays in it: nothing is stored, writes are not cut.
+    const compacting = scrollbackRows > EMULATOR_SCROLLBACK;
+    this.emulatorScrollback = compacting ? EMULATOR_SCROLLBACK : scrollbackRows;
+    this.pieceRows = compacting ? PIECE_ROWS : Number.MAX_SAFE_INTEGER;
     this.term = new Terminal({ cols, rows, scrollback: this.emulatorScrollback, allowProposedApi: true });
     this.term.loadAddon(this.serializer);
-    this.compact = new CompactScrollback(scrollbackRows);
+    this.compact = new CompactScrollback(compacting ? scrollbackRows : 0);
     // An application's own "clear scrollback" (ED 3) or full reset clears the stored rows too.
     this.term.parser.registerCsiHandler({ final: 'J' }, (params) => {
       if (params[0] === 3 && this.term.buffer.active.type === 'normal') this.forgetStored();
@@ -124,8 +122,10 @@ export class TerminalModel {
     this.enqueue((next) => {
       // Room for a reflow to rewrap the scrollback without the emulator dropping any of it;
       // the rows are stored again from the reflowed emulator, then the room is given back.
-      const widen = Math.max(1, Math.ceil(this.term.cols / cols));
-      this.term.options.scrollback = this.emulatorScrollback * widen + this.term.rows + rows;
+      if (this.compact.capacity > 0) {
+        const widen = Math.max(1, Math.ceil(this.term.cols / cols));
+        this.term.options.scrollback = this.emulatorScrollback * widen + this.term.rows + rows;
+      }
       this.term.resize(cols, rows);
       this.reflowed = true;
       this.captureScrolled();

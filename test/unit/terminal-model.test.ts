@@ -171,6 +171,15 @@ describe('TerminalModel', () => {
     await expectSameView(p);
   });
 
+  it('keeps a small scrollback in the emulator alone', async () => {
+    const p = new Pair(80, 24, 100);
+    await p.feed(lines(1, 2000));
+    await p.resize(60, 20);
+    await p.feed(lines(2001, 2100));
+    expect(p.model.storedRows).toBe(0);
+    await expectSameView(p);
+  });
+
   it('limits a snapshot to the requested scrollback rows and retains only its configured rows', async () => {
     const p = new Pair(80, 24, 1000);
     await p.feed(lines(1, 5000));
