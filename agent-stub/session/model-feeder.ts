@@ -214,7 +214,8 @@ export class ModelFeeder {
 
   /** How many of the first `take` bytes of `chunk` can be skipped; their SGR sequences go to the prelude. */
   private skippable(chunk: Uint8Array, take: number): number {
-    let i = chunk.subarray(0, take).indexOf(ESC);
+    const head = chunk.subarray(0, take);
+    let i = head.indexOf(ESC);
     while (i >= 0) {
       const n = sgrLength(chunk, i);
       if (n === 0 || i + n > take) return i;
@@ -226,7 +227,7 @@ export class ModelFeeder {
       if (this.preludeBytes + n > MAX_PRELUDE_BYTES) return i;
       this.prelude.push(Buffer.from(seq));
       this.preludeBytes += n;
-      i = chunk.subarray(0, take).indexOf(ESC, i + n);
+      i = head.indexOf(ESC, i + n);
     }
     return take;
   }

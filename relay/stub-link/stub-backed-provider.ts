@@ -25,23 +25,18 @@ import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { HostLink } from '../reconnect/host-link.js';
 import { InputChannel } from '../reconnect/input-channel.js';
 import { AckScheduler } from './ack-scheduler.js';
-import { forEachBounded } from './bounded-parallel.js';
 import type { LinkPolicy } from './link-policy.js';
+import { reattachSessions } from './reattach-sessions.js';
+import { SessionTracker } from './session-tracker.js';
+import type { StubClient } from './stub-client.js';
 import { globalTerminalId, routeTerminalId, toSpawnResult } from './terminal-ids.js';
 
 export type { LinkPolicy } from './link-policy.js';
 export { globalTerminalId, routeTerminalId, splitTerminalId } from './terminal-ids.js';
 
-import { SessionTracker } from './session-tracker.js';
-import type { StubClient } from './stub-client.js';
-
 /** Reconnect attempts for an older build's daemon before it is considered gone. */
 const LEGACY_RETRIES = 3;
 
-/** Sessions re-attached at once after a reconnect (Orca: 8). */
-const REATTACH_CONCURRENCY = 8;
-
-/** Splits `<host>/<id>`; a bare id belongs to the default host. */
 /**
  * IPtyProvider over stub links, one per host. Subclasses say how to reach a host's daemon
  * (`link`); this class maps ids to `<host>/<id>`, guards incarnations and fans out events.
@@ -136,28 +131,15 @@ export abstract class StubBackedProvider implements IPtyProvider {
   }
 
   /** Re-attaches every session this provider delivered on `host`, from the last delivered seq. */
-  private async reattachHost(host: string, client: StubClient): Promise<void> {
-    await forEachBounded(this.tracker.ofHost(host), REATTACH_CONCURRENCY, async (t) => {
-      this.reattaching.add(t.localId);
-      try {
-        await client.request('attach', {
-          id: t.localId,
-          fromSeq: t.seq,
-          expectedIncarnationId: t.incarnationId,
-        });
-      } catch (err) {
-        const code = (err as PtyRelayError).code;
-        if (code !== 'NOT_FOUND' && code !== 'INCARNATION_MISMATCH') throw err;
-        this.tracker.delete(t.id);
-        this.reattachEvents.emit({
-          id: t.id,
-          incarnationId: t.incarnationId,
-          generation: 'reset',
-          sessionExpired: true,
-        });
-      } finally {
-        this.reattaching.delete(t.localId);
-      }
+  private reattachHost(host: string, client: StubClient): Promise<void> {
+    return reattachSessions(client, this.tracker.ofHost(host), this.reattaching, (t) => {
+      this.tracker.delete(t.id);
+      this.reattachEvents.emit({
+        id: t.id,
+        incarnationId: t.incarnationId,
+        generation: 'reset',
+        sessionExpired: true,
+      });
     });
   }
 
