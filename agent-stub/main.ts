@@ -48,6 +48,7 @@ async function main(argv: string[]): Promise<void> {
       backgroundRingBytes: numFlag(args, '--background-ring-bytes'),
       scrollbackRows: numFlag(args, '--scrollback-rows'),
       creditWindow: numFlag(args, '--credit-window'),
+      creditWindowMax: numFlag(args, '--credit-window-max'),
       keepTailMin: numFlag(args, '--keep-tail'),
       pendingCap: numFlag(args, '--pending-cap'),
     });

@@ -40,6 +40,12 @@ const SCENARIOS = ['memory', 'flood', 'typing', 'reconnect', 'scale', 'snapshot'
 /** A scenario that runs longer than this is abandoned (its figures are missing, the run goes on). */
 const SCENARIO_TIMEOUT_MS = { quick: 90_000, full: 300_000 };
 
+function positiveInt(flag: string, v: string | undefined): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} takes a positive integer, got ${v}`);
+  return n;
+}
+
 function parseArgs(argv: string[]): BenchOptions {
   const opts: BenchOptions = { quick: false, outDir: join(packageRoot(), 'bench') };
   for (let i = 0; i < argv.length; i++) {
@@ -49,9 +55,11 @@ function parseArgs(argv: string[]): BenchOptions {
     else if (a === '--out') opts.outDir = argv[++i] ?? opts.outDir;
     else if (a === '--flood-variants') opts.floodVariants = new Set(argv[++i]?.split(',') ?? []);
     else if (a === '--profile-stub') opts.profileStubDir = argv[++i];
+    else if (a === '--flood-rounds') opts.floodRounds = positiveInt(a, argv[++i]);
+    else if (a === '--flood-mb') opts.floodMb = positiveInt(a, argv[++i]);
     else
       throw new Error(
-        `unknown argument ${a} (use --quick, --only a,b, --out DIR, --flood-variants ssh,ssh-provider,node-pty,local-provider, --profile-stub DIR)`,
+        `unknown argument ${a} (use --quick, --only a,b, --out DIR, --flood-variants ssh,ssh-provider,node-pty,local-provider, --flood-rounds N, --flood-mb N, --profile-stub DIR)`,
       );
   }
   for (const s of opts.only ?? []) {

@@ -1,4 +1,4 @@
-import { DEFAULT_CREDIT_WINDOW } from '../session/credit-window.js';
+import { DEFAULT_CREDIT_WINDOW, DEFAULT_CREDIT_WINDOW_MAX } from '../session/credit-window.js';
 import { KEEP_TAIL_MIN } from './background-delivery.js';
 
 export const DEFAULT_RING_BYTES = 4 * 1024 * 1024;
@@ -20,6 +20,7 @@ export interface DaemonLimits {
   backgroundRingBytes: number;
   scrollbackRows: number;
   creditWindow: number;
+  creditWindowMax: number;
   keepTailMin: number;
   pendingCap: number;
 }
@@ -33,6 +34,12 @@ export function resolveLimits(given: Partial<DaemonLimits>): DaemonLimits {
       Math.min(DEFAULT_BACKGROUND_RING_BYTES, given.ringBytes ?? DEFAULT_RING_BYTES),
     scrollbackRows: given.scrollbackRows ?? DEFAULT_SCROLLBACK_ROWS,
     creditWindow: given.creditWindow ?? DEFAULT_CREDIT_WINDOW,
+    creditWindowMax:
+      given.creditWindowMax ??
+      Math.max(
+        given.creditWindow ?? DEFAULT_CREDIT_WINDOW,
+        Math.min(DEFAULT_CREDIT_WINDOW_MAX, given.pendingCap ?? DEFAULT_PENDING_CAP),
+      ),
     keepTailMin: given.keepTailMin ?? KEEP_TAIL_MIN,
     pendingCap: given.pendingCap ?? DEFAULT_PENDING_CAP,
   };
@@ -43,13 +50,15 @@ export function resolveLimits(given: Partial<DaemonLimits>): DaemonLimits {
   // A window larger than the ring could let unacknowledged output be overwritten before replay.
   if (l.creditWindow > l.ringBytes)
     fail(`--credit-window ${l.creditWindow} must not exceed --ring-bytes ${l.ringBytes}`);
+  if (l.creditWindowMax < l.creditWindow)
+    fail(`--credit-window-max ${l.creditWindowMax} must be at least --credit-window ${l.creditWindow}`);
   if (l.keepTailMin > l.ringBytes)
     fail(`--keep-tail ${l.keepTailMin} must not exceed --ring-bytes ${l.ringBytes}`);
   if (l.backgroundRingBytes > l.ringBytes || l.backgroundRingBytes < MIN_BACKGROUND_RING_BYTES)
     fail(
       `--background-ring-bytes ${l.backgroundRingBytes} must be between ${MIN_BACKGROUND_RING_BYTES} and --ring-bytes ${l.ringBytes}`,
     );
-  if (l.pendingCap < l.creditWindow)
-    fail(`--pending-cap ${l.pendingCap} must be at least --credit-window ${l.creditWindow}`);
+  if (l.pendingCap < l.creditWindowMax)
+    fail(`--pending-cap ${l.pendingCap} must be at least --credit-window-max ${l.creditWindowMax}`);
   return l;
 }

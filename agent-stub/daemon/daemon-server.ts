@@ -24,6 +24,7 @@ export interface DaemonOptions {
   backgroundRingBytes?: number;
   scrollbackRows?: number;
   creditWindow?: number;
+  creditWindowMax?: number;
   keepTailMin?: number;
   pendingCap?: number;
   buildId?: string;
@@ -79,6 +80,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       backgroundRingBytes: limits.backgroundRingBytes,
       scrollbackRows: limits.scrollbackRows,
       creditWindow: limits.creditWindow,
+      creditWindowMax: limits.creditWindowMax,
     },
     join(dir, 'shell'),
     () => armIdle(),

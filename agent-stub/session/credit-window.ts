@@ -1,13 +1,30 @@
+import { LinkPace } from './link-pace.js';
 import type { ProducerGate } from './producer-gate.js';
 
-/** Unacknowledged bytes per consumer link before the PTY is paused (Orca: 256 Ki chars). */
+/**
+ * Unacknowledged bytes per consumer link before the PTY is paused (Orca: 256 Ki chars): the
+ * window of a slow or idle link. A fast link's window grows with its measured pace, up to the
+ * session's maximum (see {@link LinkPace}).
+ */
 export const DEFAULT_CREDIT_WINDOW = 256 * 1024;
+/** Ceiling of a fast link's window (never more than half the session's ring). */
+export const DEFAULT_CREDIT_WINDOW_MAX = 2 * 1024 * 1024;
 /** A link that dropped without saying goodbye keeps its claim this long, so a reconnect replays exactly. */
 export const DEFAULT_CREDIT_GRACE_MS = 30_000;
 
 interface LinkCredit {
   acked: number;
   lostAt?: number;
+  pace: LinkPace;
+}
+
+export interface CreditWindowOptions {
+  /** Window of a slow or idle link (bytes). */
+  minBytes?: number;
+  /** Largest window a fast link may get; read at every sizing (the ring's limit can change). */
+  maxBytes?: () => number;
+  graceMs?: number;
+  now?: () => number;
 }
 
 /**
@@ -15,16 +32,30 @@ interface LinkCredit {
  * any link is a whole window behind the output head, the PTY is paused (the program blocks in
  * the kernel). A link whose connection dropped keeps its claim for a grace period, so output
  * produced during a short outage waits in the ring instead of overrunning it.
+ *
+ * Each link's window follows its pace: what it acknowledged per second and its round trip. A
+ * fast link may be ~20 ms of output (or two round trips) behind, so its consumer acknowledges
+ * rarely, which is what a flood costs on every hop; a slow link stays at the minimum, which bounds
+ * the output still in flight after the user interrupts a program.
  */
 export class CreditWindow {
   private readonly links = new Map<string, LinkCredit>();
   private head = 0;
+  readonly minBytes: number;
+  private readonly maxBytes: () => number;
+  private readonly graceMs: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly gate: ProducerGate,
-    readonly windowBytes = DEFAULT_CREDIT_WINDOW,
-    private readonly graceMs = DEFAULT_CREDIT_GRACE_MS,
-  ) {}
+    opts: CreditWindowOptions = {},
+  ) {
+    this.minBytes = opts.minBytes ?? DEFAULT_CREDIT_WINDOW;
+    const max = opts.maxBytes ?? (() => DEFAULT_CREDIT_WINDOW_MAX);
+    this.maxBytes = () => Math.max(this.minBytes, max());
+    this.graceMs = opts.graceMs ?? DEFAULT_CREDIT_GRACE_MS;
+    this.now = opts.now ?? (() => performance.now());
+  }
 
   private reason(linkId: string): string {
     return `credit:${linkId}`;
@@ -36,7 +67,7 @@ export class CreditWindow {
     if (c) {
       c.acked = Math.max(c.acked, seq);
       c.lostAt = undefined;
-    } else this.links.set(linkId, { acked: seq });
+    } else this.links.set(linkId, { acked: seq, pace: new LinkPace(seq, this.now()) });
     this.check(linkId);
   }
 
@@ -44,6 +75,7 @@ export class CreditWindow {
     const c = this.links.get(linkId);
     if (!c || seq <= c.acked) return;
     c.acked = Math.min(seq, this.head);
+    c.pace.acked(c.acked, this.now());
     this.check(linkId);
   }
 
@@ -62,8 +94,10 @@ export class CreditWindow {
   /** New output reached `head`. */
   advance(head: number): void {
     this.head = head;
+    const t = this.now();
     for (const [linkId, c] of this.links) {
-      if (head - c.acked >= this.windowBytes) this.gate.hold(this.reason(linkId));
+      c.pace.sent(head, t);
+      if (head - c.acked >= this.windowOf(c)) this.gate.hold(this.reason(linkId));
     }
   }
 
@@ -80,10 +114,18 @@ export class CreditWindow {
     return worst;
   }
 
+  /** The current window of a link (bytes); NaN for a link it does not know. */
+  windowOf(linkOrId: LinkCredit | string): number {
+    const c = typeof linkOrId === 'string' ? this.links.get(linkOrId) : linkOrId;
+    if (!c) return Number.NaN;
+    const max = this.maxBytes();
+    return Math.min(max, Math.max(this.minBytes, c.pace.wantedWindow()));
+  }
+
   private check(linkId: string): void {
     const c = this.links.get(linkId);
     if (!c) return;
-    if (this.head - c.acked >= this.windowBytes) this.gate.hold(this.reason(linkId));
+    if (this.head - c.acked >= this.windowOf(c)) this.gate.hold(this.reason(linkId));
     else this.gate.release(this.reason(linkId));
   }
 }

@@ -4,7 +4,7 @@ import { constants as osConstants } from 'node:os';
 import * as pty from 'node-pty';
 import type { PtyExitInfo, PtyFact, ScreenSnapshot, ShutdownOptions } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { CreditWindow } from './credit-window.js';
+import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from './credit-window.js';
 import { FactScanner, type ScanResult } from './fact-scanner.js';
 import { ModelFeeder } from './model-feeder.js';
 import { OutputRing } from './output-ring.js';
@@ -47,8 +47,10 @@ export interface SessionLimits {
   /** Ring while every attached link has the session in the background (default: ringBytes). */
   backgroundRingBytes?: number;
   scrollbackRows: number;
-  /** Credit window per consumer link (bytes). */
+  /** Credit window of a slow or idle consumer link (bytes). */
   creditWindow?: number;
+  /** Largest credit window of a fast link (bytes; never more than half the ring). */
+  creditWindowMax?: number;
   /** How long a dropped link keeps holding the producer (ms). */
   creditGraceMs?: number;
 }
@@ -126,7 +128,13 @@ export class PtySession {
       rows: launch.rows,
       scrollback: limits.scrollbackRows,
     });
-    this.credits = new CreditWindow(this.gate, limits.creditWindow, limits.creditGraceMs);
+    const windowMax = limits.creditWindowMax ?? DEFAULT_CREDIT_WINDOW_MAX;
+    this.credits = new CreditWindow(this.gate, {
+      minBytes: limits.creditWindow,
+      // Unacknowledged output must stay in the ring, whatever its current (background) limit.
+      maxBytes: () => Math.min(windowMax, this.ring.capacity / 2),
+      graceMs: limits.creditGraceMs,
+    });
     this.feeder = new ModelFeeder(
       {
         // postMessage copies (structured clone), so the worker never shares our buffers.

@@ -19,6 +19,9 @@ export interface BenchOptions {
   outDir: string;
   /** Flood variants to run (default all): `ssh`, `ssh-provider`, `node-pty`, `local-provider`. */
   floodVariants?: Set<string>;
+  /** Flood rounds and file size (MiB), overriding the mode's defaults (5 × 200 full, 2 × 50 quick). */
+  floodRounds?: number;
+  floodMb?: number;
   /** Run LocalPtyProvider daemons under `node --cpu-prof`, profiles written here when they exit. */
   profileStubDir?: string;
 }
@@ -79,7 +82,15 @@ async function startProfiledDaemon(runtimeDir: string, profileDir: string): Prom
   mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
   const child = spawn(
     process.execPath,
-    [`--cpu-prof`, `--cpu-prof-dir=${profileDir}`, stubBundlePath(), 'daemon', '--runtime-dir', runtimeDir],
+    [
+      `--cpu-prof`,
+      `--cpu-prof-interval=100`,
+      `--cpu-prof-dir=${profileDir}`,
+      stubBundlePath(),
+      'daemon',
+      '--runtime-dir',
+      runtimeDir,
+    ],
     { detached: true, stdio: 'ignore' },
   );
   child.unref();

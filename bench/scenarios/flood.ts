@@ -8,7 +8,7 @@ import { type BenchEnv, localProvider, sshArgs } from '../lib/env.js';
 import { runCommandStream, runProviderStream, type StreamStats } from '../lib/pty-run.js';
 import { startBenchRelay } from '../lib/relay.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
-import { descendants, median, now, procComm, procCpuMs, round } from '../lib/util.js';
+import { descendants, machineCpu, median, now, procComm, procCpuMs, round } from '../lib/util.js';
 
 const LINE_BODY = 90;
 const LINES_PER_CHUNK = 20_000;
@@ -90,6 +90,8 @@ interface FloodRun {
   exactPrefix?: boolean;
   gaps: number;
   cpuMs?: Record<string, number>;
+  /** CPU the whole machine used (all processes, kernel included) per MB delivered: the run's total cost. */
+  machineCpuMsPerMb?: number;
 }
 
 function toRun(variant: string, s: StreamStats, file: FloodFile, hash: Hash | undefined): FloodRun {
@@ -212,9 +214,9 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
   const t0 = now();
   const errors: string[] = [];
   const notes: string[] = [];
-  const targetBytes = (env.opts.quick ? 50 : 200) * 1024 * 1024;
+  const targetBytes = (env.opts.floodMb ?? (env.opts.quick ? 50 : 200)) * 1024 * 1024;
   const verify = !env.opts.quick;
-  const rounds = env.opts.quick ? 2 : 5;
+  const rounds = env.opts.floodRounds ?? (env.opts.quick ? 2 : 5);
   const genStart = now();
   const file = generateFloodFile(env.dataDir, targetBytes);
   const genMs = now() - genStart;
@@ -245,7 +247,10 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       for (let i = 0; i < variants.length; i++) {
         const v = variants[(i + r) % variants.length]!;
         try {
+          const cpuBefore = machineCpu();
           const run = await v();
+          const cpuAfter = machineCpu();
+          run.machineCpuMsPerMb = round(((cpuAfter.busy - cpuBefore.busy) * 10) / (run.bytes / 1e6), 2);
           runs.push(run);
           if (!run.complete) {
             const prefix =

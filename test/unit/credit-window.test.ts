@@ -8,7 +8,11 @@ function setup(window = 100, grace = 1000) {
     () => events.push('pause'),
     () => events.push('resume'),
   );
-  return { gate, events, w: new CreditWindow(gate, window, grace) };
+  return {
+    gate,
+    events,
+    w: new CreditWindow(gate, { minBytes: window, maxBytes: () => window, graceMs: grace }),
+  };
 }
 
 describe('CreditWindow', () => {
@@ -87,5 +91,70 @@ describe('ProducerGate', () => {
     gate.hold('model');
     expect(gate.paused).toBe(false);
     expect(events).toEqual(['pause', 'resume']);
+  });
+});
+
+/**
+ * A link simulated in 1 ms steps: the producer writes as fast as the window lets it, the path
+ * carries `bytesPerMs` and its acknowledgements arrive `rttMs` after the bytes were sent.
+ */
+function simulateLink(opts: { bytesPerMs: number; rttMs: number; ms: number; max?: number }) {
+  let clock = 0;
+  const gate = new ProducerGate(
+    () => {},
+    () => {},
+  );
+  const w = new CreditWindow(gate, {
+    minBytes: 256 * 1024,
+    maxBytes: () => opts.max ?? 2 * 1024 * 1024,
+    graceMs: 1000,
+    now: () => clock,
+  });
+  w.register('a', 0);
+  let head = 0;
+  let carried = 0;
+  const inFlight: { seq: number; at: number }[] = [];
+  const delivered: number[] = [];
+  for (clock = 1; clock <= opts.ms; clock++) {
+    // The program writes 64 KiB a millisecond unless held.
+    if (!gate.paused) {
+      head += 64 * 1024;
+      w.advance(head);
+    }
+    carried = Math.min(head, carried + opts.bytesPerMs);
+    inFlight.push({ seq: carried, at: clock + opts.rttMs });
+    while (inFlight.length > 0 && inFlight[0]!.at <= clock) w.ack('a', inFlight.shift()!.seq);
+    delivered.push(carried);
+  }
+  const lastSecond = delivered[delivered.length - 1]! - delivered[delivered.length - 1001]!;
+  return { window: w.windowOf('a'), bytesPerSecond: lastSecond, unacked: w.unacked };
+}
+
+describe('CreditWindow pacing', () => {
+  it("grows a fast link's window to ~20 ms of its output, within the maximum", () => {
+    // Loopback-like: 60 MB/s, 1 ms round trip. A fixed 256 KiB window would ack every 64 KiB.
+    const r = simulateLink({ bytesPerMs: 60_000, rttMs: 1, ms: 2000 });
+    expect(r.window).toBeGreaterThanOrEqual(1_000_000);
+    expect(r.window).toBeLessThanOrEqual(2 * 1024 * 1024);
+  });
+
+  it('keeps a slow link at the minimum window (bounded output in flight after an interrupt)', () => {
+    // 1 MB/s over 20 ms: 20 ms of output is 20 KB, two round trips 40 KB: the minimum rules.
+    const r = simulateLink({ bytesPerMs: 1_000, rttMs: 20, ms: 3000 });
+    expect(r.window).toBe(256 * 1024);
+    expect(r.unacked).toBeLessThanOrEqual(256 * 1024 + 64 * 1024);
+  });
+
+  it('grows a window-limited long path toward its bandwidth-delay product', () => {
+    // 10 MB/s over 100 ms: a fixed 256 KiB window would cap it at ~2.6 MB/s.
+    const r = simulateLink({ bytesPerMs: 10_000, rttMs: 100, ms: 6000 });
+    expect(r.bytesPerSecond).toBeGreaterThan(8_000_000);
+    expect(r.window).toBeGreaterThan(1_000_000);
+  });
+
+  it('never exceeds the maximum it is given (half the ring of a backgrounded session)', () => {
+    const r = simulateLink({ bytesPerMs: 60_000, rttMs: 1, ms: 2000, max: 512 * 1024 });
+    expect(r.window).toBe(512 * 1024);
+    expect(r.unacked).toBeLessThanOrEqual(512 * 1024 + 64 * 1024);
   });
 });

@@ -9,6 +9,7 @@ describe('daemon limits', () => {
       backgroundRingBytes: 512 * 1024,
       scrollbackRows: 10_000,
       creditWindow: 256 * 1024,
+      creditWindowMax: 2 * 1024 * 1024,
       keepTailMin: 64 * 1024,
       pendingCap: DEFAULT_PENDING_CAP,
     });
@@ -21,6 +22,12 @@ describe('daemon limits', () => {
     expect(() => resolveLimits({ ringBytes: 256 * 1024, keepTailMin: 512 * 1024 })).toThrow(/--keep-tail/);
     expect(() => resolveLimits({ ringBytes: 64 * 1024 * 1024 })).toThrow(/--ring-bytes/);
     expect(() => resolveLimits({ pendingCap: 1024 })).toThrow(/--pending-cap/);
+    expect(() => resolveLimits({ creditWindow: 512 * 1024, creditWindowMax: 256 * 1024 })).toThrow(
+      /--credit-window-max/,
+    );
+    // A pending cap below the default maximum window bounds it; a larger minimum raises it.
+    expect(resolveLimits({ pendingCap: 1024 * 1024 }).creditWindowMax).toBe(1024 * 1024);
+    expect(resolveLimits({ creditWindow: 3 * 1024 * 1024 }).creditWindowMax).toBe(3 * 1024 * 1024);
     expect(() => resolveLimits({ ringBytes: 256 * 1024, backgroundRingBytes: 512 * 1024 })).toThrow(
       /--background-ring-bytes/,
     );
