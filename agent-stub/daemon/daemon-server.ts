@@ -175,7 +175,11 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   setInterval(() => registry.sweep(), SWEEP_INTERVAL_MS).unref();
   setInterval(() => {
     const now = Date.now();
-    for (const s of registry.list()) s.credits.sweep(now);
+    for (const s of registry.list()) {
+      s.credits.sweep(now);
+      // A dropped link whose claim just ended no longer needs the full ring.
+      s.refreshRingLimit();
+    }
   }, CREDIT_SWEEP_MS).unref();
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));

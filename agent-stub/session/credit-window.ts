@@ -107,6 +107,11 @@ export class CreditWindow {
     }
   }
 
+  /** Links holding a claim: attached in the foreground, or dropped and within the grace period. */
+  get claims(): number {
+    return this.links.size;
+  }
+
   /** Bytes the slowest link has not acknowledged. */
   get unacked(): number {
     let worst = 0;

@@ -55,6 +55,23 @@ export interface SessionLimits {
   creditGraceMs?: number;
 }
 
+/**
+ * The ring a session needs: the smaller background ring while every attached link has it in the
+ * background and no link claims credit, else the full one. A link that dropped without a goodbye
+ * keeps its claim (and is no longer attached): the ring must still hold what it has not
+ * acknowledged, up to its window, which on a long fast path is more than the background ring.
+ */
+export function ringLimitFor(
+  attachedInBackground: readonly boolean[],
+  creditClaims: number,
+  ringBytes: number,
+  backgroundRingBytes: number,
+): number {
+  const background =
+    attachedInBackground.length > 0 && attachedInBackground.every(Boolean) && creditClaims === 0;
+  return background ? backgroundRingBytes : ringBytes;
+}
+
 const SIGNAL_NAMES = new Map<number, string>(
   Object.entries(osConstants.signals).map(([name, num]) => [num as number, name]),
 );
@@ -170,13 +187,14 @@ export class PtySession {
   }
 
   /**
-   * Re-derives the ring's limit after an attach, detach or background switch: the smaller
-   * background ring while every attached link has this session in the background, else the full one.
+   * Re-derives the ring's limit after an attach, detach, background switch or credit sweep (see
+   * {@link ringLimitFor}).
    */
   refreshRingLimit(): void {
-    let background = this.sinks.size > 0;
-    for (const s of this.sinks) background &&= s.isBackground(this);
-    this.ring.setLimit(background ? this.backgroundRingBytes : this.ringBytes);
+    const background = [...this.sinks].map((s) => s.isBackground(this));
+    this.ring.setLimit(
+      ringLimitFor(background, this.credits.claims, this.ringBytes, this.backgroundRingBytes),
+    );
   }
 
   /** Full ring from now on (a link is bringing the session back; refreshRingLimit settles it after). */

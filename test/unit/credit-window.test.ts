@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CreditWindow } from '../../agent-stub/session/credit-window.js';
 import { ProducerGate } from '../../agent-stub/session/producer-gate.js';
+import { ringLimitFor } from '../../agent-stub/session/pty-session.js';
 
 function setup(window = 100, grace = 1000) {
   const events: string[] = [];
@@ -156,5 +157,18 @@ describe('CreditWindow pacing', () => {
     const r = simulateLink({ bytesPerMs: 60_000, rttMs: 1, ms: 2000, max: 512 * 1024 });
     expect(r.window).toBe(512 * 1024);
     expect(r.unacked).toBeLessThanOrEqual(512 * 1024 + 64 * 1024);
+  });
+});
+
+describe('ringLimitFor', () => {
+  const FULL = 4 * 1024 * 1024;
+  const BG = 512 * 1024;
+  it('shrinks to the background ring only when every attached link is in the background and nobody claims credit', () => {
+    expect(ringLimitFor([true, true], 0, FULL, BG)).toBe(BG);
+    expect(ringLimitFor([true, false], 1, FULL, BG)).toBe(FULL);
+    expect(ringLimitFor([], 0, FULL, BG)).toBe(FULL);
+    // A foreground link dropped (its claim stands for the grace period): what it has not
+    // acknowledged may be up to a 2 MiB window, so the full ring stays until the claim ends.
+    expect(ringLimitFor([true], 1, FULL, BG)).toBe(FULL);
   });
 });
