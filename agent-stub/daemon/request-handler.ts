@@ -76,6 +76,18 @@ function validSpawn(p: Params): StubSpawnParams {
 }
 
 /** Executes stub-link requests against the registry. One instance per daemon. */
+/** Gate reason while a snapshot is retried: the program waits so its output cannot outrun the ring. */
+const SNAPSHOT_HOLD = 'snapshot';
+
+/**
+ * A snapshot is taken while the program runs; when output outran the ring before the snapshot
+ * came back (a flood whose model backlog takes long to parse), the next attempts hold the PTY, so
+ * they cannot miss: a flood never makes an attach or a foreground switch fail.
+ */
+function holdAfterFirstMiss(s: PtySession, attempt: number): void {
+  if (attempt > 0) s.gate.hold(SNAPSHOT_HOLD);
+}
+
 export class StubRequestHandler {
   constructor(
     private readonly registry: SessionRegistry,
@@ -195,15 +207,20 @@ export class StubRequestHandler {
   }
 
   private async foreground(conn: StubConnection, s: PtySession, reply: ReplyNow): Promise<HandlerOutput> {
-    for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
-      const snapshot = await s.snapshot();
-      const replay = s.ring.slice(snapshot.seq);
-      if (!replay) continue;
-      conn.sendBackground(s, { type: 'backgroundMarker', background: false, seq: snapshot.seq, snapshot });
-      if (replay.length > 0) conn.sendData(s, snapshot.seq, replay);
-      conn.setForeground(s, snapshot.seq);
-      reply({ result: {} });
-      return REPLIED;
+    try {
+      for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+        holdAfterFirstMiss(s, attempt);
+        const snapshot = await s.snapshot();
+        const replay = s.ring.slice(snapshot.seq);
+        if (!replay) continue;
+        conn.sendBackground(s, { type: 'backgroundMarker', background: false, seq: snapshot.seq, snapshot });
+        if (replay.length > 0) conn.sendData(s, snapshot.seq, replay);
+        conn.setForeground(s, snapshot.seq);
+        reply({ result: {} });
+        return REPLIED;
+      }
+    } finally {
+      s.gate.release(SNAPSHOT_HOLD);
     }
     throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);
   }
@@ -248,10 +265,12 @@ export class StubRequestHandler {
     s.widenRing();
     try {
       for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+        holdAfterFirstMiss(s, attempt);
         const snapshot = await s.snapshot();
         if (commit(snapshot.seq, 'reset', snapshot)) return REPLIED;
       }
     } finally {
+      s.gate.release(SNAPSHOT_HOLD);
       s.refreshRingLimit();
     }
     throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);

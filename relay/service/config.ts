@@ -48,8 +48,10 @@ export interface RelayLimits {
 
 /** Flow control between the relay and its WebSocket clients (docs/config.md, `flowControl`). */
 export interface FlowControlConfig {
-  /** Unacknowledged output bytes per terminal a consumer may be behind before output is held. */
+  /** Unacknowledged output bytes per terminal a slow consumer link may be behind before output is held. */
   creditWindow: number;
+  /** Largest window a fast link grows to (stub `--credit-window-max`; at most half the ring is used). */
+  creditWindowMax: number;
   /** A consumer acknowledges at least every `ackBytes` it processed. */
   ackBytes: number;
   /** Socket bytes queued above which a connection stops receiving live output. */
@@ -87,6 +89,7 @@ export const DEFAULT_LIMITS: RelayLimits = {
 
 export const DEFAULT_FLOW_CONTROL: FlowControlConfig = {
   creditWindow: 256 * KiB,
+  creditWindowMax: 2 * MiB,
   ackBytes: 64 * KiB,
   highWatermark: 1 * MiB,
   lowWatermark: 256 * KiB,
@@ -178,14 +181,19 @@ function validateFlowControl(raw: unknown): FlowControlConfig {
   const o = object(raw, 'flowControl');
   const d = DEFAULT_FLOW_CONTROL;
   onlyKeys(o, Object.keys(d), 'flowControl');
+  const creditWindow = integer(o, 'creditWindow', 'flowControl', 16 * KiB, 256 * MiB, d.creditWindow);
+  const stubPendingCap = integer(o, 'stubPendingCap', 'flowControl', 1 * MiB, 4096 * MiB, d.stubPendingCap);
+  // Unless set, a fast link's window stops at what the stub may buffer, and never below the minimum.
+  const maxDefault = Math.max(creditWindow, Math.min(d.creditWindowMax, stubPendingCap));
   const f: FlowControlConfig = {
-    creditWindow: integer(o, 'creditWindow', 'flowControl', 16 * KiB, 256 * MiB, d.creditWindow),
+    creditWindow,
+    creditWindowMax: integer(o, 'creditWindowMax', 'flowControl', 16 * KiB, 256 * MiB, maxDefault),
     ackBytes: integer(o, 'ackBytes', 'flowControl', 1 * KiB, 256 * MiB, d.ackBytes),
     highWatermark: integer(o, 'highWatermark', 'flowControl', 16 * KiB, 1024 * MiB, d.highWatermark),
     lowWatermark: integer(o, 'lowWatermark', 'flowControl', 0, 1024 * MiB, d.lowWatermark),
     keepTailBytes: integer(o, 'keepTailBytes', 'flowControl', 4 * KiB, 512 * KiB, d.keepTailBytes),
     relayPendingCap: integer(o, 'relayPendingCap', 'flowControl', 1 * MiB, 4096 * MiB, d.relayPendingCap),
-    stubPendingCap: integer(o, 'stubPendingCap', 'flowControl', 1 * MiB, 4096 * MiB, d.stubPendingCap),
+    stubPendingCap,
   };
   if (f.relayPendingCap < f.highWatermark) {
     throw configError(
@@ -200,6 +208,16 @@ function validateFlowControl(raw: unknown): FlowControlConfig {
   if (f.ackBytes > f.lowWatermark) {
     throw configError(
       `flowControl.ackBytes (${f.ackBytes}) must not exceed flowControl.lowWatermark (${f.lowWatermark})`,
+    );
+  }
+  if (f.creditWindowMax < f.creditWindow) {
+    throw configError(
+      `flowControl.creditWindowMax (${f.creditWindowMax}) must be at least flowControl.creditWindow (${f.creditWindow})`,
+    );
+  }
+  if (f.creditWindowMax > f.stubPendingCap) {
+    throw configError(
+      `flowControl.creditWindowMax (${f.creditWindowMax}) must not exceed flowControl.stubPendingCap (${f.stubPendingCap})`,
     );
   }
   if (f.ackBytes * 2 > f.creditWindow) {

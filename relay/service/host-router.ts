@@ -28,6 +28,7 @@ export function createHostRouter(
     ...['--ring-bytes', String(config.limits.ringBytes)],
     ...['--background-ring-bytes', String(config.limits.backgroundRingBytes)],
     ...['--credit-window', String(f.creditWindow)],
+    ...['--credit-window-max', String(f.creditWindowMax)],
     ...['--keep-tail', String(f.keepTailBytes)],
     ...['--pending-cap', String(f.stubPendingCap)],
   ];

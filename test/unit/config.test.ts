@@ -102,6 +102,16 @@ describe('validateConfig', () => {
     expect(invalid({ limits: { ringBytes: 1 << 20, backgroundRingBytes: 2 << 20 } })).toMatch(
       /^limits\.backgroundRingBytes \(2097152\) must not exceed limits\.ringBytes/,
     );
+    expect(invalid({ flowControl: { creditWindow: 1 << 20, creditWindowMax: 512 * 1024 } })).toMatch(
+      /^flowControl\.creditWindowMax \(524288\) must be at least flowControl\.creditWindow/,
+    );
+    expect(invalid({ flowControl: { stubPendingCap: 1 << 20, creditWindowMax: 2 << 20 } })).toMatch(
+      /^flowControl\.creditWindowMax \(2097152\) must not exceed flowControl\.stubPendingCap/,
+    );
+    // Unset, the maximum follows a small stub pending cap instead of refusing it.
+    expect(validateConfig({ flowControl: { stubPendingCap: 1 << 20 } }).flowControl.creditWindowMax).toBe(
+      1 << 20,
+    );
     expect(invalid({ limits: { ringBytes: 128 * 1024 } })).toMatch(
       /^flowControl\.creditWindow \(262144\) must not exceed limits\.ringBytes/,
     );
