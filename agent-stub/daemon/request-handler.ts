@@ -75,7 +75,6 @@ function validSpawn(p: Params): StubSpawnParams {
   return { ...(p as unknown as StubSpawnParams), cols, rows };
 }
 
-/** Executes stub-link requests against the registry. One instance per daemon. */
 /** Gate reason while a snapshot is retried: the program waits so its output cannot outrun the ring. */
 const SNAPSHOT_HOLD = 'snapshot';
 
@@ -88,6 +87,7 @@ function holdAfterFirstMiss(s: PtySession, attempt: number): void {
   if (attempt > 0) s.gate.hold(SNAPSHOT_HOLD);
 }
 
+/** Executes stub-link requests against the registry. One instance per daemon. */
 export class StubRequestHandler {
   constructor(
     private readonly registry: SessionRegistry,
