@@ -94,9 +94,8 @@ export class CreditWindow {
   /** New output reached `head`. */
   advance(head: number): void {
     this.head = head;
-    const t = this.now();
     for (const [linkId, c] of this.links) {
-      c.pace.sent(head, t);
+      c.pace.sent(head, this.now);
       if (head - c.acked >= this.windowOf(c)) this.gate.hold(this.reason(linkId));
     }
   }

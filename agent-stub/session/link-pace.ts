@@ -1,3 +1,5 @@
+import { RateMeter } from '../../provider/rate-meter.js';
+
 /** Output a fast link may have in flight, in milliseconds of its own pace. */
 export const WINDOW_TARGET_MS = 20;
 /** Rate samples span at least this long (and at least a round trip). */
@@ -17,22 +19,20 @@ const MAX_MARKS = 256;
  * its window each round trip until the path, not the window, sets its pace).
  */
 export class LinkPace {
-  /** Bytes per millisecond. */
-  private rate = 0;
+  private readonly meter: RateMeter;
   private minRtt = Number.POSITIVE_INFINITY;
   private minRttAt = 0;
-  private from: { seq: number; t: number };
   private readonly markSeq: number[] = [];
   private readonly markT: number[] = [];
   private lastMark: number;
 
   constructor(seq: number, t: number) {
-    this.from = { seq, t };
+    this.meter = new RateMeter(seq, t);
     this.lastMark = seq;
   }
 
-  /** Output up to `head` was sent at `t`. */
-  sent(head: number, t: number): void {
+  /** Output up to `head` was sent now (`now` is read only when a mark is due: this runs per PTY read). */
+  sent(head: number, now: () => number): void {
     if (head - this.lastMark < MARK_BYTES) return;
     this.lastMark = head;
     if (this.markSeq.length >= MAX_MARKS) {
@@ -40,7 +40,7 @@ export class LinkPace {
       this.markT.shift();
     }
     this.markSeq.push(head);
-    this.markT.push(t);
+    this.markT.push(now());
   }
 
   /** The link acknowledged everything before `seq` at `t`. */
@@ -57,19 +57,13 @@ export class LinkPace {
         this.minRttAt = t;
       }
     }
-    const span = t - this.from.t;
-    const interval = Math.max(RATE_INTERVAL_MS, Number.isFinite(this.minRtt) ? this.minRtt : 0);
-    if (span < interval) return;
-    const sample = (seq - this.from.seq) / span;
-    // Up at once (a flood should not wait to be believed), down by halves (one quiet spell is
-    // not a slow link).
-    this.rate = sample >= this.rate ? sample : (this.rate + sample) / 2;
-    this.from = { seq, t };
+    this.meter.update(seq, t, Math.max(RATE_INTERVAL_MS, Number.isFinite(this.minRtt) ? this.minRtt : 0));
   }
 
   /** The window this pace calls for (bytes); the caller clamps it to its bounds. */
   wantedWindow(): number {
     const rtt = Number.isFinite(this.minRtt) ? this.minRtt : 0;
-    return Math.max(this.rate * WINDOW_TARGET_MS, 2 * this.rate * rtt);
+    const rate = this.meter.rate;
+    return Math.max(rate * WINDOW_TARGET_MS, 2 * rate * rtt);
   }
 }

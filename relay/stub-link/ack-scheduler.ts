@@ -1,3 +1,5 @@
+import { RateMeter } from '../../provider/rate-meter.js';
+
 /** Acks are coalesced for this long (Orca: 8 ms), so a flood costs ~100 small frames a second. */
 const ACK_FLUSH_MS = 5;
 /** A slow session's ack goes out at once after this much new credit (a quarter of the stub's smallest window). */
@@ -14,13 +16,6 @@ const ACK_PACE_MS = 5;
 /** Arrival-rate samples span at least this long. */
 const RATE_INTERVAL_MS = 25;
 
-interface Pace {
-  seq: number;
-  t: number;
-  /** Bytes per millisecond. */
-  rate: number;
-}
-
 /**
  * Coalesces credit acknowledgements per session: the highest seq wins, sent after a few ms or
  * at once when enough new credit piled up; "enough" follows the session's arrival rate.
@@ -28,7 +23,7 @@ interface Pace {
 export class AckScheduler {
   private readonly pending = new Map<string, number>();
   private readonly sent = new Map<string, number>();
-  private readonly pace = new Map<string, Pace>();
+  private readonly pace = new Map<string, RateMeter>();
   private timer: NodeJS.Timeout | undefined;
 
   /** `send` returns false when the session's link is down (the ack is then dropped; a reattach re-credits). */
@@ -49,14 +44,9 @@ export class AckScheduler {
     const t = this.now();
     let p = this.pace.get(id);
     if (!p) {
-      p = { seq, t, rate: 0 };
+      p = new RateMeter(seq, t);
       this.pace.set(id, p);
-    } else if (t - p.t >= RATE_INTERVAL_MS) {
-      const sample = (seq - p.seq) / (t - p.t);
-      p.rate = sample >= p.rate ? sample : (p.rate + sample) / 2;
-      p.seq = seq;
-      p.t = t;
-    }
+    } else p.update(seq, t, RATE_INTERVAL_MS);
     return Math.min(ACK_MAX_BYTES, Math.max(ACK_MIN_BYTES, p.rate * ACK_PACE_MS));
   }
 
