@@ -1,6 +1,11 @@
 import { isMainThread, workerData } from 'node:worker_threads';
 import { connectDaemonSocket, connectOrStartDaemon, liveLegacyDaemons } from '../provider/daemon-launcher.js';
-import { bundleBuildId, daemonSocketPath, defaultRuntimeDir } from '../provider/stub-paths.js';
+import {
+  bundleBuildId,
+  daemonSocketPath,
+  defaultRuntimeDir,
+  STUB_LIBRARY_ENV,
+} from '../provider/stub-paths.js';
 import { runDaemon } from './daemon/daemon-server.js';
 import { MODEL_WORKER_MARKER } from './session/model-protocol.js';
 import { runModelWorker } from './session/model-worker.js';
@@ -37,6 +42,33 @@ function numFlag(args: string[], name: string): number | undefined {
   return n;
 }
 
+/** What `ensure` reports. */
+export interface EnsureReport {
+  socketPath: string;
+  buildId: string;
+  runtimeDir: string;
+  /** Live daemons of older builds (they keep serving their sessions). */
+  legacy: { buildId: string; socketPath: string }[];
+}
+
+/**
+ * Starts the daemon of the stub at `stubFile` if none answers, and reports its socket and those
+ * of older builds still running. `args` are `ensure`'s (`--runtime-dir D`, daemon flags). The
+ * relay's first-contact helper calls this in its own node process (see {@link STUB_LIBRARY_ENV}).
+ */
+export async function ensureDaemon(stubFile: string, args: string[]): Promise<EnsureReport> {
+  const runtimeDir = flag(args, '--runtime-dir') ?? defaultRuntimeDir();
+  const socket = await connectOrStartDaemon(
+    stubFile,
+    runtimeDir,
+    withoutFlags(args, ['--runtime-dir', '--socket']),
+  );
+  socket.destroy();
+  const buildId = bundleBuildId(stubFile);
+  const legacy = await liveLegacyDaemons(runtimeDir, buildId);
+  return { socketPath: daemonSocketPath(runtimeDir, buildId), buildId, runtimeDir, legacy };
+}
+
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...args] = argv;
   const runtimeDir = flag(args, '--runtime-dir') ?? defaultRuntimeDir();
@@ -56,14 +88,7 @@ async function main(argv: string[]): Promise<void> {
   }
   const daemonArgs = withoutFlags(args, ['--runtime-dir', '--socket']);
   if (cmd === 'ensure') {
-    // Start this build's daemon if needed; report its socket and those of older builds still running.
-    const socket = await connectOrStartDaemon(process.argv[1], runtimeDir, daemonArgs);
-    socket.destroy();
-    const buildId = bundleBuildId(process.argv[1]);
-    const legacy = await liveLegacyDaemons(runtimeDir, buildId);
-    process.stdout.write(
-      `${JSON.stringify({ socketPath: daemonSocketPath(runtimeDir, buildId), buildId, runtimeDir, legacy })}\n`,
-    );
+    process.stdout.write(`${JSON.stringify(await ensureDaemon(process.argv[1], args))}\n`);
     return;
   }
   if (cmd === 'connect') {
@@ -84,7 +109,7 @@ async function main(argv: string[]): Promise<void> {
 
 if (!isMainThread && workerData?.role === MODEL_WORKER_MARKER) {
   runModelWorker();
-} else if (isMainThread) {
+} else if (isMainThread && !process.env[STUB_LIBRARY_ENV]) {
   main(process.argv.slice(2)).catch((err) => {
     process.stderr.write(`ptyrelay stub: ${err?.stack ?? err}\n`);
     process.exit(1);

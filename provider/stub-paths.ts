@@ -5,6 +5,13 @@ import { join } from 'node:path';
 import { STUB_PROTOCOL_VERSION } from './wire/messages.js';
 
 /**
+ * Set while a process `require`s stub.cjs as a library (the relay's first-contact helper calls
+ * its `ensureDaemon`): the bundle then runs no command of its own. Unset it before starting
+ * anything, or a child would inherit it.
+ */
+export const STUB_LIBRARY_ENV = 'PTYRELAY_STUB_LIBRARY';
+
+/**
  * Where a user's stub daemon lives. Shared by the daemon and the local provider so both agree.
  * `$XDG_RUNTIME_DIR/ptyrelay` when set, else `~/.cache/ptyrelay/run`; the directory is 0700.
  */

@@ -24,6 +24,8 @@ export interface ProbeResult {
   node: NodeCandidate;
   /** One line for progress output. */
   summary: string;
+  /** What the `helper` of {@link ProbeOptions} printed (`[{ platform, home }, results…]`), if it ran. */
+  helperResults?: unknown[];
 }
 
 /** Options for {@link probeHost}. */
@@ -31,6 +33,8 @@ export interface ProbeOptions {
   minNodeMajor: number;
   /** The glibc the platform's node-pty binary needs, if known. */
   minGlibc?: (p: StubPlatform) => string | undefined;
+  /** Node script the picked node runs right away, in the same remote command (built with the probe's marker). */
+  helper?: (marker: string) => string;
 }
 
 /** The probe may start up to four login shells (nvm init alone can take a second). */
@@ -50,7 +54,7 @@ export async function probeHost(conn: Client, opts: ProbeOptions): Promise<Probe
   const marker = newMarker();
   const r = await remoteExec(conn, '/bin/sh -s', {
     timeoutMs: PROBE_TIMEOUT_MS,
-    stdin: probeScript(marker, opts.minNodeMajor),
+    stdin: probeScript(marker, opts.minNodeMajor, opts.helper?.(marker)),
   });
   const kv = parseMarkedLines(r.stdout, marker);
   const one = (k: string): string => kv.get(k)?.at(-1) ?? '';
@@ -86,7 +90,17 @@ export async function probeHost(conn: Client, opts: ProbeOptions): Promise<Probe
   if (!home.startsWith('/'))
     throw new PtyRelayError('DEPLOY_FAILED', `host reports no usable $HOME (${home})`);
   const summary = `${uname}, glibc ${glibc}, node ${node.version} (${node.execPath}, via ${node.source})`;
-  return { platform, uname, home, glibc, node, summary };
+  return { platform, uname, home, glibc, node, summary, helperResults: parseResults(one('quick')) };
+}
+
+function parseResults(json: string): unknown[] | undefined {
+  if (!json) return undefined;
+  try {
+    const v = JSON.parse(json);
+    return Array.isArray(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Adds the host's uname to an UNSUPPORTED_PLATFORM thrown for lack of a binary. */

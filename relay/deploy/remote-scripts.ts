@@ -1,3 +1,5 @@
+import { STUB_LIBRARY_ENV } from '../../provider/stub-paths.js';
+
 /**
  * Scripts the deployer runs on the host. Both are sent on stdin (`/bin/sh -s`, `node -`), so no
  * login shell (bash, zsh, fish, tcsh) ever parses them; output lines carry a random marker so MOTD and
@@ -16,8 +18,9 @@ export function newMarker(): string {
  * then `bash -lic` and `bash -ic` (a .bash_profile that does not source .bashrc hides nvm from -l),
  * stopping at the first node of at least `minMajor`. Login shells get the
  * original PATH; the probe's own tools get a standard PATH appended in case the user's has none.
+ * With `helper`, the node it picked then runs that script (first contact in one remote command).
  */
-export function probeScript(marker: string, minMajor: number): string {
+export function probeScript(marker: string, minMajor: number, helper?: string): string {
   return `M=${marker}
 MIN=${Math.floor(minMajor)}
 up=$PATH
@@ -29,7 +32,7 @@ cand() {
   emit cand "$1 $r"
   maj=\${r#v}; maj=\${maj%%.*}
   case "$maj" in ''|*[!0-9]*) return 0 ;; esac
-  [ "$maj" -ge "$MIN" ] && ok=1
+  [ "$maj" -ge "$MIN" ] && { ok=1; okbin=\${r#* }; }
   return 0
 }
 cand path "$(command -v node 2>/dev/null)"
@@ -54,7 +57,21 @@ if [ -z "$ok" ] && [ -n "$b" ]; then
   [ "$b" != "$SHELL" ] && ask bash-login-interactive "$b" -lic
   [ -z "$ok" ] && ask bash-interactive "$b" -ic
 fi
-emit end 1
+${helper ? runWithPickedNode(helper) : ''}emit end 1
+`;
+}
+
+const HEREDOC_END = 'PTYRELAY_HELPER_END';
+
+/** Runs `helper` (a node script) with the node the probe picked, from a quoted here-document. */
+function runWithPickedNode(helper: string): string {
+  if (helper.split('\n').includes(HEREDOC_END))
+    throw new Error('helper script contains its heredoc delimiter');
+  return `if [ -n "$ok" ]; then
+  PATH=$up "$okbin" - <<'${HEREDOC_END}'
+${helper}
+${HEREDOC_END}
+fi
 `;
 }
 
@@ -80,7 +97,22 @@ export type HelperOp =
       /** Skip unless every earlier verify op found its dir complete and intact. */
       onlyIfIntact: boolean;
     }
-  | { op: 'now' };
+  | { op: 'now' }
+  | {
+      op: 'ensure';
+      /** The installed stub.cjs: loaded in the helper's own node, whose `ensureDaemon` runs. */
+      stub: string;
+      /** `ensure`'s arguments (`--runtime-dir D`, daemon flags). */
+      args: string[];
+      /** Skip unless every earlier verify op found its dir complete and intact. */
+      onlyIfIntact: boolean;
+    };
+
+/** Result of an `ensure` op: the stub's `EnsureReport`, or why there is none. */
+export type EnsureResult =
+  | { socketPath: string; buildId: string; legacy: { buildId: string; socketPath: string }[] }
+  | { skipped: true }
+  | { error: string };
 
 /** Result of a `verify` op. */
 export interface VerifyResult {
@@ -156,19 +188,64 @@ function gc(o) {
   }
   return { removed, kept };
 }
-const out = [];
-for (const o of P.ops) {
-  if (o.op === 'ensureDir') { fs.mkdirSync(o.dir, { recursive: true, mode: 0o700 }); out.push(null); }
-  else if (o.op === 'verify') out.push(verify(o));
-  else if (o.op === 'gc') out.push(gc(o));
-  else if (o.op === 'now') out.push(Date.now());
+async function ensure(o) {
+  if (o.onlyIfIntact && !intact) return { skipped: true };
+  try {
+    process.env[P.libraryEnv] = '1';
+    const stub = require(o.stub);
+    delete process.env[P.libraryEnv];
+    return await stub.ensureDaemon(o.stub, o.args);
+  } catch (e) {
+    delete process.env[P.libraryEnv];
+    return { error: String((e && e.stack) || e).slice(-2000) };
+  }
 }
-process.stdout.write('\\n' + P.marker + JSON.stringify(out) + '\\n');
+(async () => {
+  const out = [];
+  for (const o of P.ops) {
+    if (o.op === 'ensureDir') { fs.mkdirSync(o.dir, { recursive: true, mode: 0o700 }); out.push(null); }
+    else if (o.op === 'verify') out.push(verify(o));
+    else if (o.op === 'gc') out.push(gc(o));
+    else if (o.op === 'now') out.push(Date.now());
+    else if (o.op === 'ensure') out.push(await ensure(o));
+  }
+  // writeSync: the exit below must not cut the line off (stdout to a pipe is asynchronous).
+  fs.writeSync(1, '\\n' + P.marker + JSON.stringify(P.meta ? [P.meta, ...out] : out) + '\\n');
+  process.exit(0);
+})().catch((e) => { process.stderr.write(String((e && e.stack) || e) + '\\n'); process.exit(1); });
+`;
+
+/**
+ * Picks the ops for the helper's own platform and home (the probe runs it before the relay
+ * knows either): `@HOME@` at the start of a path stands for `$HOME`. Results are prefixed with
+ * `{ platform, home }` so the relay can check they match what the probe reported.
+ */
+const FIRST_CONTACT_PROLOGUE = `
+const home = process.env.HOME || '';
+const platform = process.platform + '-' + process.arch;
+const picked = home.startsWith('/') ? P.byPlatform[platform] || [] : [];
+const at = (v) => (typeof v === 'string' && v.startsWith('@HOME@') ? home + v.slice(6) : v);
+P.ops = picked.map((o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, at(v)])));
+P.meta = { platform, home };
 `;
 
 /** The node helper for `ops`; run it as `node -` with this on stdin. Prints `<marker>[results…]`. */
 export function helperScript(marker: string, ops: HelperOp[]): string {
-  return `'use strict';\nconst P = ${JSON.stringify({ marker, ops })};\n${HELPER_BODY}`;
+  const p = { marker, ops, libraryEnv: STUB_LIBRARY_ENV };
+  return `'use strict';\nconst P = ${JSON.stringify(p)};\n${HELPER_BODY}`;
+}
+
+/** Where {@link firstContactHelper} paths start with the host's `$HOME`. */
+export const HOME_TOKEN = '@HOME@';
+
+/**
+ * The helper the probe runs with the node it picked ({@link probeScript}): the ops of the host's
+ * platform (`byPlatform`), paths under {@link HOME_TOKEN}. Prints `<marker>quick=[{ platform,
+ * home }, results…]`.
+ */
+export function firstContactHelper(marker: string, byPlatform: Record<string, HelperOp[]>): string {
+  const p = { marker: `${marker}quick=`, byPlatform, libraryEnv: STUB_LIBRARY_ENV };
+  return `'use strict';\nconst P = ${JSON.stringify(p)};\n${FIRST_CONTACT_PROLOGUE}${HELPER_BODY}`;
 }
 
 /** Values of the `<marker>key=value` lines, grouped by key in output order. */

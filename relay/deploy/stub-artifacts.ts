@@ -7,6 +7,7 @@ import { packageRoot, stubBundlePath } from '../stub-bundle.js';
 
 /** Remote platforms the stub ships a `node-pty` binary for. */
 export type StubPlatform = 'linux-x64' | 'linux-arm64';
+export const STUB_PLATFORMS: readonly StubPlatform[] = ['linux-x64', 'linux-arm64'];
 
 /** One file of the stub install dir. */
 export interface StubArtifactFile {

@@ -5,8 +5,11 @@ import { type ProbeResult, probeHost } from './host-probe.js';
 import { InstallLock } from './install-lock.js';
 import { remoteExec } from './remote-exec.js';
 import {
+  type EnsureResult,
+  firstContactHelper,
   type GcResult,
   type HelperOp,
+  HOME_TOKEN,
   helperScript,
   newMarker,
   parseHelperOutput,
@@ -17,6 +20,7 @@ import { shellQuote } from './shell-quote.js';
 import {
   collectStubArtifacts,
   manifestJson,
+  STUB_PLATFORMS,
   type StubArtifacts,
   type StubPlatform,
 } from './stub-artifacts.js';
@@ -47,6 +51,11 @@ export interface DeployResult {
   bytesUploaded: number;
   /** sha256 of stub.cjs, 12 hex digits (what the daemon reports as its buildId). */
   buildId: string;
+  /**
+   * With {@link StubDeployerOptions.ensureDaemon}: the daemon first contact already made sure
+   * runs (what `stub.cjs ensure` reports), so the link can go straight to its socket.
+   */
+  daemon?: { socketPath: string; legacy: { buildId: string; socketPath: string }[] };
 }
 
 /** Options for {@link StubDeployer}. */
@@ -60,6 +69,11 @@ export interface StubDeployerOptions {
   lockStaleMs?: number;
   /** GC spares stub dirs installed or verified this recently (a relay may be about to start them). */
   gcGraceMs?: number;
+  /**
+   * `ensure` arguments: when the install is already intact, first contact also starts the daemon
+   * if needed (in the probe's remote command) and reports it in {@link DeployResult.daemon}.
+   */
+  ensureDaemon?: string[];
 }
 
 /** The stub bundle targets node18 (Debian bookworm's node). */
@@ -121,9 +135,11 @@ export class StubDeployer {
   private async run(): Promise<DeployResult> {
     const t0 = Date.now();
     this.progress({ step: 'probe', message: 'probing the host (platform, node)' });
+    const sentProbe = Date.now();
     const probe = await probeHost(this.conn, {
       minNodeMajor: this.minNodeMajor,
       minGlibc: (p) => (this.opts.artifacts ?? collectStubArtifacts)(p).minGlibc,
+      helper: (marker) => firstContactHelper(marker, this.firstContactOps()),
     });
     this.progress({ step: 'probe', message: probe.summary });
     const artifacts = (this.opts.artifacts ?? collectStubArtifacts)(probe.platform);
@@ -144,6 +160,8 @@ export class StubDeployer {
     });
 
     this.progress({ step: 'check', message: `checking ${installDir}` });
+    const quick = this.firstContactResults(probe, sentProbe);
+    if (quick) return this.done({ ...result(false, 0), daemon: quick.daemon }, t0);
     const sent = Date.now();
     const [, verify, now, gc] = (await this.helper(probe, [
       { op: 'ensureDir', dir: base },
@@ -195,6 +213,60 @@ export class StubDeployer {
     } finally {
       sftp.end();
     }
+  }
+
+  /**
+   * What the probe's remote command also does, per platform (it learns which one it is on):
+   * verify the install, read the clock, collect old dirs and, if asked, ensure the daemon; paths
+   * under `$HOME` ({@link HOME_TOKEN}), which the relay does not know yet either.
+   */
+  private firstContactOps(): Record<string, HelperOp[]> {
+    const base = `${HOME_TOKEN}/.cache/ptyrelay`;
+    const out: Record<string, HelperOp[]> = {};
+    for (const platform of STUB_PLATFORMS) {
+      let a: StubArtifacts;
+      try {
+        a = (this.opts.artifacts ?? collectStubArtifacts)(platform);
+      } catch {
+        continue; // no binary for it: the probe's platform check reports that
+      }
+      const dir = `${base}/${a.dirName}`;
+      const files = a.files.map(({ path, size, sha256 }) => ({ path, size, sha256 }));
+      out[platform] = [
+        { op: 'verify', dir, files, requireComplete: true, touch: true },
+        { op: 'now' },
+        this.gcOp(base, a.dirName, false, true),
+      ];
+      const args = this.opts.ensureDaemon;
+      if (args) out[platform].push({ op: 'ensure', stub: `${dir}/stub.cjs`, args, onlyIfIntact: true });
+    }
+    return out;
+  }
+
+  /**
+   * The first-contact results when they settle the deploy: the probe's node ran them on the
+   * platform and home the probe reported, and found the install intact (and the daemon up, if
+   * asked). Anything else goes the long way (check, install, ensure).
+   */
+  private firstContactResults(
+    probe: ProbeResult,
+    sent: number,
+  ): { daemon?: DeployResult['daemon'] } | undefined {
+    const r = probe.helperResults;
+    const meta = r?.[0] as { platform?: string; home?: string } | undefined;
+    if (!r || r.length < 4 || meta?.platform !== probe.platform || meta?.home !== probe.home)
+      return undefined;
+    const [, verify, now, gc, ensure] = r as [unknown, VerifyResult, number, GcResult, EnsureResult?];
+    if (!verify?.complete || verify.bad.length > 0) return undefined;
+    this.hostSkewMs = now - (sent + Date.now()) / 2;
+    this.reportGc(gc);
+    if (!this.opts.ensureDaemon) return {};
+    if (!ensure || !('socketPath' in ensure)) {
+      if (ensure && 'error' in ensure)
+        this.opts.log?.warn({ error: ensure.error }, 'first-contact ensure failed');
+      return undefined;
+    }
+    return { daemon: { socketPath: ensure.socketPath, legacy: ensure.legacy ?? [] } };
   }
 
   private done(r: DeployResult, t0: number): DeployResult {

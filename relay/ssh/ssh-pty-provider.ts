@@ -161,6 +161,8 @@ export class SshPtyProvider extends StubBackedProvider {
         (await new StubDeployer(ssh.client, {
           log,
           onProgress: (p: DeployProgress) => progress(host, p),
+          // An intact install also gets its daemon ensured in the probe's command (one exec).
+          ensureDaemon: this.opts.preferExec ? undefined : (this.opts.daemonArgs ?? []),
         }).deploy());
       const channel = await this.channelTo(host, ssh, deploy, log);
       attempt.progress();
@@ -209,8 +211,9 @@ export class SshPtyProvider extends StubBackedProvider {
   }
 
   /**
-   * On a reconnect the daemon is almost always still there: forward straight to its known socket
-   * (saves starting node on the host for `ensure`); otherwise, or if that fails, ensure it runs.
+   * On a reconnect the daemon is almost always still there, and on first contact the probe's
+   * command may have ensured it: forward straight to its socket (saves a remote command and a
+   * node start for `ensure`); otherwise, or if that fails, ensure it runs.
    */
   private async channelTo(
     host: string,
@@ -218,11 +221,14 @@ export class SshPtyProvider extends StubBackedProvider {
     deploy: DeployResult,
     log: Logger,
   ): Promise<StubChannel> {
-    const known = this.knownSocket.get(host);
+    // First contact may have ensured the daemon already (a one-shot hint: later links use `known`).
+    const ensured = deploy.daemon;
+    deploy.daemon = undefined;
+    const known = this.knownSocket.get(host) ?? ensured?.socketPath;
     if (known && !this.opts.preferExec) {
       try {
         const ch = await openSocketChannel(ssh.client, '', known, { streamlocalOnly: true });
-        return { ...ch, socketPath: known, legacy: [] };
+        return { ...ch, socketPath: known, legacy: ensured?.legacy ?? [] };
       } catch {
         // the daemon went away (or forwarding is refused): start it the long way
       }

@@ -1,6 +1,7 @@
 import type { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
+import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { remoteExec } from '../../relay/deploy/remote-exec.js';
 import { shellQuote } from '../../relay/deploy/shell-quote.js';
 import { collectStubArtifacts, type StubPlatform } from '../../relay/deploy/stub-artifacts.js';
@@ -43,6 +44,22 @@ async function deployOn(conn: Client): Promise<Deployed> {
     log: { info: () => {}, warn: (_o, msg) => warnings.push(msg ?? '') },
   }).deploy();
   return { result, events, warnings, ms: Math.round(performance.now() - t0) };
+}
+
+/** Runs `fn` while recording the commands `conn` executes on the host. */
+async function countingExecs<T>(conn: Client, fn: () => Promise<T>): Promise<{ value: T; execs: string[] }> {
+  const execs: string[] = [];
+  const original = conn.exec;
+  const counting = function (this: Client, command: string, ...rest: unknown[]) {
+    execs.push(command);
+    return Reflect.apply(original, this, [command, ...rest]);
+  };
+  conn.exec = counting as unknown as Client['exec'];
+  try {
+    return { value: await fn(), execs };
+  } finally {
+    conn.exec = original;
+  }
 }
 
 async function sh(conn: Client, command: string, stdin?: string): Promise<string> {
@@ -127,6 +144,36 @@ describe.skipIf(!available)('StubDeployer against a real sshd', () => {
     expect(result.uploaded).toBe(false);
     expect(result.bytesUploaded).toBe(0);
     expect(events.some((e) => e.step === 'upload' || e.step === 'lock')).toBe(false);
+  });
+
+  it('settles a deploy of an intact install, daemon included, in one remote command', async () => {
+    const runtimeDir = `${sshd.userHome}/.cache/ptyrelay/run-first-contact`;
+    try {
+      const t0 = performance.now();
+      const { value: result, execs } = await countingExecs(conn, () =>
+        new StubDeployer(conn, {
+          ensureDaemon: ['--runtime-dir', runtimeDir, '--idle-exit-ms', '60000'],
+        }).deploy(),
+      );
+      figures.firstContactWithDaemonMs = Math.round(performance.now() - t0);
+      expect(execs).toEqual(['/bin/sh -s']);
+      expect(result.uploaded).toBe(false);
+      const socket = `${runtimeDir}/stub-v${STUB_PROTOCOL_VERSION}-${stubBuildId()}.sock`;
+      expect(result.daemon).toEqual({ socketPath: socket, legacy: [] });
+      // The daemon it reports answers on that socket.
+      const probe = `require('net').connect(process.argv[1]).on('connect', () => { console.log('up'); process.exit(0); })`;
+      expect(await sh(conn, `node -e ${shellQuote(probe)} ${shellQuote(socket)}`)).toBe('up\n');
+      // Without ensureDaemon nothing is started, and an intact install still takes one command.
+      const plain = await countingExecs(conn, () => new StubDeployer(conn).deploy());
+      expect(plain.execs).toHaveLength(1);
+      expect(plain.value.daemon).toBeUndefined();
+    } finally {
+      // `[-]-` so the pattern does not match this very shell's command line.
+      await sh(
+        conn,
+        `pkill -f -- ${shellQuote(`[-]-runtime-dir ${runtimeDir}`)}; rm -rf ${shellQuote(runtimeDir)}`,
+      );
+    }
   });
 
   it('replaces a tampered install, which then verifies', async () => {
