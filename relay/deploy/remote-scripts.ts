@@ -29,13 +29,17 @@ ok=
 cand() {
   [ -n "$2" ] || return 0
   r=$("$2" -p 'process.version+" "+process.execPath' 2>/dev/null </dev/null) || return 0
-  emit cand "$1 $r"
-  maj=\${r#v}; maj=\${maj%%.*}
+  pick "$1" "$r"
+}
+pick() {
+  emit cand "$1 $2"
+  maj=\${2#v}; maj=\${maj%%.*}
   case "$maj" in ''|*[!0-9]*) return 0 ;; esac
-  [ "$maj" -ge "$MIN" ] && { ok=1; okbin=\${r#* }; }
+  [ "$maj" -ge "$MIN" ] && { ok=1; okbin=\${2#* }; }
   return 0
 }
-cand path "$(command -v node 2>/dev/null)"
+ran=
+${helper ? runWithPathNode(helper) : 'cand path "$(command -v node 2>/dev/null)"'}
 PATH="$PATH:/usr/local/bin:/usr/bin:/bin"; export PATH
 emit uname "$(uname -sm 2>/dev/null)"
 emit home "$HOME"
@@ -63,11 +67,33 @@ ${helper ? runWithPickedNode(helper) : ''}emit end 1
 
 const HEREDOC_END = 'PTYRELAY_HELPER_END';
 
-/** Runs `helper` (a node script) with the node the probe picked, from a quoted here-document. */
-function runWithPickedNode(helper: string): string {
+function checkDelimiter(helper: string): void {
   if (helper.split('\n').includes(HEREDOC_END))
     throw new Error('helper script contains its heredoc delimiter');
-  return `if [ -n "$ok" ]; then
+}
+
+/**
+ * Runs `helper` with the node on PATH, saving the `node -p` start: the helper prints
+ * `<marker>self=<version> <execPath>` first and does its work only on a new enough node.
+ */
+function runWithPathNode(helper: string): string {
+  checkDelimiter(helper);
+  return `n=$(command -v node 2>/dev/null)
+if [ -n "$n" ]; then
+  out=$(PATH=$up "$n" - <<'${HEREDOC_END}'
+${helper}
+${HEREDOC_END}
+)
+  printf '%s\\n' "$out"
+  r=$(printf '%s\\n' "$out" | sed -n "s/^.*\${M}self=//p" | tail -n 1)
+  [ -n "$r" ] && pick path "$r" && [ -n "$ok" ] && ran=1
+fi`;
+}
+
+/** Runs `helper` with the node found in a login shell, unless the PATH node already ran it. */
+function runWithPickedNode(helper: string): string {
+  checkDelimiter(helper);
+  return `if [ -n "$ok" ] && [ -z "$ran" ]; then
   PATH=$up "$okbin" - <<'${HEREDOC_END}'
 ${helper}
 ${HEREDOC_END}
@@ -240,12 +266,22 @@ export const HOME_TOKEN = '@HOME@';
 
 /**
  * The helper the probe runs with the node it picked ({@link probeScript}): the ops of the host's
- * platform (`byPlatform`), paths under {@link HOME_TOKEN}. Prints `<marker>quick=[{ platform,
- * home }, results…]`.
+ * platform (`byPlatform`), paths under {@link HOME_TOKEN}. Prints `<marker>self=<version>
+ * <execPath>`, then, on node >= `minMajor`, `<marker>quick=[{ platform, home }, results…]`.
  */
-export function firstContactHelper(marker: string, byPlatform: Record<string, HelperOp[]>): string {
+export function firstContactHelper(
+  marker: string,
+  minMajor: number,
+  byPlatform: Record<string, HelperOp[]>,
+): string {
   const p = { marker: `${marker}quick=`, byPlatform, libraryEnv: STUB_LIBRARY_ENV };
-  return `'use strict';\nconst P = ${JSON.stringify(p)};\n${FIRST_CONTACT_PROLOGUE}${HELPER_BODY}`;
+  const body = `'use strict';\nconst P = ${JSON.stringify(p)};\n${FIRST_CONTACT_PROLOGUE}${HELPER_BODY}`;
+  // Syntax any node parses: an old one reports its version and stops (the body needs a new one).
+  return `var fs = require('fs');
+var v = process.version;
+fs.writeSync(1, '\\n' + ${JSON.stringify(marker)} + 'self=' + v + ' ' + process.execPath + '\\n');
+if (Number(v.slice(1).split('.')[0]) >= ${Math.floor(minMajor)}) new Function('require', ${JSON.stringify(body)})(require);
+`;
 }
 
 /** Values of the `<marker>key=value` lines, grouped by key in output order. */

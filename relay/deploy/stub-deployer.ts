@@ -139,7 +139,7 @@ export class StubDeployer {
     const probe = await probeHost(this.conn, {
       minNodeMajor: this.minNodeMajor,
       minGlibc: (p) => (this.opts.artifacts ?? collectStubArtifacts)(p).minGlibc,
-      helper: (marker) => firstContactHelper(marker, this.firstContactOps()),
+      helper: (marker) => firstContactHelper(marker, this.minNodeMajor, this.firstContactOps()),
     });
     this.progress({ step: 'probe', message: probe.summary });
     const artifacts = (this.opts.artifacts ?? collectStubArtifacts)(probe.platform);
