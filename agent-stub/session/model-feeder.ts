@@ -5,11 +5,13 @@ const MIN_FLOOD_INTERVAL_MS = 16;
 /** ...and the pause as a multiple of the last batch's parse time: the model then needs ≤ 1/3 core. */
 const FLOOD_DUTY_FACTOR = 2;
 /**
- * Pause between batches of a flood whose backlog skipping keeps small (line output): its batches
- * cost the same whenever they run (the retained lines), so running them rarely gives the CPU to
- * delivery. A snapshot flushes first, so the model is never stale when it is read.
+ * A flood whose backlog skipping keeps small (line output) is fed when the output pauses for
+ * LAZY_IDLE_MS, or after LAZY_FLOOD_INTERVAL_MS at the latest: its batches cost the same whenever
+ * they run (the retained lines), so running them rarely gives the CPU to delivery. A snapshot
+ * flushes first, so the model is never stale when it is read.
  */
-const LAZY_FLOOD_INTERVAL_MS = 1000;
+const LAZY_IDLE_MS = 100;
+const LAZY_FLOOD_INTERVAL_MS = 5000;
 /** A backlog above this is not kept small by skipping: feed it at the eager pace. */
 const LAZY_BACKLOG_BYTES = 4 * 1024 * 1024;
 /** Pending output the model may hold before the PTY is paused (only reached with escape-heavy floods). */
@@ -72,6 +74,10 @@ export class ModelFeeder {
   private lastBatchMs = 0;
   private timer: NodeJS.Timeout | undefined;
   private lazyTimer = false;
+  /** Pushes so far, and when the lazy wait started: tells a paused flood from a running one. */
+  private pushes = 0;
+  private pushesAtCheck = 0;
+  private lazySince = 0;
   private paused = false;
   /** pendingBytes when trySkip last ran, and the growth that triggers the next run. */
   private checkedAt = 0;
@@ -88,6 +94,7 @@ export class ModelFeeder {
   }
 
   push(seq: number, data: Uint8Array): void {
+    this.pushes++;
     if (this.pendingBytes === 0) this.pendingFrom = seq;
     this.pending.push(data);
     this.pendingBytes += data.length;
@@ -151,14 +158,30 @@ export class ModelFeeder {
     this.trySkip();
     this.checkedAt = this.pendingBytes;
     this.lazyTimer = this.pendingBytes <= LAZY_BACKLOG_BYTES;
-    const wait = this.lazyTimer
-      ? LAZY_FLOOD_INTERVAL_MS
-      : Math.max(MIN_FLOOD_INTERVAL_MS, this.lastBatchMs * FLOOD_DUTY_FACTOR);
+    if (this.lazyTimer) {
+      this.lazySince = Date.now();
+      this.pushesAtCheck = this.pushes;
+      this.timer = setTimeout(() => this.lazyCheck(), LAZY_IDLE_MS);
+      return;
+    }
+    const wait = Math.max(MIN_FLOOD_INTERVAL_MS, this.lastBatchMs * FLOOD_DUTY_FACTOR);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.lazyTimer = false;
       this.flush();
     }, wait);
+  }
+
+  /** Feeds a lazy backlog once the output paused, or when it waited long enough. */
+  private lazyCheck(): void {
+    this.timer = undefined;
+    const flowing = this.pushes !== this.pushesAtCheck;
+    if (flowing && Date.now() - this.lazySince < LAZY_FLOOD_INTERVAL_MS) {
+      this.pushesAtCheck = this.pushes;
+      this.timer = setTimeout(() => this.lazyCheck(), LAZY_IDLE_MS);
+      return;
+    }
+    this.lazyTimer = false;
+    this.flush();
   }
 
   private flush(): void {

@@ -112,7 +112,7 @@ describe('ModelFeeder memory', () => {
     expect(posted.at(-1)).toBeLessThan(2 * 1024 * 1024);
   });
 
-  it('feeds a line flood about once a second, and an escape-heavy flood at the eager pace', () => {
+  it('feeds a line flood every 5 s at most while it runs, and an escape-heavy flood at the eager pace', () => {
     vi.useFakeTimers();
     try {
       const run = (chunk: Buffer) => {
@@ -130,8 +130,8 @@ describe('ModelFeeder memory', () => {
           10_024,
         );
         let seq = 0;
-        // 2 s of a 64 MB/s flood in 4 KB reads.
-        for (let t = 0; t < 2000; t += 4) {
+        // 12 s of a 64 MB/s flood in 4 KB reads.
+        for (let t = 0; t < 12_000; t += 4) {
           for (let i = 0; i < 64; i++) {
             f.push(seq, chunk);
             seq += chunk.length;
@@ -142,11 +142,49 @@ describe('ModelFeeder memory', () => {
         return sizes;
       };
       const lines = run(Buffer.from(`${'x'.repeat(100)}\r\n`.repeat(40)));
+      // The first small read, then one batch of the retained lines every 5 s.
       expect(lines.length).toBeLessThanOrEqual(4);
       expect(lines.reduce((a, b) => a + b, 0)).toBeLessThan(6 * 1024 * 1024);
-      // Cursor movement cannot be skipped: the model gets all of it, without waiting a second.
+      // Cursor movement cannot be skipped: the model gets all of it, without waiting.
       const tui = run(Buffer.from(`\x1b[H${'y'.repeat(100)}\r\n`.repeat(40)));
-      expect(tui.reduce((a, b) => a + b, 0)).toBeGreaterThan(30 * 1024 * 1024);
+      expect(tui.reduce((a, b) => a + b, 0)).toBeGreaterThan(100 * 1024 * 1024);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('feeds a line flood as soon as it pauses', () => {
+    vi.useFakeTimers();
+    try {
+      const posted: { seq: number; len: number }[] = [];
+      let f: ModelFeeder | undefined;
+      f = new ModelFeeder(
+        {
+          post: (seq, d) => {
+            posted.push({ seq, len: d.length });
+            setTimeout(() => f?.progress(seq + d.length), 1);
+          },
+          backpressure: () => {},
+        },
+        100,
+      );
+      const chunk = Buffer.from(`${'x'.repeat(100)}\r\n`.repeat(40));
+      let seq = 0;
+      // 3 s of 16 MB/s.
+      for (let t = 0; t < 3000; t += 10) {
+        for (let i = 0; i < 40; i++) {
+          f.push(seq, chunk);
+          seq += chunk.length;
+        }
+        vi.advanceTimersByTime(10);
+      }
+      // The first read went at once; the rest waits while the flood runs.
+      expect(posted).toHaveLength(1);
+      // Output stopped: within two idle checks the model has everything up to the end.
+      vi.advanceTimersByTime(200);
+      expect(posted).toHaveLength(2);
+      expect(posted[1]!.seq + posted[1]!.len).toBe(seq);
+      f.dispose();
     } finally {
       vi.useRealTimers();
     }
