@@ -8,7 +8,17 @@ import { type BenchEnv, localProvider, sshArgs } from '../lib/env.js';
 import { runCommandStream, runProviderStream, type StreamStats } from '../lib/pty-run.js';
 import { startBenchRelay } from '../lib/relay.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
-import { descendants, machineCpu, median, now, procComm, procCpuMs, round } from '../lib/util.js';
+import {
+  busyPercent,
+  descendants,
+  machineCpu,
+  median,
+  now,
+  procComm,
+  procCpuMs,
+  round,
+  sleep,
+} from '../lib/util.js';
 
 const LINE_BODY = 90;
 const LINES_PER_CHUNK = 20_000;
@@ -92,6 +102,26 @@ interface FloodRun {
   cpuMs?: Record<string, number>;
   /** CPU the whole machine used (all processes, kernel included) per MB delivered: the run's total cost. */
   machineCpuMsPerMb?: number;
+  /** How long the machine stayed busy before this run started (work left over by the previous one). */
+  settleMs?: number;
+}
+
+/** Share of all cores under which the machine counts as settled between flood runs. */
+const SETTLE_BUSY_PERCENT = 15;
+const SETTLE_MAX_MS = 3000;
+
+/**
+ * Waits (≤ 3 s) until a 100 ms window shows the machine below 15 % busy, so no run starts while
+ * the previous one's leftovers (a daemon's model catching up, GC, a closing relay) still use CPU.
+ */
+async function settle(): Promise<number> {
+  const t0 = now();
+  while (now() - t0 < SETTLE_MAX_MS) {
+    const a = machineCpu();
+    await sleep(100);
+    if (busyPercent(a, machineCpu()) < SETTLE_BUSY_PERCENT) break;
+  }
+  return round(now() - t0 - 100, 0);
 }
 
 function toRun(variant: string, s: StreamStats, file: FloodFile, hash: Hash | undefined): FloodRun {
@@ -216,7 +246,9 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
   const notes: string[] = [];
   const targetBytes = (env.opts.floodMb ?? (env.opts.quick ? 50 : 200)) * 1024 * 1024;
   const verify = !env.opts.quick;
-  const rounds = env.opts.floodRounds ?? (env.opts.quick ? 2 : 5);
+  // Eight rounds in a full run: on a 2-core machine single rounds vary by ±15 %, and five
+  // rounds left the median ratio wandering by ±0.1 from run to run.
+  const rounds = env.opts.floodRounds ?? (env.opts.quick ? 2 : 8);
   const genStart = now();
   const file = generateFloodFile(env.dataDir, targetBytes);
   const genMs = now() - genStart;
@@ -247,8 +279,10 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       for (let i = 0; i < variants.length; i++) {
         const v = variants[(i + r) % variants.length]!;
         try {
+          const settleMs = await settle();
           const cpuBefore = machineCpu();
           const run = await v();
+          run.settleMs = settleMs;
           const cpuAfter = machineCpu();
           run.machineCpuMsPerMb = round(((cpuAfter.busy - cpuBefore.busy) * 10) / (run.bytes / 1e6), 2);
           runs.push(run);
@@ -290,6 +324,16 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
   const ratioAtLeast = (v: number | null, ref: number | null, min: number) =>
     v === null || ref === null || ref === 0 ? null : v / ref >= min;
   const metZero = (v: number | null) => (v === null ? null : v === 0);
+  /** Each round's ratio of `variant` to `ssh -tt` (both ran in the same round, next to each other). */
+  const roundRatios = (variant: string): { min: number; median: number; max: number } | null => {
+    const ref = runs.filter((r) => r.variant === 'ssh -tt');
+    const xs = runs
+      .filter((r) => r.variant === variant)
+      .map((r, i) => (ref[i] ? r.mbPerSec / ref[i]!.mbPerSec : NaN))
+      .filter((x) => Number.isFinite(x));
+    if (xs.length === 0) return null;
+    return { min: round(Math.min(...xs), 3), median: round(median(xs), 3), max: round(Math.max(...xs), 3) };
+  };
   const label = `${Math.round(file.fileBytes / 1e6)} MB cat`;
   const rows: Row[] = [
     {
@@ -357,6 +401,11 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       bestMbPerSec: Object.fromEntries(
         ['ssh -tt', 'SshPtyProvider', 'node-pty local', 'LocalPtyProvider'].map((v) => [v, best(v)]),
       ),
+      /** Spread of the per-round ratios: how much one round can say on this machine. */
+      roundRatiosToSsh: {
+        SshPtyProvider: roundRatios('SshPtyProvider'),
+        'RelayClient over WebSocket': roundRatios('RelayClient over WebSocket'),
+      },
       runs,
     },
     errors,
