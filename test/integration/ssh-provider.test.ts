@@ -169,12 +169,18 @@ describe.skipIf(!available)('SshPtyProvider against a real sshd', () => {
     );
     expect(new Set(terms.map((t) => t.id)).size).toBe(50);
     await Promise.all(terms.map((t, i) => p.write(t.id, `ping-${i}\r`)));
+    // The tty echoes the input at once, even before `sh` ran its echo; cat's copy comes after both.
+    const copies = (i: number, text = '') => text.split(`ping-${i}\r\n`).length - 1;
     await waitFor(
-      () => terms.every((t, i) => seen.get(t.id)?.includes(`ping-${i}\r\n`)),
+      () =>
+        terms.every((t, i) => seen.get(t.id)?.includes(`term-${i}-ready`) && copies(i, seen.get(t.id)) >= 2),
       20_000,
-      'all echoes',
+      'every banner, echo and copy',
     );
-    for (const [i, t] of terms.entries()) expect(seen.get(t.id)).toContain(`term-${i}-ready`);
+    for (const [i, t] of terms.entries()) {
+      expect(seen.get(t.id)).toContain(`term-${i}-ready`);
+      expect(copies(i, seen.get(t.id))).toBe(2);
+    }
     await Promise.all(terms.map((t) => p.shutdown(t.id, { immediate: true })));
   });
 
