@@ -297,3 +297,44 @@ describe('daemon lifecycle', () => {
     await fx.cleanup();
   });
 });
+
+describe('snapshots of a flood that outruns the ring', () => {
+  let fx: LocalFixture;
+  beforeAll(async () => {
+    // A 64 KiB ring is 1 ms of `yes`: a snapshot taken while it runs misses almost always.
+    fx = await startLocal(['--ring-bytes', String(64 * 1024), '--credit-window', String(16 * 1024)]);
+  });
+  afterAll(async () => {
+    await fx.cleanup();
+  });
+
+  it('still attaches every time: retries hold the program until the snapshot is in', async () => {
+    const r = await fx.provider.spawn({ cols: 80, rows: 24, command: 'yes', args: ['flood'] });
+    try {
+      let last = 0;
+      await waitFor(
+        async () => (await fx.provider.attach(r.id, { fromSeq: 0 })).providerSequence.value > 1024 * 1024,
+        10_000,
+        'the flood to pass 1 MiB',
+      );
+      for (let i = 0; i < 5; i++) {
+        const a = await fx.provider.attach(r.id, { fromSeq: 0 });
+        expect(a.providerSequence.generation).toBe('reset');
+        expect(a.snapshot!.data).toContain('flood');
+        // The snapshot and the bytes after it meet exactly at the sequence the attach reports.
+        expect(a.snapshot!.seq + (a.replay?.length ?? 0)).toBe(a.providerSequence.value);
+        expect(a.providerSequence.value).toBeGreaterThan(last);
+        last = a.providerSequence.value;
+      }
+      // The program was only held, never stopped for good: output keeps coming after the attaches.
+      await waitFor(
+        async () =>
+          (await fx.provider.attach(r.id, { fromSeq: 0 })).providerSequence.value > last + 1024 * 1024,
+        10_000,
+        'output to go on',
+      );
+    } finally {
+      await fx.provider.shutdown(r.id, { immediate: true });
+    }
+  });
+});
