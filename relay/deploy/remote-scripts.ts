@@ -241,16 +241,20 @@ async function ensure(o) {
 })().catch((e) => { process.stderr.write(String((e && e.stack) || e) + '\\n'); process.exit(1); });
 `;
 
+/** Where {@link firstContactHelper} paths start with the host's `$HOME`. */
+export const HOME_TOKEN = '@HOME@';
+
 /**
  * Picks the ops for the helper's own platform and home (the probe runs it before the relay
- * knows either): `@HOME@` at the start of a path stands for `$HOME`. Results are prefixed with
- * `{ platform, home }` so the relay can check they match what the probe reported.
+ * knows either): {@link HOME_TOKEN} at the start of a path stands for `$HOME`. Results are
+ * prefixed with `{ platform, home }` so the relay can check they match what the probe reported.
  */
 const FIRST_CONTACT_PROLOGUE = `
 const home = process.env.HOME || '';
 const platform = process.platform + '-' + process.arch;
 const picked = home.startsWith('/') ? P.byPlatform[platform] || [] : [];
-const at = (v) => (typeof v === 'string' && v.startsWith('@HOME@') ? home + v.slice(6) : v);
+const token = ${JSON.stringify(HOME_TOKEN)};
+const at = (v) => (typeof v === 'string' && v.startsWith(token) ? home + v.slice(token.length) : v);
 P.ops = picked.map((o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, at(v)])));
 P.meta = { platform, home };
 `;
@@ -260,9 +264,6 @@ export function helperScript(marker: string, ops: HelperOp[]): string {
   const p = { marker, ops, libraryEnv: STUB_LIBRARY_ENV };
   return `'use strict';\nconst P = ${JSON.stringify(p)};\n${HELPER_BODY}`;
 }
-
-/** Where {@link firstContactHelper} paths start with the host's `$HOME`. */
-export const HOME_TOKEN = '@HOME@';
 
 /**
  * The helper the probe runs with the node it picked ({@link probeScript}): the ops of the host's
