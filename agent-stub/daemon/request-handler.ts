@@ -1,3 +1,4 @@
+import type { ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubAttachResult, StubMethod, StubSpawnParams } from '../../provider/wire/messages.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
@@ -79,12 +80,21 @@ function validSpawn(p: Params): StubSpawnParams {
 const SNAPSHOT_HOLD = 'snapshot';
 
 /**
- * A snapshot is taken while the program runs; when output outran the ring before the snapshot
- * came back (a flood whose model backlog takes long to parse), the next attempts hold the PTY, so
- * they cannot miss: a flood never makes an attach or a foreground switch fail.
+ * Takes snapshots until `use` accepts one (false: the ring no longer holds its seq) and says
+ * whether one was. A snapshot is taken while the program runs; when output outran the ring before
+ * it came back (a flood whose model backlog takes long to parse), the next attempts hold the PTY,
+ * so they cannot miss: a flood never makes an attach or a foreground switch fail.
  */
-function holdAfterFirstMiss(s: PtySession, attempt: number): void {
-  if (attempt > 0) s.gate.hold(SNAPSHOT_HOLD);
+async function useSnapshot(s: PtySession, use: (snapshot: ScreenSnapshot) => boolean): Promise<boolean> {
+  try {
+    for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+      if (attempt > 0) s.gate.hold(SNAPSHOT_HOLD);
+      if (use(await s.snapshot())) return true;
+    }
+    return false;
+  } finally {
+    s.gate.release(SNAPSHOT_HOLD);
+  }
 }
 
 /** Executes stub-link requests against the registry. One instance per daemon. */
@@ -207,21 +217,16 @@ export class StubRequestHandler {
   }
 
   private async foreground(conn: StubConnection, s: PtySession, reply: ReplyNow): Promise<HandlerOutput> {
-    try {
-      for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
-        holdAfterFirstMiss(s, attempt);
-        const snapshot = await s.snapshot();
-        const replay = s.ring.slice(snapshot.seq);
-        if (!replay) continue;
-        conn.sendBackground(s, { type: 'backgroundMarker', background: false, seq: snapshot.seq, snapshot });
-        if (replay.length > 0) conn.sendData(s, snapshot.seq, replay);
-        conn.setForeground(s, snapshot.seq);
-        reply({ result: {} });
-        return REPLIED;
-      }
-    } finally {
-      s.gate.release(SNAPSHOT_HOLD);
-    }
+    const done = await useSnapshot(s, (snapshot) => {
+      const replay = s.ring.slice(snapshot.seq);
+      if (!replay) return false;
+      conn.sendBackground(s, { type: 'backgroundMarker', background: false, seq: snapshot.seq, snapshot });
+      if (replay.length > 0) conn.sendData(s, snapshot.seq, replay);
+      conn.setForeground(s, snapshot.seq);
+      reply({ result: {} });
+      return true;
+    });
+    if (done) return REPLIED;
     throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);
   }
 
@@ -264,13 +269,8 @@ export class StubRequestHandler {
     if (fromSeq !== undefined && s.ring.has(fromSeq) && commit(fromSeq, 'continued')) return REPLIED;
     s.widenRing();
     try {
-      for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
-        holdAfterFirstMiss(s, attempt);
-        const snapshot = await s.snapshot();
-        if (commit(snapshot.seq, 'reset', snapshot)) return REPLIED;
-      }
+      if (await useSnapshot(s, (snapshot) => commit(snapshot.seq, 'reset', snapshot))) return REPLIED;
     } finally {
-      s.gate.release(SNAPSHOT_HOLD);
       s.refreshRingLimit();
     }
     throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);

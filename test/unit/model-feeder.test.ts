@@ -14,6 +14,36 @@ function harness(retained: number) {
   return { f, posted, pressure };
 }
 
+/** A feeder whose model takes `parseMs(bytes)` per batch (under fake timers); `posted` records the batches. */
+function pacedFeeder(retained: number, parseMs: (bytes: number) => number) {
+  const posted: { seq: number; len: number }[] = [];
+  let f: ModelFeeder | undefined;
+  f = new ModelFeeder(
+    {
+      post: (seq, d) => {
+        posted.push({ seq, len: d.length });
+        setTimeout(() => f?.progress(seq + d.length), parseMs(d.length));
+      },
+      backpressure: () => {},
+    },
+    retained,
+  );
+  return { f, posted };
+}
+
+/** Pushes `perStep` copies of `chunk` every `stepMs` for `ms` (fake timers); returns the seq after the last. */
+function flood(f: ModelFeeder, chunk: Buffer, ms: number, stepMs: number, perStep: number): number {
+  let seq = 0;
+  for (let t = 0; t < ms; t += stepMs) {
+    for (let i = 0; i < perStep; i++) {
+      f.push(seq, chunk);
+      seq += chunk.length;
+    }
+    vi.advanceTimersByTime(stepMs);
+  }
+  return seq;
+}
+
 const lines = (from: number, to: number) => {
   let s = '';
   for (let i = from; i <= to; i++) s += `line ${i}\r\n`;
@@ -116,30 +146,12 @@ describe('ModelFeeder memory', () => {
     vi.useFakeTimers();
     try {
       const run = (chunk: Buffer) => {
-        const sizes: number[] = [];
-        let f: ModelFeeder | undefined;
-        f = new ModelFeeder(
-          {
-            post: (seq, d) => {
-              sizes.push(d.length);
-              // The model parses at ~30 MB/s.
-              setTimeout(() => f?.progress(seq + d.length), Math.ceil(d.length / 30_000));
-            },
-            backpressure: () => {},
-          },
-          10_024,
-        );
-        let seq = 0;
+        // The model parses at ~30 MB/s.
+        const { f, posted } = pacedFeeder(10_024, (bytes) => Math.ceil(bytes / 30_000));
         // 12 s of a 64 MB/s flood in 4 KB reads.
-        for (let t = 0; t < 12_000; t += 4) {
-          for (let i = 0; i < 64; i++) {
-            f.push(seq, chunk);
-            seq += chunk.length;
-          }
-          vi.advanceTimersByTime(4);
-        }
+        flood(f, chunk, 12_000, 4, 64);
         f.dispose();
-        return sizes;
+        return posted.map((p) => p.len);
       };
       const lines = run(Buffer.from(`${'x'.repeat(100)}\r\n`.repeat(40)));
       // The first small read, then one batch of the retained lines every 5 s.
@@ -156,34 +168,15 @@ describe('ModelFeeder memory', () => {
   it('feeds a line flood as soon as it pauses', () => {
     vi.useFakeTimers();
     try {
-      const posted: { seq: number; len: number }[] = [];
-      let f: ModelFeeder | undefined;
-      f = new ModelFeeder(
-        {
-          post: (seq, d) => {
-            posted.push({ seq, len: d.length });
-            setTimeout(() => f?.progress(seq + d.length), 1);
-          },
-          backpressure: () => {},
-        },
-        100,
-      );
-      const chunk = Buffer.from(`${'x'.repeat(100)}\r\n`.repeat(40));
-      let seq = 0;
+      const { f, posted } = pacedFeeder(100, () => 1);
       // 3 s of 16 MB/s.
-      for (let t = 0; t < 3000; t += 10) {
-        for (let i = 0; i < 40; i++) {
-          f.push(seq, chunk);
-          seq += chunk.length;
-        }
-        vi.advanceTimersByTime(10);
-      }
+      const end = flood(f, Buffer.from(`${'x'.repeat(100)}\r\n`.repeat(40)), 3000, 10, 40);
       // The first read went at once; the rest waits while the flood runs.
       expect(posted).toHaveLength(1);
       // Output stopped: within two idle checks the model has everything up to the end.
       vi.advanceTimersByTime(200);
       expect(posted).toHaveLength(2);
-      expect(posted[1]!.seq + posted[1]!.len).toBe(seq);
+      expect(posted[1]!.seq + posted[1]!.len).toBe(end);
       f.dispose();
     } finally {
       vi.useRealTimers();
