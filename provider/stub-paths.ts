@@ -21,6 +21,17 @@ export function defaultRuntimeDir(env: NodeJS.ProcessEnv = process.env): string 
   return join(env.HOME || homedir(), '.cache', 'ptyrelay', 'run');
 }
 
+/**
+ * Where a user's stub keeps what must survive a reboot (cold-restore snapshots, output history, the
+ * per-host terminal id counter): `$PTYRELAY_STATE_DIR`, else `$XDG_STATE_HOME/ptyrelay`, else
+ * `~/.local/state/ptyrelay`. Unlike the runtime dir it is never on a tmpfs; the directory is 0700.
+ */
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.PTYRELAY_STATE_DIR) return env.PTYRELAY_STATE_DIR;
+  if (env.XDG_STATE_HOME) return join(env.XDG_STATE_HOME, 'ptyrelay');
+  return join(env.HOME || homedir(), '.local', 'state', 'ptyrelay');
+}
+
 /** A stub bundle's build id: sha256 of the file, 12 hex digits (`PTYRELAY_BUILD_ID` overrides, for tests). */
 export function bundleBuildId(file: string, env: NodeJS.ProcessEnv = process.env): string {
   if (env.PTYRELAY_BUILD_ID) return env.PTYRELAY_BUILD_ID;
