@@ -12,15 +12,35 @@ export interface LogEntry {
   envelope: ActionEnvelope;
   /** Set for envelopes only their origin client receives (input echoes, rejections). */
   onlyClientId?: string;
-  /** Approximate serialized size. */
+  /** Bytes held for it (data string, JSON text once built). */
   bytes: number;
+  /** The `action` notification's JSON text, once a peer needed it. */
+  text?: string;
+  /** False once evicted: its bytes no longer count toward the log. */
+  live?: boolean;
 }
 
-function estimateBytes(action: StateAction): number {
+/**
+ * Bytes the entry holds: its data string (counted at two bytes per code unit, V8's worst case,
+ * so the cap never under-counts) plus the JSON text once {@link entryText} built it.
+ */
+function heldBytes(action: StateAction): number {
   if (action.type === 'terminal/data' || action.type === 'terminal/input') {
-    return action.data.length + ENVELOPE_OVERHEAD_BYTES;
+    return 2 * action.data.length + ENVELOPE_OVERHEAD_BYTES;
   }
-  return JSON.stringify(action).length + ENVELOPE_OVERHEAD_BYTES;
+  return 2 * JSON.stringify(action).length + ENVELOPE_OVERHEAD_BYTES;
+}
+
+/**
+ * The entry's `action` notification as JSON text, built once and shared by every peer it goes to
+ * (each peer used to serialize the same envelope again). Its size is added to the entry's bytes.
+ */
+export function entryText(entry: LogEntry, log?: ActionLog): string {
+  if (entry.text === undefined) {
+    entry.text = JSON.stringify({ jsonrpc: '2.0', method: 'action', params: entry.envelope });
+    log?.account(entry, entry.text.length);
+  }
+  return entry.text;
 }
 
 /**
@@ -29,7 +49,8 @@ function estimateBytes(action: StateAction): number {
  * it must take snapshots because the gap is no longer held.
  */
 export class ActionLog {
-  private entries: LogEntry[] = [];
+  /** Held entries from `start` on; evicted slots are cleared at once so their strings can be collected. */
+  private entries: (LogEntry | undefined)[] = [];
   /** Index of the oldest live entry in `entries` (compacted lazily). */
   private start = 0;
   private bytes = 0;
@@ -59,7 +80,7 @@ export class ActionLog {
   ): LogEntry {
     const envelope: ActionEnvelope = { channel, action, serverSeq: ++this.seq, origin };
     if (opts.rejectionReason !== undefined) envelope.rejectionReason = opts.rejectionReason;
-    const entry: LogEntry = { envelope, bytes: estimateBytes(action) };
+    const entry: LogEntry = { envelope, bytes: heldBytes(action), live: true };
     if (opts.onlyClientId !== undefined) entry.onlyClientId = opts.onlyClientId;
     this.entries.push(entry);
     this.bytes += entry.bytes;
@@ -67,15 +88,33 @@ export class ActionLog {
     return entry;
   }
 
+  /** Bytes the log holds now (what the `replayBytes` cap counts). */
+  get heldBytes(): number {
+    return this.bytes;
+  }
+
+  /** Adds bytes built later for a held entry (its JSON text). */
+  account(entry: LogEntry, extra: number): void {
+    entry.bytes += extra;
+    if (!entry.live) return;
+    this.bytes += extra;
+    this.evict();
+  }
+
   private evict(): void {
     while (
       this.start < this.entries.length &&
       (this.entries.length - this.start > this.maxActions || this.bytes > this.maxBytes)
     ) {
-      this.bytes -= this.entries[this.start]!.bytes;
+      const old = this.entries[this.start]!;
+      this.bytes -= old.bytes;
+      old.live = false;
+      // Cleared now, not at the next compaction: a slot kept until then held its string, and up
+      // to maxActions evicted 64 KiB chunks (hundreds of MB) stayed reachable (issue 20).
+      this.entries[this.start] = undefined;
       this.start++;
     }
-    if (this.start > this.maxActions) {
+    if (this.start > 1024 && this.start * 2 > this.entries.length) {
       this.entries = this.entries.slice(this.start);
       this.start = 0;
     }

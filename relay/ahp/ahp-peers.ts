@@ -1,7 +1,7 @@
 import { encodeDataFrameParts } from '../../provider/wire/frame-codec.js';
 import type { Logger } from '../log.js';
 import type { RpcConnection } from '../service/rpc-types.js';
-import type { ActionLog, LogEntry } from './action-log.js';
+import { type ActionLog, entryText, type LogEntry } from './action-log.js';
 import type { RawSegment } from './terminal-channel.js';
 
 /** Socket bytes queued above which a connection stops receiving live envelopes. */
@@ -113,7 +113,8 @@ export class PeerSet {
   }
 
   private send(p: AhpPeer, entry: LogEntry): void {
-    p.conn.notify('action', entry.envelope);
+    if (p.conn.sendRawText) p.conn.sendRawText(entryText(entry, this.log));
+    else p.conn.notify('action', entry.envelope);
   }
 
   private sendRaw(p: AhpPeer, s: RawSegment): void {

@@ -84,8 +84,11 @@ export class WsRpcConnection implements ClosableRpcConnection {
   }
 
   private sendText(obj: unknown): void {
+    this.sendRawText(JSON.stringify(obj));
+  }
+
+  sendRawText(text: string): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
-    const text = JSON.stringify(obj);
     this.ws.send(text);
     this.hooks.onSent?.('text', Buffer.byteLength(text));
   }

@@ -16,6 +16,8 @@ export interface RpcConnection {
   clientId: string | undefined;
   /** Send a JSON-RPC notification. */
   notify(method: string, params: unknown): void;
+  /** Send an already serialized JSON-RPC message (one text built once for many connections). */
+  sendRawText?(text: string): void;
   /** Send one binary WebSocket message made of these parts (no copy of large parts). */
   sendBinary(parts: Uint8Array[]): void;
   /** Bytes queued in the socket and not yet sent (backpressure). */

@@ -1,5 +1,7 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { ActionLog } from '../../relay/ahp/action-log.js';
+import { ActionLog, entryText } from '../../relay/ahp/action-log.js';
 import { rootReducer } from '../../relay/ahp/root-catalog.js';
 import { type RawSegment, TerminalChannel } from '../../relay/ahp/terminal-channel.js';
 import { boundContent, terminalReducer } from '../../relay/ahp/terminal-reducer.js';
@@ -160,11 +162,35 @@ describe('ActionLog', () => {
     expect(log.since(6)).toBeUndefined(); // from the future (another server process)
   });
   it('evicts by bytes too', () => {
+    // Each data string counts twice its length (V8's two-byte worst case) plus 128.
     const log = new ActionLog(1000, 1000);
-    log.append('c', { type: 'terminal/data', data: 'x'.repeat(600) });
-    log.append('c', { type: 'terminal/data', data: 'y'.repeat(600) });
+    log.append('c', { type: 'terminal/data', data: 'x'.repeat(300) });
+    log.append('c', { type: 'terminal/data', data: 'y'.repeat(300) });
     expect(log.since(0)).toBeUndefined();
     expect(log.since(1)?.length).toBe(1);
+    expect(log.heldBytes).toBe(728);
+  });
+  it('counts the shared JSON text toward the cap once a peer built it', () => {
+    const log = new ActionLog(1000, 4000);
+    const e = log.append('c', { type: 'terminal/data', data: 'x'.repeat(1000) });
+    expect(log.heldBytes).toBe(2128);
+    const text = entryText(e, log);
+    expect(JSON.parse(text)).toEqual({ jsonrpc: '2.0', method: 'action', params: e.envelope });
+    expect(entryText(e, log)).toBe(text);
+    expect(log.heldBytes).toBe(2128 + text.length);
+  });
+  it('lets go of evicted envelopes at once (they used to stay reachable until compaction)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const log = new ActionLog(10_000, 1024 * 1024);
+    const ref = new WeakRef(log.append('c', { type: 'terminal/data', data: 'a'.repeat(64 * 1024) }));
+    for (let i = 0; i < 40; i++) log.append('c', { type: 'terminal/data', data: String(i).repeat(64 * 1024) });
+    expect(log.heldBytes).toBeLessThanOrEqual(1024 * 1024);
+    expect(log.since(0)).toBeUndefined();
+    // A WeakRef keeps its target for the rest of the job that created it.
+    await new Promise((r) => setImmediate(r));
+    gc();
+    expect(ref.deref() === undefined).toBe(true);
   });
 });
 
