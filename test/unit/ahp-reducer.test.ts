@@ -184,7 +184,8 @@ describe('ActionLog', () => {
     const gc = runInNewContext('gc') as () => void;
     const log = new ActionLog(10_000, 1024 * 1024);
     const ref = new WeakRef(log.append('c', { type: 'terminal/data', data: 'a'.repeat(64 * 1024) }));
-    for (let i = 0; i < 40; i++) log.append('c', { type: 'terminal/data', data: String(i).repeat(64 * 1024) });
+    for (let i = 0; i < 40; i++)
+      log.append('c', { type: 'terminal/data', data: String(i).repeat(64 * 1024) });
     expect(log.heldBytes).toBeLessThanOrEqual(1024 * 1024);
     expect(log.since(0)).toBeUndefined();
     // A WeakRef keeps its target for the rest of the job that created it.
