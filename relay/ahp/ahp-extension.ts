@@ -94,6 +94,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     const snap = hub.snapshot(uri);
     p.subscriptions.add(snap.resource);
     hub.peers.holdUntilReplied(p);
+    hub.reportCredit();
     return snap;
   };
 
@@ -284,6 +285,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       if (hub.exists(uri)) p.subscriptions.add(uri);
       else missing.push(uri);
     }
+    hub.reportCredit();
     // Raw-data clients cannot tell replayed output from bytes they got as binary frames.
     const entries = p.rawData ? undefined : hub.actionLog.since(typeof last === 'number' ? last : -1);
     if (!entries) {
@@ -306,6 +308,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     notifications: {
       unsubscribe: (conn, params) => {
         hub.peers.get(conn)?.subscriptions.delete(params.channel as string);
+        hub.reportCredit();
       },
       dispatchAction,
     },

@@ -2,6 +2,7 @@ import type { Unsubscribe } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
 import type { HostRouter } from '../service/rpc-types.js';
+import { creditFor, type TerminalCredit } from '../service/terminal-credit.js';
 import {
   claimHolder,
   type TerminalClaim,
@@ -55,6 +56,9 @@ export class AhpHub {
   readonly channels = new Map<string, TerminalChannel>();
   private readonly pending = new Pending();
   private readonly offs: Unsubscribe[] = [];
+  private readonly credit: TerminalCredit;
+  /** Per channel: the stream position its output reached when last delivered to its peers. */
+  private readonly delivered = new WeakMap<TerminalChannel, number>();
 
   constructor(
     private readonly router: HostRouter,
@@ -65,6 +69,8 @@ export class AhpHub {
     this.actionLog = new ActionLog(limits.replayActions, limits.replayBytes);
     this.catalog = new RootCatalog(registry);
     this.peers = new PeerSet(this.actionLog, { high: limits.highWatermark, low: limits.lowWatermark }, log);
+    this.credit = creditFor(router);
+    this.peers.onChange = () => this.reportCredit();
     for (const r of registry.list()) this.openChannel(this.initFromRecord(r));
     this.subscribe();
   }
@@ -134,9 +140,34 @@ export class AhpHub {
     if (this.channels.get(ch.id) !== ch) return;
     if (!action) {
       if (raw) this.peers.deliver(undefined, { channel: ch.uri, segment: raw });
-      return;
+    } else this.dispatch(ch, action, undefined, raw);
+    if (raw) {
+      this.delivered.set(ch, raw.seq + raw.data.length);
+      this.reportChannel(ch);
     }
-    this.dispatch(ch, action, undefined, raw);
+  }
+
+  /**
+   * The AHP peers of a channel are one consumer toward the provider's credit: at the position
+   * its output reached, lagging when every subscribed peer is behind (so a stalled browser tab
+   * never holds the program while another reads; all stalled, the PTY pauses). Without
+   * subscribers the channel consumes nothing and the terminal runs free.
+   */
+  private reportChannel(ch: TerminalChannel): void {
+    let subscribed = false;
+    let keeping = false;
+    for (const p of this.peers.all()) {
+      if (!p.subscriptions.has(ch.uri)) continue;
+      subscribed = true;
+      if (p.behindFrom === undefined) keeping = true;
+    }
+    if (subscribed) this.credit.report(ch.id, ch, this.delivered.get(ch) ?? 0, !keeping);
+    else this.credit.drop(ch.id, ch);
+  }
+
+  /** Re-reports every channel (a peer lagged, caught up, subscribed or left). */
+  reportCredit(): void {
+    for (const ch of this.channels.values()) this.reportChannel(ch);
   }
 
   /** Applies a terminal action, mirrors it into the registry, logs it and delivers it. */
@@ -212,6 +243,7 @@ export class AhpHub {
       ch.dispose();
       this.channels.delete(id);
       this.peers.forgetChannel(ch.uri);
+      this.credit.drop(id, ch);
     }
     const changed = this.catalog.refresh();
     if (changed) {

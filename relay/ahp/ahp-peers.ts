@@ -41,6 +41,8 @@ export interface AhpPeer {
 export class PeerSet {
   private readonly peers = new Map<string, AhpPeer>();
   private timer: NodeJS.Timeout | undefined;
+  /** Called when a peer starts or stops lagging, or leaves (credit is re-derived). */
+  onChange?: () => void;
 
   constructor(
     private readonly log: ActionLog,
@@ -62,7 +64,7 @@ export class PeerSet {
   }
 
   remove(conn: RpcConnection): void {
-    this.peers.delete(conn.connectionId);
+    if (this.peers.delete(conn.connectionId)) this.onChange?.();
   }
 
   /** Drops a channel from every subscription set (the terminal is gone). */
@@ -124,19 +126,23 @@ export class PeerSet {
 
   private checkPressure(): void {
     let lagging = false;
+    let changed = false;
     for (const p of this.peers.values()) {
       if (p.behindFrom === undefined && p.conn.bufferedAmount > this.watermarks.high) {
         p.behindFrom = this.log.serverSeq + 1;
+        changed = true;
         this.logger?.debug({ conn: p.conn.connectionId, seq: p.behindFrom }, 'ahp peer lagging');
       }
       if (p.behindFrom !== undefined) lagging = true;
     }
     if (lagging) this.timer ??= setInterval(() => this.drain(), DRAIN_POLL_MS);
+    if (changed) this.onChange?.();
   }
 
   /** Catches up lagging peers whose sockets drained. */
   private drain(): void {
     let lagging = false;
+    let changed = false;
     for (const p of this.peers.values()) {
       if (p.behindFrom === undefined) continue;
       if (p.conn.bufferedAmount > this.watermarks.low) {
@@ -147,10 +153,12 @@ export class PeerSet {
       if (!missed) {
         this.logger?.info({ conn: p.conn.connectionId }, 'ahp peer too far behind; closing');
         this.peers.delete(p.conn.connectionId);
+        changed = true;
         (p.conn as Partial<Closable>).close?.(CLOSE_TOO_FAR_BEHIND, 'too far behind; reconnect');
         continue;
       }
       p.behindFrom = undefined;
+      changed = true;
       for (const e of missed) {
         if (PeerSet.wants(p, e)) this.out(p, { entry: e });
         if (p.conn.bufferedAmount > this.watermarks.high) {
@@ -161,6 +169,7 @@ export class PeerSet {
       }
     }
     if (!lagging) this.stop();
+    if (changed) this.onChange?.();
   }
 
   stop(): void {

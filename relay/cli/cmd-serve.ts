@@ -50,6 +50,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
           registry,
           log: log.child({ ext: 'ptyrelay' }),
           relayPendingCap: config.flowControl.relayPendingCap,
+          clientBufferBytes: config.flowControl.highWatermark,
         }),
       ],
       log,

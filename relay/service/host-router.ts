@@ -7,6 +7,7 @@ import type { Logger } from '../log.js';
 import { SshPtyProvider } from '../ssh/ssh-pty-provider.js';
 import { LOCAL_HOST, type RelayConfig } from './config.js';
 import type { HostRouter } from './rpc-types.js';
+import { creditFor } from './terminal-credit.js';
 
 export interface HostRouterOptions {
   log?: Logger;
@@ -32,7 +33,11 @@ export function createHostRouter(
     ...['--keep-tail', String(f.keepTailBytes)],
     ...['--pending-cap', String(f.stubPendingCap)],
   ];
+  // The service acknowledges output for its consumers (relay/service/terminal-credit.ts), so a
+  // program is paused only when every consumer that watches it is behind.
+  const link = { manualAck: true };
   const local = new LocalPtyProvider({
+    link,
     runtimeDir: opts.localRuntimeDir,
     log: opts.log?.child({ host: LOCAL_HOST }),
     daemonArgs,
@@ -42,6 +47,7 @@ export function createHostRouter(
   const ssh =
     sshNames.length > 0
       ? new SshPtyProvider({
+          link,
           hosts: config.hosts,
           log: opts.log?.child({ provider: 'ssh' }),
           daemonArgs,
@@ -55,7 +61,7 @@ export function createHostRouter(
         })
       : undefined;
   const all: IPtyProvider[] = ssh ? [local, ssh] : [local];
-  return {
+  const router: HostRouter & { dispose(): Promise<void> } = {
     hosts: () => [LOCAL_HOST, ...sshNames],
     providerFor(host: string): IPtyProvider {
       if (host === LOCAL_HOST) return local;
@@ -68,4 +74,7 @@ export function createHostRouter(
       await Promise.allSettled(all.map((p) => p.dispose()));
     },
   };
+  // Created now, so output is acknowledged (free run) even before any consumer attaches.
+  creditFor(router);
+  return router;
 }

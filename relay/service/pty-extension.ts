@@ -14,8 +14,9 @@ import { PtyRelayError } from '../../provider/errors.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import type { Logger } from '../log.js';
 import { InputLedger } from './input-ledger.js';
-import { type FanoutSink, RelayFanout } from './relay-fanout.js';
+import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
 import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from './rpc-types.js';
+import { creditFor } from './terminal-credit.js';
 import { claimHolder, type TerminalRegistry } from './terminal-registry.js';
 
 /** Input de-duplication state of a client instance outlives its last connection by this long. */
@@ -26,8 +27,10 @@ export interface PtyExtensionContext {
   router: HostRouter;
   registry: TerminalRegistry;
   log?: Logger;
-  /** A connection with this much output queued is closed and resumes on reconnect (`flowControl.relayPendingCap`). */
+  /** A connection with this much queued is closed and resumes on reconnect (`flowControl.relayPendingCap`). */
   relayPendingCap?: number;
+  /** Encoded output a connection may have queued before it lags (`flowControl.clientBufferBytes`). */
+  clientBufferBytes?: number;
 }
 
 /** A client instance's input ledger and the connection currently speaking for it. */
@@ -73,7 +76,12 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   const { router, registry, log } = ctx;
   const serverInstanceId = randomUUID();
   const conns = new Set<ConnState>();
-  const fanout = new RelayFanout(ctx.relayPendingCap);
+  const fanout = new RelayFanout({
+    credit: creditFor(router),
+    clientBufferBytes: ctx.clientBufferBytes,
+    slowConsumerBytes: ctx.relayPendingCap,
+    resume: (a) => resume(a),
+  });
   const ledgers = new Map<string, LedgerSlot>();
   const linkStates = new Map<string, LinkState>();
   const subscribed = new WeakSet<IPtyProvider>();
@@ -225,6 +233,28 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     if (cs.closed || !fanout.isBound(a)) return {};
     return fanout.complete(a, r, p);
   };
+
+  /**
+   * A lagging attachment whose socket drained catches up from the host's history: the stub
+   * replays exactly from the seq it reached, or answers with a snapshot reset.
+   */
+  function resume(a: Attachment): void {
+    let p: IPtyProvider;
+    try {
+      p = providerForId(a.id);
+    } catch (err) {
+      log?.warn({ id: a.id, err: (err as Error).message }, 'lagging consumer cannot resume');
+      fanout.resumeFailed(a);
+      return;
+    }
+    p.attach(a.id, { fromSeq: a.sentSeq }).then(
+      (r) => fanout.resumed(a, r, p, RelayNotification.reattach),
+      (err: Error) => {
+        log?.warn({ id: a.id, err: err.message }, 'lagging consumer resume failed; closing its connection');
+        fanout.resumeFailed(a);
+      },
+    );
+  }
 
   /** One input frame: dropped when resent, else written; the ledger acks in order. */
   const input = (cs: ConnState, id: string, inputSeq: number, data: Uint8Array): void => {

@@ -1,6 +1,7 @@
 import type { WireAttachResult } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider, PtyDataEvent, PtySpawnResult } from '../../provider/contract.js';
 import { encodeDataFrameParts } from '../../provider/wire/frame-codec.js';
+import type { TerminalCredit } from './terminal-credit.js';
 
 /**
  * The relay's half of RelayClient's output stream (used by relay/service/pty-extension.ts; it
@@ -9,10 +10,12 @@ import { encodeDataFrameParts } from '../../provider/wire/frame-codec.js';
  * the provider with socket backpressure. Transport-agnostic: a connection is a {@link FanoutSink}.
  */
 
-/** Above this many bytes queued in a socket, the relay stops crediting that connection's data. */
-export const BACKPRESSURE_HIGH_BYTES = 4 * 1024 * 1024;
-/** …and credits again once the socket drained below this. */
-const BACKPRESSURE_LOW_BYTES = 1024 * 1024;
+/**
+ * Encoded frames a connection may have queued before it counts as lagging (config
+ * `flowControl.clientBufferBytes`): it then gets nothing more until its socket drained, and
+ * resumes from the host's history at the seq it reached.
+ */
+export const DEFAULT_CLIENT_BUFFER_BYTES = 1024 * 1024;
 const DRAIN_POLL_MS = 20;
 
 /** What the fan-out needs of a connection (an RpcConnection satisfies it). */
@@ -25,13 +28,25 @@ export interface FanoutSink {
 }
 
 /**
- * A connection that still has this much queued is closed instead of being sent more: while the
- * provider acknowledges on delivery (the default router), withheld credit cannot pause the PTY,
- * so this bounds the relay's memory; the client resumes exactly from its last seq.
+ * A connection with this much queued although it gets no output (notifications only) is closed:
+ * the last safety net, far above what a lagging consumer holds (config `flowControl.relayPendingCap`).
  */
 export const SLOW_CONSUMER_CLOSE_BYTES = 64 * 1024 * 1024;
 /** WebSocket close code for a connection dropped because it fell too far behind. */
 export const SLOW_CONSUMER_CLOSE_CODE = 4009;
+
+/** Resumes a lagging attachment: attach from its seq and hand the result to {@link RelayFanout.resumed}. */
+export type Resumer = (a: Attachment) => void;
+
+/** Options of {@link RelayFanout}. */
+export interface FanoutOptions {
+  credit: TerminalCredit;
+  /** Queued bytes at which a connection's attachments lag (default {@link DEFAULT_CLIENT_BUFFER_BYTES}). */
+  clientBufferBytes?: number;
+  /** Queued bytes at which a connection is closed (default {@link SLOW_CONSUMER_CLOSE_BYTES}). */
+  slowConsumerBytes?: number;
+  resume?: Resumer;
+}
 
 /** An event on its way to attached connections: output bytes or a JSON notification. */
 export type FanoutEvent =
@@ -55,6 +70,8 @@ export interface Attachment {
   creditSeq: number;
   manualAck: boolean;
   pending?: FanoutEvent[];
+  /** Its socket fell behind: no output is encoded for it until it drained and resumed. */
+  lagging?: boolean;
 }
 
 /** Output held at most per spawn in flight (see {@link RelayFanout.capture}). */
@@ -68,31 +85,35 @@ interface Capture {
 interface SinkState {
   sink: FanoutSink;
   attachments: Map<string, Attachment>;
-  congested: boolean;
   drainTimer?: NodeJS.Timeout;
 }
 
-/** Credit bookkeeping per terminal: how far the provider was acknowledged, how far it delivered. */
-interface Flow {
-  provider: IPtyProvider;
-  incarnationId: string;
-  acked: number;
-  head: number;
-}
-
 /**
- * Routes provider events to attached connections and acknowledges to the provider the minimum
- * every attached connection consumed: automatically on send while the socket is below
- * {@link BACKPRESSURE_HIGH_BYTES}, or by the client's own acks (`manualAck`). A terminal nobody is
- * attached to runs free (everything it delivers is credited), so an unwatched PTY never blocks.
+ * Routes provider events to attached connections. Each attachment reports its position to the
+ * shared {@link TerminalCredit} (on send, or by the client's own acks with `manualAck`); one whose
+ * socket is more than `clientBufferBytes` behind lags: nothing more is encoded for it, its credit
+ * no longer counts, and once its socket drained it resumes from the host's history (exact replay
+ * from the seq it reached, or a snapshot reset). The relay so holds at most about that bound per
+ * connection, however slow the client.
  */
 export class RelayFanout {
-  /** @param slowConsumerBytes queued bytes at which a connection is closed (config `flowControl.relayPendingCap`). */
-  constructor(private readonly slowConsumerBytes = SLOW_CONSUMER_CLOSE_BYTES) {}
+  private readonly credit: TerminalCredit;
+  private readonly clientBufferBytes: number;
+  private readonly slowConsumerBytes: number;
+  private readonly resume?: Resumer;
+
+  constructor(opts: FanoutOptions) {
+    this.credit = opts.credit;
+    this.clientBufferBytes = opts.clientBufferBytes ?? DEFAULT_CLIENT_BUFFER_BYTES;
+    this.slowConsumerBytes = Math.max(
+      opts.slowConsumerBytes ?? SLOW_CONSUMER_CLOSE_BYTES,
+      this.clientBufferBytes,
+    );
+    this.resume = opts.resume;
+  }
 
   private readonly sinks = new Map<FanoutSink, SinkState>();
   private readonly byId = new Map<string, Set<Attachment>>();
-  private readonly flows = new Map<string, Flow>();
   /** Event buffers of spawns in flight (their terminal id is unknown until the reply). */
   private readonly captures = new Set<Capture>();
 
@@ -146,31 +167,20 @@ export class RelayFanout {
     if (replay && replay.length > 0)
       a.sink.sendBinary(encodeDataFrameParts(r.id, r.incarnationId, from, replay));
     a.sentSeq = a.creditSeq = value;
-    const old = this.flows.get(r.id);
-    const same = old?.incarnationId === r.incarnationId;
-    this.flows.set(r.id, {
-      provider,
-      incarnationId: r.incarnationId,
-      // The provider counts an attach result as consumed.
-      acked: same ? Math.max(old.acked, value) : value,
-      head: same ? Math.max(old.head, value) : value,
-    });
+    this.credit.open(provider, r.id, r.incarnationId, value);
+    this.credit.report(r.id, a, a.creditSeq);
     const pending = a.pending ?? [];
     a.pending = undefined;
     for (const ev of pending) {
       if (ev.kind === 'data' && ev.e.incarnationId !== r.incarnationId) continue;
       this.deliver(a, ev);
     }
-    this.credit(r.id);
     return replay && replay.length > 0 ? { ...rest, replayFromSeq: from, replayBytes: replay.length } : rest;
   }
 
   /** A provider's output event. */
   data(e: PtyDataEvent): void {
-    const f = this.flows.get(e.id);
-    if (f && f.incarnationId === e.incarnationId) f.head = Math.max(f.head, e.seq + e.data.length);
     this.route(e.id, { kind: 'data', e });
-    if (f && !this.byId.has(e.id)) this.credit(e.id);
   }
 
   /**
@@ -178,9 +188,6 @@ export class RelayFanout {
    * position of every view when the notification reaches it (in stream order).
    */
   note(id: string, method: string, params: unknown, seq: { resetTo?: number; skipTo?: number } = {}): void {
-    const f = this.flows.get(id);
-    if (f && seq.resetTo !== undefined) f.acked = f.head = seq.resetTo;
-    if (f && seq.skipTo !== undefined) f.head = Math.max(f.head, seq.skipTo);
     this.route(id, { kind: 'note', method, params, ...seq });
   }
 
@@ -190,7 +197,7 @@ export class RelayFanout {
     if (!a) return;
     a.manualAck = true;
     a.creditSeq = Math.max(a.creditSeq, Math.min(seq, a.sentSeq));
-    if (!a.pending) this.credit(id);
+    if (!a.pending) this.credit.report(id, a, a.creditSeq, a.lagging);
   }
 
   detach(a: Attachment): void {
@@ -199,7 +206,7 @@ export class RelayFanout {
     const set = this.byId.get(a.id);
     set?.delete(a);
     if (set?.size === 0) this.byId.delete(a.id);
-    this.credit(a.id);
+    this.credit.drop(a.id, a);
   }
 
   /** The connection closed: drop all its attachments. */
@@ -214,13 +221,58 @@ export class RelayFanout {
   /** The terminal is gone: drop every attachment and its flow. */
   forget(id: string): void {
     for (const a of [...(this.byId.get(id) ?? [])]) this.detach(a);
-    this.flows.delete(id);
+    this.credit.forget(id);
+  }
+
+  /**
+   * A lagging attachment's catch-up attach came back: a reset first sends the snapshot (as the
+   * `reattach` notification every client already handles), then the replay and what arrived
+   * meanwhile go out as for any attach. Ignored when the attachment was replaced or dropped.
+   */
+  resumed(a: Attachment, r: PtySpawnResult, provider: IPtyProvider, reattachMethod: string): void {
+    if (!this.isBound(a)) return;
+    if (r.providerSequence.generation === 'reset' && r.snapshot) {
+      a.sink.notify(reattachMethod, {
+        id: r.id,
+        incarnationId: r.incarnationId,
+        generation: 'reset',
+        snapshot: r.snapshot,
+      });
+    }
+    this.complete(a, r, provider);
+  }
+
+  /**
+   * A catch-up attach failed: the connection is closed (4009) so its client reconnects and
+   * resumes every terminal from its own seq, as after any drop; nothing is skipped silently.
+   */
+  resumeFailed(a: Attachment): void {
+    if (!this.isBound(a)) return;
+    this.dropSink(a.sink);
+    a.sink.close?.(SLOW_CONSUMER_CLOSE_CODE, 'could not resume a lagging terminal; reconnect to resume');
+  }
+
+  /** Connections and attachments that lag now (for /metrics). */
+  lagging(): { connections: number; attachments: number } {
+    let connections = 0;
+    let attachments = 0;
+    for (const s of this.sinks.values()) {
+      let any = false;
+      for (const a of s.attachments.values()) {
+        if (a.lagging) {
+          attachments++;
+          any = true;
+        }
+      }
+      if (any) connections++;
+    }
+    return { connections, attachments };
   }
 
   private sinkState(sink: FanoutSink): SinkState {
     let s = this.sinks.get(sink);
     if (!s) {
-      s = { sink, attachments: new Map(), congested: false };
+      s = { sink, attachments: new Map() };
       this.sinks.set(sink, s);
     }
     return s;
@@ -249,9 +301,11 @@ export class RelayFanout {
         if (!a.manualAck) a.creditSeq = Math.max(a.creditSeq, ev.skipTo);
       }
       a.sink.notify(ev.method, ev.params);
-      if (ev.skipTo !== undefined) this.credit(a.id);
+      if (ev.skipTo !== undefined || ev.resetTo !== undefined)
+        this.credit.report(a.id, a, a.creditSeq, a.lagging);
       return;
     }
+    if (a.lagging) return;
     const e = ev.e;
     let { seq, data } = e;
     if (seq + data.length <= a.sentSeq) return;
@@ -259,46 +313,49 @@ export class RelayFanout {
       data = data.subarray(a.sentSeq - seq);
       seq = a.sentSeq;
     }
-    if (a.sink.bufferedAmount > this.slowConsumerBytes) {
-      this.dropSink(a.sink);
-      a.sink.close?.(SLOW_CONSUMER_CLOSE_CODE, 'consumer too slow; reconnect to resume');
+    if (a.sink.bufferedAmount > this.clientBufferBytes) {
+      this.lag(a);
       return;
     }
     a.sink.sendBinary(encodeDataFrameParts(e.id, e.incarnationId, seq, data));
     a.sentSeq = seq + data.length;
     if (a.manualAck) return;
+    a.creditSeq = a.sentSeq;
+    this.credit.report(e.id, a, a.creditSeq);
+  }
+
+  /** Stops encoding output for `a` until its socket drained; its credit stops counting. */
+  private lag(a: Attachment): void {
+    a.lagging = true;
+    this.credit.report(a.id, a, a.creditSeq, true);
     const s = this.sinkState(a.sink);
-    if (!s.congested && a.sink.bufferedAmount <= BACKPRESSURE_HIGH_BYTES) {
-      a.creditSeq = a.sentSeq;
-      this.credit(e.id);
-    } else this.startDrain(s);
+    s.drainTimer ??= setInterval(() => this.drain(s), DRAIN_POLL_MS);
   }
 
-  /** Acknowledges to the provider what every attached connection consumed (all of it when none is). */
-  private credit(id: string): void {
-    const f = this.flows.get(id);
-    if (!f) return;
-    let target = f.head;
-    for (const a of this.byId.get(id) ?? []) if (!a.pending) target = Math.min(target, a.creditSeq);
-    if (target > f.acked) {
-      f.provider.acknowledgeDataEvent(id, target - f.acked);
-      f.acked = target;
-    }
-  }
-
-  /** Withholds credit from a congested socket until it drained. */
-  private startDrain(s: SinkState): void {
-    s.congested = true;
-    s.drainTimer ??= setInterval(() => {
-      if (this.sinks.get(s.sink) === s && s.sink.bufferedAmount > BACKPRESSURE_LOW_BYTES) return;
+  /** Resumes the lagging attachments of a connection whose socket drained below a quarter of its bound. */
+  private drain(s: SinkState): void {
+    if (this.sinks.get(s.sink) !== s) {
       clearInterval(s.drainTimer);
-      s.drainTimer = undefined;
-      s.congested = false;
-      for (const a of s.attachments.values()) {
-        if (a.manualAck || a.pending) continue;
-        a.creditSeq = a.sentSeq;
-        this.credit(a.id);
+      return;
+    }
+    if (s.sink.bufferedAmount > this.slowConsumerBytes) {
+      this.dropSink(s.sink);
+      s.sink.close?.(SLOW_CONSUMER_CLOSE_CODE, 'consumer too slow; reconnect to resume');
+      return;
+    }
+    if (s.sink.bufferedAmount > this.clientBufferBytes / 4) return;
+    clearInterval(s.drainTimer);
+    s.drainTimer = undefined;
+    for (const a of s.attachments.values()) {
+      if (!a.lagging || a.pending) continue;
+      a.lagging = false;
+      if (!this.resume) {
+        // Without a resumer (unit tests), the stream simply continues from the next chunk.
+        this.credit.report(a.id, a, a.creditSeq);
+        continue;
       }
-    }, DRAIN_POLL_MS);
+      a.pending = [];
+      this.resume(a);
+    }
   }
 }

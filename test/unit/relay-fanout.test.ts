@@ -1,42 +1,125 @@
 import { describe, expect, it } from 'vitest';
-import type { IPtyProvider, PtySpawnResult } from '../../provider/contract.js';
-import { type FanoutSink, RelayFanout, SLOW_CONSUMER_CLOSE_CODE } from '../../relay/service/relay-fanout.js';
+import type { IPtyProvider, PtyDataEvent, PtySpawnResult } from '../../provider/contract.js';
+import { type Attachment, type FanoutSink, RelayFanout } from '../../relay/service/relay-fanout.js';
+import { TerminalCredit } from '../../relay/service/terminal-credit.js';
 
-function sink(buffered: number) {
+/** A sink whose queued bytes the test sets; counts what the fan-out encodes for it. */
+function sink(buffered = 0) {
   const sent: number[] = [];
-  const closed: number[] = [];
-  const s: FanoutSink = {
-    sendBinary: (parts) => sent.push(parts.reduce((n, p) => n + p.length, 0)),
-    notify: () => {},
+  const notes: string[] = [];
+  const s = {
+    sendBinary: (parts: Uint8Array[]) => sent.push(parts.reduce((n, p) => n + p.length, 0)),
+    notify: (m: string) => notes.push(m),
     bufferedAmount: buffered,
-    close: (code) => closed.push(code ?? 0),
-  };
-  return { s, sent, closed };
+  } satisfies FanoutSink & { bufferedAmount: number };
+  return { s, sent, notes };
 }
 
-const result: PtySpawnResult = {
-  id: 'h/pty-1',
+const ID = 'h/pty-1';
+const result = (value: number, over: Partial<PtySpawnResult> = {}): PtySpawnResult => ({
+  id: ID,
   pid: 1,
   incarnationId: 'inc',
   cols: 80,
   rows: 24,
-  providerSequence: { value: 0, generation: 'continued' },
-};
-const provider = { acknowledgeDataEvent: () => {} } as unknown as IPtyProvider;
+  providerSequence: { value, generation: 'continued' },
+  ...over,
+});
+const chunk = (seq: number, len = 100): PtyDataEvent => ({ id: ID, incarnationId: 'inc', seq, data: Buffer.alloc(len) });
 
-describe('RelayFanout slow consumers', () => {
-  it('closes a connection that has more than the cap queued instead of sending it more', () => {
-    const f = new RelayFanout(1024);
+function setup() {
+  const acked: number[] = [];
+  const provider = { acknowledgeDataEvent: (_id: string, n: number) => acked.push(n) } as unknown as IPtyProvider;
+  const credit = new TerminalCredit();
+  const resumes: Attachment[] = [];
+  const f = new RelayFanout({ credit, clientBufferBytes: 1024, resume: (a) => resumes.push(a) });
+  const data = (e: PtyDataEvent) => {
+    credit.data(provider, e);
+    f.data(e);
+  };
+  const total = () => acked.reduce((a, b) => a + b, 0);
+  return { f, credit, provider, data, total, resumes };
+}
+
+describe('RelayFanout: lagging consumers cost nothing and resume from history', () => {
+  it('stops encoding for a connection past its bound, keeps serving the others, and credits only them', () => {
+    const { f, credit, provider, data, total } = setup();
     const slow = sink(4096);
     const fast = sink(0);
-    f.complete(f.bind(slow.s, 'h/pty-1', false), result, provider);
-    f.complete(f.bind(fast.s, 'h/pty-1', false), result, provider);
-    f.data({ id: 'h/pty-1', incarnationId: 'inc', seq: 0, data: Buffer.alloc(100) });
-    expect(slow.closed).toEqual([SLOW_CONSUMER_CLOSE_CODE]);
+    f.complete(f.bind(slow.s, ID, false), result(0), provider);
+    f.complete(f.bind(fast.s, ID, false), result(0), provider);
+    data(chunk(0));
     expect(slow.sent).toEqual([]);
-    expect(fast.sent.length).toBe(1);
-    f.data({ id: 'h/pty-1', incarnationId: 'inc', seq: 100, data: Buffer.alloc(100) });
-    expect(fast.sent.length).toBe(2);
-    expect(slow.closed).toHaveLength(1);
+    expect(fast.sent).toHaveLength(1);
+    data(chunk(100));
+    expect(fast.sent).toHaveLength(2);
+    expect(slow.sent).toEqual([]);
+    expect(credit.consumers(ID)).toMatchObject({ keeping: 1, lagging: 1 });
+    // The fast reader sets the pace: everything it took is acknowledged.
+    expect(total()).toBe(200);
+  });
+
+  it('acknowledges nothing more when every consumer lags, so the stub pauses the PTY', () => {
+    const { f, provider, data, total } = setup();
+    const a = sink(0);
+    f.complete(f.bind(a.s, ID, false), result(0), provider);
+    data(chunk(0));
+    expect(total()).toBe(100);
+    a.s.bufferedAmount = 4096;
+    data(chunk(100));
+    data(chunk(200));
+    expect(total()).toBe(100);
+  });
+
+  it('runs free without consumers', () => {
+    const { data, total } = setup();
+    data(chunk(0));
+    data(chunk(100));
+    expect(total()).toBe(200);
+  });
+
+  it('resumes a drained connection from the seq it reached: a replay continues the stream exactly', async () => {
+    const { f, provider, data, resumes } = setup();
+    const c = sink(0);
+    const a = f.bind(c.s, ID, false);
+    f.complete(a, result(0), provider);
+    data(chunk(0));
+    c.s.bufferedAmount = 4096;
+    data(chunk(100));
+    expect(a.sentSeq).toBe(100);
+    c.s.bufferedAmount = 0;
+    await new Promise((r) => setTimeout(r, 60));
+    expect(resumes).toEqual([a]);
+    // Output arriving while the catch-up attach is in flight is held, then deduplicated by seq.
+    data(chunk(200));
+    f.resumed(a, result(300, { replay: Buffer.alloc(200) }), provider, 'ptyrelay/reattach');
+    // One frame for [0,100), then the replay [100,300) as one frame; the held chunk was inside it.
+    const header = c.sent[0]! - 100;
+    expect(c.sent).toEqual([header + 100, header + 200]);
+    expect(a.sentSeq).toBe(300);
+    data(chunk(300));
+    expect(a.sentSeq).toBe(400);
+    expect(c.notes).toEqual([]);
+  });
+
+  it('sends a snapshot reset as a reattach notification when the history no longer holds the seq', async () => {
+    const { f, provider, data, resumes } = setup();
+    const c = sink(0);
+    const a = f.bind(c.s, ID, false);
+    f.complete(a, result(0), provider);
+    c.s.bufferedAmount = 4096;
+    data(chunk(0));
+    c.s.bufferedAmount = 0;
+    await new Promise((r) => setTimeout(r, 60));
+    expect(resumes).toEqual([a]);
+    const snapshot = { data: 'screen', cols: 80, rows: 24, seq: 5000, alternateScreen: false };
+    f.resumed(
+      a,
+      result(5100, { providerSequence: { value: 5100, generation: 'reset' }, snapshot, replay: Buffer.alloc(100) }),
+      provider,
+      'ptyrelay/reattach',
+    );
+    expect(c.notes).toEqual(['ptyrelay/reattach']);
+    expect(a.sentSeq).toBe(5100);
   });
 });
