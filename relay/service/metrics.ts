@@ -1,6 +1,7 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { LinkState, Unsubscribe } from '../../provider/contract.js';
 import type { HostRouter } from './rpc-types.js';
+import { creditFor } from './terminal-credit.js';
 import type { TerminalRegistry } from './terminal-registry.js';
 
 /** Every link state name, so each host exports all of them (1 for the current one). */
@@ -19,8 +20,40 @@ export class RelayMetrics {
   private readonly bytesOut: Counter<'kind'>;
   private readonly reconnects: Counter<'host'>;
   private readonly connections: Gauge;
+  /** Open connections, for the bytes they have queued. */
+  private readonly open = new Set<{ connectionId: string; bufferedAmount: number }>();
 
   constructor(router: HostRouter, terminals: TerminalRegistry) {
+    const open = this.open;
+    const credit = creditFor(router);
+    new Gauge({
+      name: 'ptyrelay_client_buffered_bytes',
+      help: 'Bytes queued in a WebSocket connection and not yet sent, per connection (first 8 characters of its id)',
+      labelNames: ['conn'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const c of open) this.set({ conn: c.connectionId.slice(0, 8) }, c.bufferedAmount);
+      },
+    });
+    new Gauge({
+      name: 'ptyrelay_client_buffered_bytes_total',
+      help: 'Bytes queued in all WebSocket connections together',
+      registers: [this.registry],
+      collect() {
+        let n = 0;
+        for (const c of open) n += c.bufferedAmount;
+        this.set(n);
+      },
+    });
+    new Gauge({
+      name: 'ptyrelay_lagging_consumers',
+      help: 'Consumers of terminals (ptyrelay attachments, AHP channels) that are behind and wait to resume from history',
+      registers: [this.registry],
+      collect() {
+        this.set(credit.laggingTotal());
+      },
+    });
     for (const h of router.hosts()) this.links.set(h, { state: 'idle' });
     const links = this.links;
     new Gauge({
@@ -67,6 +100,12 @@ export class RelayMetrics {
       const off = p.onLinkState?.((e) => this.onLinkState(e.host, e.state));
       if (off) this.offs.push(off);
     }
+  }
+
+  /** Counts `conn`'s queued bytes in the buffered-bytes gauges until it closes. */
+  track(conn: { connectionId: string; bufferedAmount: number; onClose(cb: () => void): void }): void {
+    this.open.add(conn);
+    conn.onClose(() => this.open.delete(conn));
   }
 
   private onLinkState(host: string, state: LinkState): void {

@@ -150,6 +150,7 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
         onSent: (kind, bytes) => metrics.sent(kind, bytes),
       });
       metrics.connectionOpened();
+      metrics.track(conn);
       conn.onClose(() => metrics.connectionClosed());
       for (const ext of table.extensions) {
         try {

@@ -24,7 +24,7 @@ export class TerminalCredit {
     for (const p of providers) {
       this.offs.push(
         p.onData((e) => this.data(p, e)),
-        p.onBackgroundStreamEvent((e) => {
+        p.onBackgroundStreamEvent?.((e) => {
           if (e.type === 'dataGap') this.jump(p, e.id, e.incarnationId, e.toSeq, false);
           else if (e.type === 'backgroundMarker' && !e.background)
             this.jump(p, e.id, e.incarnationId, e.seq, true);
@@ -106,6 +106,13 @@ export class TerminalCredit {
     let lagging = 0;
     for (const c of f?.consumers.values() ?? []) c.lagging ? lagging++ : keeping++;
     return { keeping, lagging, acked: f?.acked ?? 0, head: f?.head ?? 0 };
+  }
+
+  /** Lagging consumers over all terminals (for /metrics). */
+  laggingTotal(): number {
+    let n = 0;
+    for (const f of this.flows.values()) for (const c of f.consumers.values()) if (c.lagging) n++;
+    return n;
   }
 
   private flow(provider: IPtyProvider, id: string, incarnationId: string, seq: number): Flow {

@@ -1,0 +1,199 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PtyDataEvent, PtyReattachEvent } from '../../provider/contract.js';
+import { creditFor } from '../../relay/service/terminal-credit.js';
+import { FaultProxy } from '../support/fault-proxy.js';
+import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
+import { open, type TestClient } from '../support/relay-test-support.js';
+
+/** Per-connection bound of encoded output (flowControl.highWatermark default). */
+const BOUND = 1024 * 1024;
+/** What one send may add past the bound: one batched frame and its JSON envelope. */
+const FRAME_SLACK = 512 * 1024;
+
+async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Bytes of `seq 1 n` with CRLF line ends (the PTY's onlcr). */
+function seqBytes(n: number): number {
+  let total = 0;
+  for (let i = 1; i <= n; i++) total += String(i).length + 2;
+  return total;
+}
+
+/** Follows one terminal's stream as a RelayClient sees it: contiguous bytes, or explicit resets. */
+class StreamFollower {
+  next = -1;
+  gaps: string[] = [];
+  resets = 0;
+  received = 0;
+  take(e: PtyDataEvent): void {
+    if (this.next >= 0 && e.seq > this.next) this.gaps.push(`${this.next}->${e.seq}`);
+    const end = e.seq + e.data.length;
+    if (this.next < 0 || end > this.next) {
+      this.received += end - Math.max(e.seq, this.next < 0 ? e.seq : this.next);
+      this.next = end;
+    }
+  }
+  reset(e: PtyReattachEvent): void {
+    if (!e.snapshot) return;
+    this.resets++;
+    this.next = e.snapshot.seq;
+  }
+}
+
+async function metric(url: string, name: string): Promise<number[]> {
+  const res = await fetch(`${url.replace('ws:', 'http:')}/metrics`, {
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+  });
+  const text = await res.text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
+    .map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)));
+}
+
+describe('slow clients cost the relay nothing (real sockets)', () => {
+  let fx: RelayFixture;
+  let proxy: FaultProxy;
+  beforeAll(async () => {
+    fx = await startRelay();
+    proxy = await FaultProxy.start({ host: '127.0.0.1', port: fx.port });
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await fx.cleanup();
+  });
+
+  it('a reader is unaffected by stalled AHP and ptyrelay consumers, which stay bounded and resume exact or reset', async () => {
+    const N = 1_500_000;
+    const total = seqBytes(N);
+    const reader = fx.client();
+    const follow = new StreamFollower();
+    const r = await reader.spawn({
+      cols: 80,
+      rows: 24,
+      command: 'bash',
+      args: ['-c', `stty -echo; echo READY; read go; seq 1 ${N}; read end`],
+    });
+    let start = -1;
+    reader.onData((e) => {
+      if (e.id !== r.id) return;
+      follow.take(e);
+      if (start < 0 && Buffer.from(e.data).includes('READY')) start = e.seq + e.data.length;
+    });
+    await waitFor(() => start >= 0, 15_000, 'READY');
+    start = follow.next;
+
+    // A RelayClient whose path stalls (the proxy stops forwarding): its relay socket fills up.
+    const stalled = fx.client({ url: `ws://127.0.0.1:${proxy.port}` });
+    const late = new StreamFollower();
+    stalled.onData((e) => e.id === r.id && late.take(e));
+    stalled.onReattach((e) => e.id === r.id && late.reset(e));
+    const at = await stalled.attach(r.id, { fromSeq: start });
+    late.next = at.providerSequence.value;
+
+    // Ten AHP clients that subscribe and then stop reading.
+    const ahp: TestClient[] = [];
+    const channel = `ptyrelay-terminal:/${r.id}`;
+    for (let i = 0; i < 10; i++) {
+      const c = await open(fx.url, { token: TEST_TOKEN });
+      await c.request('initialize', { protocolVersions: ['0.1.0'], clientId: `stalled-${i}` });
+      await c.request('subscribe', { channel });
+      (c.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+      ahp.push(c);
+    }
+    proxy.blackhole();
+
+    await reader.write(r.id, 'go\r');
+    await waitFor(() => follow.next - start >= total, 90_000, 'the reader to get the whole stream');
+    expect(follow.next - start).toBe(total);
+    expect(follow.gaps).toEqual([]);
+
+    // The relay holds about the bound per connection, not the stream.
+    const perConn = await metric(fx.url, 'ptyrelay_client_buffered_bytes');
+    expect(perConn.length).toBeGreaterThanOrEqual(11);
+    for (const b of perConn) expect(b).toBeLessThan(BOUND + FRAME_SLACK);
+    const [lagging] = await metric(fx.url, 'ptyrelay_lagging_consumers');
+    expect(lagging).toBeGreaterThanOrEqual(1);
+
+    // Resumed: the ptyrelay consumer gets exact bytes from its seq, or an explicit reset.
+    proxy.restore();
+    await waitFor(() => late.next - start >= total, 60_000, 'the stalled client to catch up');
+    expect(late.gaps).toEqual([]);
+    expect(late.next - start).toBe(total);
+    // AHP peers resumed: each one catches up (or is told to reconnect with 4008), none hangs.
+    for (const c of ahp) (c.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    for (const c of ahp) {
+      await waitFor(
+        () =>
+          c.closed !== undefined ||
+          c.notifications.some(
+            (n) => n.method === 'action' && JSON.stringify(n.params).includes(`${N}\\r\\n`),
+          ),
+        30_000,
+        'an AHP peer to catch up or be closed',
+      );
+      if (c.closed) expect(c.closed.code).toBe(4008);
+      c.close();
+    }
+    await reader.shutdown(r.id, { immediate: true });
+  }, 180_000);
+
+  it('pauses the PTY only when every consumer is behind, and resumes it when one reads', async () => {
+    const owner = await open(fx.url, { token: TEST_TOKEN });
+    await owner.request('initialize', { protocolVersions: ['0.1.0'], clientId: 'owner' });
+    const { channel } = await owner.request('createTerminal', {
+      claim: { kind: 'client', clientId: 'owner' },
+      command: 'yes',
+      args: ['0123456789abcdefghijklmnopqrstuvwxyz'],
+    });
+    const watcher = await open(fx.url, { token: TEST_TOKEN });
+    await watcher.request('initialize', { protocolVersions: ['0.1.0'], clientId: 'watcher' });
+    await watcher.request('subscribe', { channel });
+    await owner.request('subscribe', { channel });
+    const id = String(channel).slice('ptyrelay-terminal:/'.length);
+    const credit = creditFor(fx.router);
+    const pause = (c: TestClient) => (c.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    const resume = (c: TestClient) => (c.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+
+    pause(owner);
+    // One consumer still reads: the program keeps running, also once the owner's socket and the
+    // kernel's buffers on its path are full (a few seconds of output).
+    await new Promise((res) => setTimeout(res, 3000));
+    const h0 = credit.consumers(id).head;
+    await new Promise((res) => setTimeout(res, 2000));
+    expect(credit.consumers(id).head - h0).toBeGreaterThan(BOUND);
+
+    pause(watcher);
+    // Both stalled: once their sockets are full, the head stops moving (the stub paused the PTY).
+    let last = -1;
+    let still = 0;
+    await waitFor(
+      () => {
+        const h = credit.consumers(id).head;
+        still = h === last ? still + 1 : 0;
+        last = h;
+        return still >= 40; // one second without output
+      },
+      30_000,
+      'the PTY to pause',
+    );
+    expect(credit.consumers(id).lagging).toBe(1);
+
+    resume(watcher);
+    const h1 = credit.consumers(id).head;
+    await waitFor(() => credit.consumers(id).head - h1 > BOUND, 30_000, 'the PTY to resume');
+    owner.close();
+    watcher.close();
+    // The owner's socket is megabytes behind; dispose through a fresh connection of the same client.
+    const again = await open(fx.url, { token: TEST_TOKEN });
+    await again.request('initialize', { protocolVersions: ['0.1.0'], clientId: 'owner' });
+    await again.request('disposeTerminal', { channel });
+    again.close();
+  }, 90_000);
+});
