@@ -32,11 +32,12 @@ import { floodScenario } from './scenarios/flood.js';
 import { memoryScenario } from './scenarios/memory.js';
 import { reconnectScenario } from './scenarios/reconnect.js';
 import { scaleScenario } from './scenarios/scale.js';
+import { slowClientsScenario } from './scenarios/slow-clients.js';
 import { snapshotScenario } from './scenarios/snapshot.js';
 import { typingScenario } from './scenarios/typing.js';
 
 // Memory first: the relay's RSS is this process's, and later scenarios leave their heap behind.
-const SCENARIOS = ['memory', 'flood', 'typing', 'reconnect', 'scale', 'snapshot'] as const;
+const SCENARIOS = ['memory', 'flood', 'typing', 'reconnect', 'scale', 'snapshot', 'slow-clients'] as const;
 /** A scenario that runs longer than this is abandoned (its figures are missing, the run goes on). */
 const SCENARIO_TIMEOUT_MS = { quick: 90_000, full: 300_000 };
 
@@ -146,6 +147,7 @@ export async function main(argv: string[]): Promise<number> {
       memory: () => memoryScenario(env, provider),
       scale: () => scaleScenario(env, provider),
       snapshot: () => snapshotScenario(env, provider),
+      'slow-clients': () => slowClientsScenario(env),
     };
     let waitBudget = QUIET_WAIT_BUDGET_MS[opts.quick ? 'quick' : 'full'];
     for (const name of SCENARIOS) {
