@@ -154,6 +154,8 @@ export class FakeProvider implements Partial<IPtyProvider> {
   readonly writes: Array<{ id: string; data: string }> = [];
   readonly resizes: Array<{ id: string; cols: number; rows: number }> = [];
   readonly shutdowns: string[] = [];
+  /** Bytes the relay acknowledged per terminal (its TerminalCredit). */
+  readonly acked = new Map<string, number>();
   private n = 0;
   private seqs = new Map<string, number>();
 
@@ -172,6 +174,10 @@ export class FakeProvider implements Partial<IPtyProvider> {
 
   async write(id: string, data: string | Uint8Array): Promise<void> {
     this.writes.push({ id, data: String(data) });
+  }
+
+  acknowledgeDataEvent(id: string, bytes: number): void {
+    this.acked.set(id, (this.acked.get(id) ?? 0) + bytes);
   }
 
   async resize(id: string, cols: number, rows: number): Promise<void> {
