@@ -10,6 +10,7 @@ import { resolveLimits } from './daemon-limits.js';
 import { acquirePidLock, releasePidLock } from './daemon-lock.js';
 import { StubRequestHandler } from './request-handler.js';
 import { StubConnection } from './stub-connection.js';
+import { TerminalIdAllocator } from './terminal-id-allocator.js';
 
 export const DEFAULT_IDLE_EXIT_MS = 15 * 60 * 1000;
 const SWEEP_INTERVAL_MS = 60 * 1000;
@@ -19,6 +20,8 @@ const CREDIT_SWEEP_MS = 1000;
 
 export interface DaemonOptions {
   runtimeDir: string;
+  /** Persistent state (survives reboots): the terminal id counter lives in `<stateDir>/ids`. */
+  stateDir: string;
   idleExitMs?: number;
   ringBytes?: number;
   backgroundRingBytes?: number;
@@ -72,6 +75,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const connections = new Set<StubConnection>();
   let idleTimer: NodeJS.Timeout | undefined;
   let server: Server | undefined;
+  const ids = new TerminalIdAllocator(join(opts.stateDir, 'ids'), `${buildId} ${process.pid}`, log);
 
   const registry = new SessionRegistry(
     model,
@@ -84,6 +88,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     },
     join(dir, 'shell'),
     () => armIdle(),
+    () => ids.next(),
   );
 
   const shutdown = async (reason: string) => {

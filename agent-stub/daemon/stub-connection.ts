@@ -305,6 +305,7 @@ export class StubConnection implements SessionSink {
       buildId: this.ctx.buildId,
       role: 'stub-daemon',
       pid: process.pid,
+      idScope: 'host',
     });
   }
 

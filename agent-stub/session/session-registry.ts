@@ -8,19 +8,30 @@ import type { ScreenModelHost } from './screen-model.js';
 const EXITED_RETENTION_MS = 30 * 60 * 1000;
 /** requestIds remembered for spawn idempotence. */
 const REQUEST_ID_MEMORY = 10_000;
+/** Fresh ids tried when a minted one names a session of this daemon (a wiped counter, a random repeat). */
+const MINT_ATTEMPTS = 100;
 
-/** Mints ids (`pty-1`, …), owns every session of the daemon, and makes spawns idempotent. */
+/** Ids of one daemon only (`pty-1`, …): for tests that run a registry without a state dir. */
+export function sequentialIds(): () => string {
+  let n = 1;
+  return () => `pty-${n++}`;
+}
+
+/**
+ * Owns every session of the daemon and makes spawns idempotent. Ids come from `mintId` (the daemon's
+ * TerminalIdAllocator: unique on the host across daemons, builds and restarts).
+ */
 export class SessionRegistry {
   private readonly sessions = new Map<string, PtySession>();
   private readonly byPaneKey = new Map<string, string>();
   private readonly byRequestId = new Map<string, string>();
-  private nextId = 1;
 
   constructor(
     private readonly model: ScreenModelHost,
     private readonly limits: SessionLimits,
     private readonly scriptDir: string,
     private readonly onChange: () => void = () => {},
+    private readonly mintId: () => string = sequentialIds(),
   ) {}
 
   /** Returns the existing session for a known paneKey (alive) or requestId, else spawns a new one. */
@@ -30,7 +41,7 @@ export class SessionRegistry {
       (p.paneKey !== undefined && this.sessions.get(this.byPaneKey.get(p.paneKey) ?? ''));
     if (known && (known.alive || p.paneKey === undefined)) return { session: known, reused: true };
     const launch = resolveLaunch(p, this.scriptDir);
-    const id = `pty-${this.nextId++}`;
+    const id = this.freshId();
     let session: PtySession;
     try {
       session = new PtySession(id, launch, this.limits, this.model);
@@ -47,6 +58,14 @@ export class SessionRegistry {
     }
     this.onChange();
     return { session, reused: false };
+  }
+
+  private freshId(): string {
+    for (let i = 0; i < MINT_ATTEMPTS; i++) {
+      const id = this.mintId();
+      if (!this.sessions.has(id)) return id;
+    }
+    throw new PtyRelayError('SPAWN_FAILED', 'no unused terminal id could be minted');
   }
 
   get(id: string): PtySession {

@@ -31,6 +31,12 @@ export interface HelloMessage {
   inputEpoch?: string;
   /** The relay is of a newer build and uses this daemon only for its existing sessions. */
   legacy?: boolean;
+  /**
+   * Daemon only: `host` when the ids it mints are unique among every daemon of its user on the host
+   * (any build, across restarts), so a relay names its terminals `<host>/<id>` whichever daemon
+   * serves them. Absent from older builds, whose ids are unique per daemon only.
+   */
+  idScope?: 'host';
 }
 
 /** Spawn as the stub sees it: ids are local (`pty-1`), no AbortSignal. */

@@ -173,10 +173,11 @@ function statKey(paths: string[]): string {
  * Lists the files of the stub install dir for `platform`: `stub.cjs` plus a minimal
  * `node_modules/node-pty` (package.json, LICENSE, the Linux runtime lib files, `pty.node`).
  * Among usable binaries the one needing the oldest glibc wins (the prebuilt @lydell binaries target
- * older glibc than a build on this machine). Results are cached per platform until a source changes.
+ * older glibc than a build on this machine). `stub` is the bundle to ship (default: this package's).
+ * Results are cached per platform until a source changes.
  * @throws PtyRelayError UNSUPPORTED_PLATFORM when no `pty.node` for the platform is available.
  */
-export function collectStubArtifacts(platform: StubPlatform): StubArtifacts {
+export function collectStubArtifacts(platform: StubPlatform, stub = stubBundlePath()): StubArtifacts {
   const root = packageRoot();
   const ptyPkgPath = resolveFrom(root, 'node-pty/package.json');
   if (!ptyPkgPath) throw new PtyRelayError('CONFIG_INVALID', 'node-pty is not installed');
@@ -198,7 +199,6 @@ export function collectStubArtifacts(platform: StubPlatform): StubArtifacts {
     if (a && (!b || compareVersions(parseVersion(a), parseVersion(b)) < 0)) pick = i;
   }
   const native = candidates[pick]!;
-  const stub = stubBundlePath();
   const key = statKey([stub, native.path, ptyPkgPath]);
   const hit = cache.get(platform);
   if (hit?.key === key) return hit.artifacts;

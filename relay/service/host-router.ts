@@ -13,6 +13,10 @@ export interface HostRouterOptions {
   log?: Logger;
   /** Runtime directory of the local daemon (tests use a temporary one). */
   localRuntimeDir?: string;
+  /** Stub bundle the providers run and deploy (default: this package's); tests run other builds. */
+  stubPath?: string;
+  /** Extra flags for daemons this relay starts, after those from the config (tests: `--state-dir`). */
+  daemonArgs?: string[];
 }
 
 /**
@@ -32,6 +36,7 @@ export function createHostRouter(
     ...['--credit-window-max', String(f.creditWindowMax)],
     ...['--keep-tail', String(f.keepTailBytes)],
     ...['--pending-cap', String(f.stubPendingCap)],
+    ...(opts.daemonArgs ?? []),
   ];
   // The service acknowledges output for its consumers (relay/service/terminal-credit.ts), so a
   // program is paused only when every consumer that watches it is behind.
@@ -41,6 +46,7 @@ export function createHostRouter(
     runtimeDir: opts.localRuntimeDir,
     log: opts.log?.child({ host: LOCAL_HOST }),
     daemonArgs,
+    stubPath: opts.stubPath,
   });
   const sshNames = Object.keys(config.hosts);
   const progress = new Emitter<HostProgress>();
@@ -51,6 +57,7 @@ export function createHostRouter(
           hosts: config.hosts,
           log: opts.log?.child({ provider: 'ssh' }),
           daemonArgs,
+          stubPath: opts.stubPath,
           onProgress: (host, p) =>
             progress.emit({
               host,

@@ -1,6 +1,7 @@
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { shellQuote } from '../deploy/shell-quote.js';
+import { collectStubArtifacts, type StubPlatform } from '../deploy/stub-artifacts.js';
 import { type DeployProgress, type DeployResult, StubDeployer } from '../deploy/stub-deployer.js';
 import { createLogger, type Logger } from '../log.js';
 import type { RaceAttempt } from '../reconnect/attempt-race.js';
@@ -39,6 +40,8 @@ export interface SshPtyProviderOptions {
   link?: LinkPolicy;
   /** Identity toward daemons; reuse it across restarts to keep credit claims (default: random). */
   relayId?: string;
+  /** Stub bundle to deploy (default: this package's `dist/stub/stub.cjs`); tests deploy other builds. */
+  stubPath?: string;
 }
 
 interface HostLink {
@@ -163,6 +166,7 @@ export class SshPtyProvider extends StubBackedProvider {
           onProgress: (p: DeployProgress) => progress(host, p),
           // An intact install also gets its daemon ensured in the probe's command (one exec).
           ensureDaemon: this.opts.preferExec ? undefined : (this.opts.daemonArgs ?? []),
+          ...(this.opts.stubPath ? { artifacts: (p: StubPlatform) => collectStubArtifacts(p, this.opts.stubPath) } : {}),
         }).deploy());
       const channel = await this.channelTo(host, ssh, deploy, log);
       attempt.progress();

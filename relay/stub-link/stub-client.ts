@@ -9,6 +9,7 @@ import {
   FrameDecoder,
   FrameType,
 } from '../../provider/wire/frame-codec.js';
+import { parseHello } from '../../provider/wire/hello-schema.js';
 import {
   type BackgroundEventMessage,
   type ExitEventMessage,
@@ -224,9 +225,12 @@ export class StubClient {
     const m = f.message;
     if (!isObject(m)) return;
     switch (m.t) {
-      case 'hello':
-        this.onHello(m as unknown as HelloMessage);
+      case 'hello': {
+        const parsed = parseHello(m);
+        if ('error' in parsed) this.fail(new PtyRelayError('PROTOCOL_ERROR', `bad daemon hello: ${parsed.error}`));
+        else this.onHello(parsed.hello);
         break;
+      }
       case 'res':
         this.onResponse(m as unknown as ResponseMessage, f.type === FrameType.JsonBlob ? f.blob : undefined);
         break;

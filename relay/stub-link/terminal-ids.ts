@@ -3,17 +3,29 @@ import type { StubAttachResult } from '../../provider/wire/messages.js';
 
 /**
  * A link key names one daemon: the host for its current-build daemon, `host#<build>` for an older
- * build's daemon that still serves sessions after an upgrade. Terminal ids of such a daemon are
+ * build's daemon that still serves sessions after an upgrade. A daemon whose ids are unique on its
+ * host (`hostScoped`: every build since ids came from the host-wide counter) names its terminals
+ * `<host>/<id>` whichever daemon it is; only an older daemon without that guarantee has
  * `<host>/<build>:<id>`.
  */
-export function globalTerminalId(linkKey: string, daemonId: string): string {
+export function globalTerminalId(linkKey: string, daemonId: string, hostScoped = false): string {
   const hash = linkKey.indexOf('#');
-  return hash < 0
-    ? `${linkKey}/${daemonId}`
-    : `${linkKey.slice(0, hash)}/${linkKey.slice(hash + 1)}:${daemonId}`;
+  if (hash < 0) return `${linkKey}/${daemonId}`;
+  const host = linkKey.slice(0, hash);
+  return hostScoped ? `${host}/${daemonId}` : `${host}/${linkKey.slice(hash + 1)}:${daemonId}`;
 }
 
-/** The link key and daemon id of a terminal id (inverse of globalTerminalId). */
+/** The host of a link key (`host` or `host#<build>`). */
+export function hostOfLinkKey(linkKey: string): string {
+  const hash = linkKey.indexOf('#');
+  return hash < 0 ? linkKey : linkKey.slice(0, hash);
+}
+
+/**
+ * The link key and daemon id a terminal id spells out: `<host>/<build>:<id>` names an older build's
+ * daemon, anything else the host's current one (which daemon really serves a host-scoped id is
+ * TerminalRoutes' business).
+ */
 export function routeTerminalId(id: string, defaultHost: string): { host: string; localId: string } {
   const { host, localId } = splitTerminalId(id, defaultHost);
   const colon = localId.indexOf(':');

@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Reservations of ids older than this may be deleted (the newest is always kept, so the counter
+ * never goes back). The issue's rule is "never reuse an id that was live or ended within 24 h";
+ * the counter never reuses one at all, the window only bounds how long an allocator may sit between
+ * reading the directory and creating its file before pruning could matter.
+ */
+export const ID_RESERVATION_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** Pruning scans the whole directory: at most this often per daemon. */
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/** EEXIST retries before giving up on the counter (each one means another daemon took that id). */
+const MAX_CLAIM_ATTEMPTS = 10_000;
+/** Random ids (fallback) carry this many random bytes: 80 bits, never expected to repeat. */
+const RANDOM_ID_BYTES = 10;
+const RESERVATION = /^(\d+)$/;
+
+export type IdLog = (msg: string, extra?: Record<string, unknown>) => void;
+
+/**
+ * Mints terminal ids that no daemon of this user reuses, whatever its build, across daemon restarts
+ * and reboots: `pty-<n>` from a counter kept in the stub's persistent state dir as one empty file per
+ * id, created with O_EXCL. Whoever creates file `<n>` owns id n, so daemons of different builds
+ * allocate concurrently without a lock (and a crash leaves no stale lock behind); the next id is
+ * one past the highest file present. When the state dir cannot be written (read-only or full home)
+ * the id is random (`pty-r<hex>`) instead, which does not repeat either.
+ */
+export class TerminalIdAllocator {
+  private lastPrune = 0;
+  private warned = false;
+
+  /** `dir` is `<stateDir>/ids`, created 0700 on first use; `tag` is written into each reservation. */
+  constructor(
+    private readonly dir: string,
+    private readonly tag: string,
+    private readonly log: IdLog = () => {},
+  ) {}
+
+  next(): string {
+    try {
+      return `pty-${this.claim()}`;
+    } catch (err) {
+      if (!this.warned) {
+        this.warned = true;
+        this.log('terminal id counter unavailable; using random ids', {
+          dir: this.dir,
+          error: (err as Error).message,
+        });
+      }
+      return `pty-r${randomBytes(RANDOM_ID_BYTES).toString('hex')}`;
+    }
+  }
+
+  /** Reserves the next number: one past the highest reservation, skipping any another daemon took. */
+  private claim(): number {
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    const taken = this.reservations();
+    let n = taken.reduce((max, r) => Math.max(max, r.n), 0) + 1;
+    for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++, n++) {
+      let fd: number;
+      try {
+        fd = openSync(join(this.dir, String(n)), 'wx', 0o600);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
+        throw err;
+      }
+      try {
+        writeSync(fd, `${this.tag}\n`);
+      } finally {
+        closeSync(fd);
+      }
+      this.maybePrune(taken, n);
+      return n;
+    }
+    throw new Error(`no free id after ${MAX_CLAIM_ATTEMPTS} attempts`);
+  }
+
+  private reservations(): { n: number; name: string }[] {
+    return readdirSync(this.dir).flatMap((name) => {
+      const m = RESERVATION.exec(name);
+      return m ? [{ n: Number(m[1]), name }] : [];
+    });
+  }
+
+  /** Deletes reservations past the retention window, never the newest (`claimed` is newer still). */
+  private maybePrune(seen: { n: number; name: string }[], claimed: number, now = Date.now()): void {
+    if (now - this.lastPrune < PRUNE_INTERVAL_MS) return;
+    this.lastPrune = now;
+    for (const r of seen) {
+      if (r.n >= claimed) continue;
+      const path = join(this.dir, r.name);
+      try {
+        if (now - statSync(path).mtimeMs > ID_RESERVATION_RETENTION_MS) unlinkSync(path);
+      } catch (err) {
+        // Another daemon pruned it first; anything else only delays pruning.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+          this.log('cannot prune an id reservation', { path, error: (err as Error).message });
+          return;
+        }
+      }
+    }
+  }
+}
