@@ -166,7 +166,9 @@ export class SshPtyProvider extends StubBackedProvider {
           onProgress: (p: DeployProgress) => progress(host, p),
           // An intact install also gets its daemon ensured in the probe's command (one exec).
           ensureDaemon: this.opts.preferExec ? undefined : (this.opts.daemonArgs ?? []),
-          ...(this.opts.stubPath ? { artifacts: (p: StubPlatform) => collectStubArtifacts(p, this.opts.stubPath) } : {}),
+          ...(this.opts.stubPath
+            ? { artifacts: (p: StubPlatform) => collectStubArtifacts(p, this.opts.stubPath) }
+            : {}),
         }).deploy());
       const channel = await this.channelTo(host, ssh, deploy, log);
       attempt.progress();

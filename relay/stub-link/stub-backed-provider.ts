@@ -25,12 +25,12 @@ import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { HostLink } from '../reconnect/host-link.js';
 import { InputChannel } from '../reconnect/input-channel.js';
 import { AckScheduler } from './ack-scheduler.js';
+import { HostDaemons } from './host-daemons.js';
 import type { LinkPolicy } from './link-policy.js';
 import { reattachSessions } from './reattach-sessions.js';
 import { SessionTracker } from './session-tracker.js';
 import type { StubClient } from './stub-client.js';
-import { globalTerminalId, hostOfLinkKey, routeTerminalId, toSpawnResult } from './terminal-ids.js';
-import { TerminalRoutes } from './terminal-routes.js';
+import { toSpawnResult } from './terminal-ids.js';
 
 export type { LinkPolicy } from './link-policy.js';
 export { globalTerminalId, routeTerminalId, splitTerminalId } from './terminal-ids.js';
@@ -52,17 +52,16 @@ export abstract class StubBackedProvider implements IPtyProvider {
   /** Delivery state per global id: incarnation guard, seq, exit-once. */
   protected readonly tracker = new SessionTracker();
   protected readonly hostLinks = new Map<string, HostLink>();
-  /** The daemon serving each terminal seen so far (ids do not say once they are host-scoped). */
-  protected readonly routes = new TerminalRoutes();
-  /** Link keys whose daemon mints host-scoped ids (its hello says `idScope: 'host'`). */
-  private readonly hostScoped = new Set<string>();
-  /**
-   * Daemon ids an older build's daemon shares with another daemon of its host (only after the id
-   * counter was wiped): those keep the `<host>/<build>:<id>` form so the two stay apart.
-   */
-  private readonly clashes = new Map<string, Set<string>>();
-  /** Listings in flight per host, shared by every lookup of an unknown id. */
-  private readonly lookups = new Map<string, Promise<unknown>>();
+  /** Each host's daemons (current and older builds) and which one serves each terminal. */
+  protected readonly daemons = new HostDaemons({
+    defaultHost: () => this.defaultHost,
+    link: (key) => this.link(key),
+    closeLink: (key) => {
+      this.hostLinks.get(key)?.close();
+      this.hostLinks.delete(key);
+    },
+    log: () => this.log,
+  });
   private readonly inputs = new Map<string, InputChannel>();
   /** Local ids whose attach is a reattach after a reconnect (their replay is emitted as data). */
   private readonly reattaching = new Set<string>();
@@ -137,8 +136,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
   }
 
   private async onConnected(host: string, client: StubClient, reconnect: boolean): Promise<void> {
-    if (client.daemonHello?.idScope === 'host') this.hostScoped.add(host);
-    else this.hostScoped.delete(host);
+    this.daemons.connected(host, client);
     this.wireLink(host, client);
     this.inputChannel(host).connect(client);
     if (reconnect) await this.reattachHost(host, client);
@@ -159,7 +157,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   /** Runs synchronously as a spawn/attach reply is decoded, before the data frames behind it. */
   private onAttachReply(host: string, r: StubAttachResult, blob: Uint8Array | undefined): void {
-    const id = this.globalId(host, r.id);
+    const id = this.daemons.globalId(host, r.id);
     const reattach = this.reattaching.has(r.id);
     const from = r.replayFromSeq ?? r.seq;
     const t = this.tracker.set(id, host, r.id, r.incarnationId, reattach ? from : r.seq);
@@ -199,14 +197,14 @@ export abstract class StubBackedProvider implements IPtyProvider {
   /** Subscribes this provider to a new link's events. */
   protected wireLink(host: string, client: StubClient): void {
     client.attached.on(({ result, blob }) => this.onAttachReply(host, result, blob));
-    client.data.on((e) => this.deliver(this.globalId(host, e.id), e.incarnationId, e.seq, e.data));
+    client.data.on((e) => this.deliver(this.daemons.globalId(host, e.id), e.incarnationId, e.seq, e.data));
     client.fact.on((e) => {
-      const id = this.globalId(host, e.id);
+      const id = this.daemons.globalId(host, e.id);
       if (!this.tracker.isCurrent(id, e.incarnationId)) return;
       this.factEvents.emit({ id, incarnationId: e.incarnationId, seq: e.seq, fact: e.fact });
     });
     client.background.on((m) => {
-      const id = this.globalId(host, m.id);
+      const id = this.daemons.globalId(host, m.id);
       const t = this.tracker.get(id);
       if (!t || t.incarnationId !== m.incarnationId) return;
       const ev = m.event;
@@ -216,7 +214,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
       this.backgroundEvents.emit({ id, incarnationId: m.incarnationId, ...ev } as PtyBackgroundStreamEvent);
     });
     client.exit.on((e) => {
-      const id = this.globalId(host, e.id);
+      const id = this.daemons.globalId(host, e.id);
       if (!this.tracker.markExit(id, e.incarnationId)) return;
       this.exitEvents.emit({
         id,
@@ -227,52 +225,21 @@ export abstract class StubBackedProvider implements IPtyProvider {
     });
   }
 
-  /** The global id of daemon id `localId` reached through link `linkKey`. */
-  protected globalId(linkKey: string, localId: string): string {
-    const scoped = this.hostScoped.has(linkKey) && !this.clashes.get(linkKey)?.has(localId);
-    return globalTerminalId(linkKey, localId, scoped);
-  }
-
   /** The daemon (link key) and its id for a global id, from what this provider has seen so far. */
   protected resolve(id: string): { host: string; localId: string } {
     if (this.disposed) throw new PtyRelayError('DISPOSED', 'provider was disposed');
-    const r = routeTerminalId(id, this.defaultHost);
-    const link = r.host.includes('#') ? undefined : this.routes.get(`${r.host}/${r.localId}`);
-    return link ? { host: link, localId: r.localId } : r;
+    return this.daemons.resolve(id);
   }
 
-  /** True when `id` may live in an older build's daemon this provider has not listed yet. */
-  private unrouted(id: string): boolean {
-    const r = routeTerminalId(id, this.defaultHost);
-    return (
-      !r.host.includes('#') &&
-      !this.routes.has(`${r.host}/${r.localId}`) &&
-      (this.legacyBuilds.get(r.host)?.size ?? 0) > 0
-    );
-  }
-
-  /**
-   * {@link resolve}, after looking for an id it does not know among the daemons of its host: a relay
-   * that started after an upgrade reaches an older build's terminal by its original id.
-   */
-  protected async locate(id: string): Promise<{ host: string; localId: string }> {
-    const first = this.resolve(id);
-    if (first.host.includes('#') || this.routes.has(`${first.host}/${first.localId}`)) return first;
-    // First contact notes the host's older daemons.
-    await this.link(first.host);
-    if (!this.unrouted(id)) return this.resolve(id);
-    let pending = this.lookups.get(first.host);
-    if (!pending) {
-      pending = this.listHost(first.host).finally(() => this.lookups.delete(first.host));
-      this.lookups.set(first.host, pending);
-    }
-    await pending;
-    return this.resolve(id);
+  /** {@link resolve}, looking an unknown id up among the daemons of its host (HostDaemons.locate). */
+  protected locate(id: string): Promise<{ host: string; localId: string }> {
+    if (this.disposed) return Promise.reject(new PtyRelayError('DISPOSED', 'provider was disposed'));
+    return this.daemons.locate(id);
   }
 
   protected toResult(host: string, r: StubAttachResult, blob: Uint8Array | undefined): PtySpawnResult {
-    const out = toSpawnResult(this.globalId(host, r.id), r, blob);
-    this.routes.set(out.id, host);
+    const out = toSpawnResult(this.daemons.globalId(host, r.id), r, blob);
+    this.daemons.served(out.id, host);
     return out;
   }
 
@@ -322,7 +289,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
     // First contact must succeed before input can be queued; later outages queue it.
     if (link.state.state === 'idle' || link.state.state === 'connecting') await link.get();
     // Known ids go straight to their queue, so writes keep their order.
-    if (this.unrouted(id)) ({ host, localId } = await this.locate(id));
+    if (this.daemons.unrouted(id)) ({ host, localId } = await this.locate(id));
     await this.inputChannel(host).submit(localId, bytes);
   }
 
@@ -344,12 +311,12 @@ export abstract class StubBackedProvider implements IPtyProvider {
     const key = this.canonical(id);
     this.tracker.delete(key);
     this.acks.forget(key);
-    this.routes.delete(key);
+    this.daemons.ended(key);
   }
 
   protected canonical(id: string): string {
     const { host, localId } = this.resolve(id);
-    return this.globalId(host, localId);
+    return this.daemons.globalId(host, localId);
   }
 
   async sendSignal(id: string, signal: string): Promise<void> {
@@ -368,58 +335,14 @@ export abstract class StubBackedProvider implements IPtyProvider {
     return (await this.call<{ value: boolean }>(id, 'hasChildProcesses')).value;
   }
 
-  /** Older builds' daemons per host that still serve sessions (found when the host connects). */
-  protected readonly legacyBuilds = new Map<string, Set<string>>();
-
-  /**
-   * Sessions of a host: its current daemon's and those of older builds still running, under the ids
-   * they were spawned with (see {@link globalId}). Refreshes the routes of every daemon listed.
-   */
-  protected async listHost(host: string): Promise<PtyProcessInfo[]> {
-    const { sessions } = await (await this.link(host)).call('list', {});
-    const out = sessions.map((s) => ({ ...s, id: this.globalId(host, s.id), host }));
-    this.routes.replaceLink(
-      host,
-      out.map((s) => s.id),
-    );
-    const seen = new Set(out.map((s) => s.id));
-    for (const build of this.legacyBuilds.get(host) ?? []) {
-      const key = `${host}#${build}`;
-      let legacy: { sessions: typeof sessions };
-      try {
-        legacy = await (await this.link(key)).call('list', {});
-      } catch (err) {
-        this.log?.info({ host, build, err: (err as Error).message }, 'older build daemon gone');
-        this.forgetLegacy(key);
-        continue;
-      }
-      // Two daemons claiming one id (a wiped id counter): the older one's keeps its build prefix.
-      const clash = new Set(legacy.sessions.map((s) => s.id).filter((l) => seen.has(globalTerminalId(host, l))));
-      this.clashes.set(key, clash);
-      const ids = legacy.sessions.map((s) => this.globalId(key, s.id));
-      for (const id of ids) seen.add(id);
-      this.routes.replaceLink(key, ids);
-      out.push(...legacy.sessions.map((s, i) => ({ ...s, id: ids[i], host })));
-    }
-    return out;
-  }
-
-  /** An older build's daemon ended (its last session exited): forget it. */
-  private forgetLegacy(key: string): void {
-    this.legacyBuilds.get(hostOfLinkKey(key))?.delete(key.slice(key.indexOf('#') + 1));
-    this.routes.forgetLink(key);
-    this.hostScoped.delete(key);
-    this.clashes.delete(key);
-    this.hostLinks.get(key)?.close();
-    this.hostLinks.delete(key);
+  /** Sessions of a host: its current daemon's and those of older builds still running. */
+  protected listHost(host: string): Promise<PtyProcessInfo[]> {
+    return this.daemons.list(host);
   }
 
   /** Records the older-build daemons a host reported. */
   protected noteLegacy(host: string, builds: string[]): void {
-    if (builds.length === 0) return;
-    const set = this.legacyBuilds.get(host) ?? new Set<string>();
-    for (const b of builds) set.add(b);
-    this.legacyBuilds.set(host, set);
+    this.daemons.noteLegacy(host, builds);
   }
 
   async listProcesses(): Promise<PtyProcessInfo[]> {

@@ -227,7 +227,8 @@ export class StubClient {
     switch (m.t) {
       case 'hello': {
         const parsed = parseHello(m);
-        if ('error' in parsed) this.fail(new PtyRelayError('PROTOCOL_ERROR', `bad daemon hello: ${parsed.error}`));
+        if ('error' in parsed)
+          this.fail(new PtyRelayError('PROTOCOL_ERROR', `bad daemon hello: ${parsed.error}`));
         else this.onHello(parsed.hello);
         break;
       }

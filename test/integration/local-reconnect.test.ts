@@ -145,7 +145,7 @@ describe('daemon restart', () => {
     provider.onReattach?.((e) => reattached.push(e));
     provider.onExit((e) => exits.push(e));
     const old = await provider.spawn({ cols: 80, rows: 24, command: 'cat' });
-    // Kill the daemon (and its PTYs) behind the provider's back; the next daemon reuses the id.
+    // Kill the daemon (and its PTYs) behind the provider's back; the next daemon gets a fresh id.
     process.kill(fx.daemonPid, 'SIGKILL');
     process.kill(old.pid, 'SIGKILL');
     await waitFor(() => reattached.length > 0, 10_000, 'expiry');
@@ -155,7 +155,7 @@ describe('daemon restart', () => {
       sessionExpired: true,
     });
     const fresh = await provider.spawn({ cols: 80, rows: 24, command: 'cat' });
-    expect(fresh.id).toBe(old.id);
+    expect(fresh.id).not.toBe(old.id);
     expect(fresh.incarnationId).not.toBe(old.incarnationId);
     const out = new OutputCollector(provider, fresh.id);
     await provider.write(fresh.id, 'fresh\r');

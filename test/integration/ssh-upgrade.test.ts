@@ -1,6 +1,6 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RelayClient } from '../../provider/client/relay-client.js';
 import type { PtyReattachEvent } from '../../provider/contract.js';
@@ -10,31 +10,45 @@ import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
 import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
-import { OutputCollector, pidAlive, waitFor } from '../support/local-daemon.js';
+import { OutputCollector, waitFor } from '../support/local-daemon.js';
 import { TEST_TOKEN } from '../support/relay-fixture.js';
-import { hostFor, relayHome } from '../support/ssh-fixture.js';
+import { hostFor, relayHome, remoteRuntimeDir } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 import { buildStub, type StubBuild } from '../support/stub-builds.js';
 
 const available = sshdAvailable();
 if (!available) console.warn('skipping SSH upgrade tests: /usr/sbin/sshd is not installed');
-/** A login user of this file alone: its daemons, installs and id counter are this file's. */
-const USER = 'ptyrelay-upgrade';
+/**
+ * Each run deploys builds of its own (the run tag is in their bytes, so they get install dirs of
+ * their own) and keeps its daemons and id counter in its own dirs: runs of other worktrees share the
+ * login user.
+ */
+const RUN = `${process.pid}-${Date.now()}`;
+const runtimeDir = remoteRuntimeDir('upgrade');
+const stateDir = `${runtimeDir}-state`;
 
-/** Parent pid of a process (the daemon that spawned a PTY's shell). */
-function ppidOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+/** The fields after a process's `(comm)` in /proc/<pid>/stat, or undefined once it is gone. */
+function statFields(pid: number | string): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
 }
 
-/** Pids of every process running as `uid`. */
-function processesOf(uid: number): number[] {
+/** Parent pid of a process (the daemon that spawned a PTY's program). */
+const ppidOf = (pid: number) => Number(statFields(pid)?.[1]);
+
+/** Live and not a zombie (this VM's PID 1 reaps orphans lazily). */
+const running = (pid: number | string) => (statFields(pid)?.[0] ?? 'Z') !== 'Z';
+
+/** Live processes whose command line mentions `text` (this run's daemons name its runtime dir). */
+function processesMentioning(text: string): number[] {
   return readdirSync('/proc').flatMap((name) => {
-    if (!/^\d+$/.test(name)) return [];
+    if (!/^\d+$/.test(name) || !running(name)) return [];
     try {
-      const status = readFileSync(`/proc/${name}/status`, 'utf8');
-      const state = /^State:\s+(\S)/m.exec(status)?.[1];
-      return Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && state !== 'Z' ? [Number(name)] : [];
+      return readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(text) ? [Number(name)] : [];
     } catch {
       return [];
     }
@@ -46,7 +60,6 @@ const numberOf = (id: string) => Number(/\/pty-(\d+)$/.exec(id)?.[1]);
 /** A relay service of one build (its stub bundle) on `port`, serving host `h`. */
 interface Relay {
   server: RelayServer;
-  router: ReturnType<typeof createHostRouter>;
   registry: TerminalRegistry;
   ssh(): SshPtyProvider;
   close(): Promise<void>;
@@ -58,15 +71,19 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
   let work: string;
   let buildA: StubBuild;
   let buildB: StubBuild;
-  let uid: number;
   const clients: RelayClient[] = [];
   const relays: Relay[] = [];
-
-  const userDirs = () => [join(sshd.userHome, '.cache', 'ptyrelay'), join(sshd.userHome, '.local', 'state', 'ptyrelay')];
+  /** Install dirs this run's builds got on the host, and the PTYs it spawned. */
+  const installs = new Set<string>();
+  const ptys: number[] = [];
 
   const startRelay = async (stub: StubBuild, port = 0): Promise<Relay> => {
     const config = validateConfig({ hosts: { h: hostFor(sshd) } });
-    const router = createHostRouter(config, { localRuntimeDir: join(work, 'local-run'), stubPath: stub.path });
+    const router = createHostRouter(config, {
+      localRuntimeDir: join(work, 'local-run'),
+      stubPath: stub.path,
+      daemonArgs: ['--runtime-dir', runtimeDir, '--state-dir', stateDir],
+    });
     const registry = new TerminalRegistry();
     const server = await startRelayServer({
       listen: { host: '127.0.0.1', port },
@@ -77,7 +94,6 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
     });
     const relay: Relay = {
       server,
-      router,
       registry,
       ssh: () => router.providerFor('h') as SshPtyProvider,
       async close() {
@@ -95,21 +111,29 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
     return c;
   };
 
+  /** The daemon serving host `h` for a relay, and its install dir (removed after the run). */
+  const daemonOf = (relay: Relay) => {
+    const info = relay.ssh().linkInfo('h');
+    if (!info?.daemonPid) throw new Error('host h is not connected');
+    installs.add(dirname(info.deploy.stubPath));
+    return { pid: info.daemonPid, buildId: info.deploy.buildId };
+  };
+
   beforeAll(async () => {
     home = relayHome();
     work = mkdtempSync(join(tmpdir(), 'ptr-ssh-upgrade-'));
-    [buildA, buildB] = await Promise.all([buildStub(work, 'build-a'), buildStub(work, 'build-b')]);
-    sshd = await startSshd({ user: USER });
-    uid = statSync(sshd.userHome).uid;
-    // Daemons and ids of an earlier run of this file would make the counts below meaningless.
-    for (const d of userDirs()) rmSync(d, { recursive: true, force: true });
+    [buildA, buildB] = await Promise.all([buildStub(work, `a-${RUN}`), buildStub(work, `b-${RUN}`)]);
+    sshd = await startSshd();
   });
 
   afterAll(async () => {
     for (const c of clients) await c.dispose();
     for (const r of relays) await r.close().catch(() => {});
+    // Only after a failure midway (the test checks they ended): this run's daemons and PTYs.
+    for (const pid of [...processesMentioning(runtimeDir), ...ptys.filter(running)])
+      process.kill(pid, 'SIGKILL');
     await sshd?.stop();
-    if (sshd) for (const d of userDirs()) rmSync(d, { recursive: true, force: true });
+    for (const d of [runtimeDir, stateDir, ...installs]) rmSync(d, { recursive: true, force: true });
     rmSync(work, { recursive: true, force: true });
     home?.cleanup();
   });
@@ -124,35 +148,47 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
     const reattaches: PtyReattachEvent[] = [];
     c.onReattach((e) => reattaches.push(e));
     const out = new OutputCollector(c);
-    const old = await c.spawn({ host: 'h', cols: 80, rows: 24, command: 'sh', args: ['-c', 'echo started; exec cat'] });
+    const old = await c.spawn({
+      host: 'h',
+      cols: 80,
+      rows: 24,
+      command: 'sh',
+      args: ['-c', 'echo started; exec cat'],
+    });
     out.bind(old.id);
+    ptys.push(old.pid);
     await c.write(old.id, 'one\r');
     await out.waitText('one\r\none\r\n');
-    const daemonA = relayA.ssh().linkInfo('h')?.daemonPid;
-    expect(relayA.ssh().linkInfo('h')?.deploy.buildId).toBe(buildA.buildId);
-    expect(ppidOf(old.pid)).toBe(daemonA);
+    const daemonA = daemonOf(relayA);
+    expect(daemonA.buildId).toBe(buildA.buildId);
+    expect(ppidOf(old.pid)).toBe(daemonA.pid);
 
     // The relay restarts as build B on the same port; the client reconnects by itself.
     const firstRelay = c.serverInstanceId;
     await relayA.close();
     const relayB = await startRelay(buildB, port);
-    await waitFor(() => c.serverInstanceId !== firstRelay && c.linkState.state === 'connected', 20_000, 'the client to reconnect');
+    await waitFor(
+      () => c.serverInstanceId !== firstRelay && c.linkState.state === 'connected',
+      20_000,
+      'the client to reconnect',
+    );
     await c.write(old.id, 'two\r');
     await out.waitText('two\r\ntwo\r\n', 20_000);
     expect(out.gaps).toEqual([]);
     // Same terminal, same process, no reset and no expiry: the client never noticed the upgrade.
     expect(reattaches).toEqual([]);
     expect(relayB.registry.get(old.id).incarnationId).toBe(old.incarnationId);
-    expect(relayB.ssh().linkInfo('h')?.deploy.buildId).toBe(buildB.buildId);
-    const daemonB = relayB.ssh().linkInfo('h')?.daemonPid;
-    expect(daemonB).not.toBe(daemonA);
-    expect(ppidOf(old.pid)).toBe(daemonA);
+    const daemonB = daemonOf(relayB);
+    expect(daemonB.buildId).toBe(buildB.buildId);
+    expect(daemonB.pid).not.toBe(daemonA.pid);
+    expect(ppidOf(old.pid)).toBe(daemonA.pid);
 
     // Build B spawns in its own daemon, under an id nobody had.
     const fresh = await c.spawn({ host: 'h', cols: 80, rows: 24, command: 'cat' });
+    ptys.push(fresh.pid);
     expect(fresh.id).not.toBe(old.id);
     expect(fresh.id).toMatch(/^h\/pty-\d+$/);
-    expect(ppidOf(fresh.pid)).toBe(daemonB);
+    expect(ppidOf(fresh.pid)).toBe(daemonB.pid);
     const listed = (await c.listTerminals('h')).map((t) => t.id);
     expect(listed).toEqual(expect.arrayContaining([old.id, fresh.id]));
     expect(listed.some((id) => id.includes(':'))).toBe(false);
@@ -167,11 +203,12 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
     // Ids are not reused after the daemon restarts: end the new terminal and build B's daemon.
     await c.shutdown(fresh.id, { immediate: true });
     await relayB.ssh().shutdownDaemon('h');
-    await waitFor(() => !pidAlive(daemonB!), 10_000, "build B's daemon to exit");
+    await waitFor(() => !running(daemonB.pid), 10_000, "build B's daemon to exit");
     const again = await c.spawn({ host: 'h', cols: 80, rows: 24, command: 'cat' });
-    const daemonB2 = relayB.ssh().linkInfo('h')?.daemonPid;
-    expect(daemonB2).not.toBe(daemonB);
-    expect(ppidOf(again.pid)).toBe(daemonB2);
+    ptys.push(again.pid);
+    const daemonB2 = daemonOf(relayB);
+    expect(daemonB2.pid).not.toBe(daemonB.pid);
+    expect(ppidOf(again.pid)).toBe(daemonB2.pid);
     expect([old.id, fresh.id]).not.toContain(again.id);
     expect(numberOf(again.id)).toBeGreaterThan(Math.max(numberOf(old.id), numberOf(fresh.id)));
 
@@ -180,13 +217,16 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
     await out.waitText('three\r\nthree\r\n');
     expect(out.gaps).toEqual([]);
     await c.shutdown(old.id, { immediate: true });
-    await waitFor(() => !pidAlive(daemonA!), 10_000, "build A's daemon to exit");
+    await waitFor(() => !running(daemonA.pid), 10_000, "build A's daemon to exit");
     await c.shutdown(again.id, { immediate: true });
     await relayB.ssh().shutdownDaemon('h');
-    await waitFor(() => !pidAlive(daemonB2!), 10_000, "build B's second daemon to exit");
     for (const x of clients) await x.dispose();
     await relayB.close();
-    // Nothing of the test user's is left running on the host.
-    await waitFor(() => processesOf(uid).length === 0, 10_000, 'no process of the test user');
+    // Nothing of this run is left running on the host.
+    await waitFor(
+      () => processesMentioning(runtimeDir).length === 0 && !ptys.some(running),
+      10_000,
+      "this run's daemons and PTYs to end",
+    );
   });
 });

@@ -51,7 +51,9 @@ describe('TerminalIdAllocator', () => {
           out += d;
         });
         child.once('error', reject);
-        child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`exit ${code}`))));
+        child.once('exit', (code) =>
+          code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`exit ${code}`)),
+        );
       });
     const all = (await Promise.all(Array.from({ length: procs }, run))).flat();
     expect(all.every((id) => /^pty-\d+$/.test(id))).toBe(true);
