@@ -4,6 +4,7 @@ import { RpcError } from '../service/rpc-error.js';
 import type { HostRouter, RpcConnection, RpcExtension } from '../service/rpc-types.js';
 import type { TerminalRegistry } from '../service/terminal-registry.js';
 import { DEFAULT_REPLAY_ACTIONS, DEFAULT_REPLAY_BYTES } from './action-log.js';
+import { adoptTerminal } from './adopt-terminal.js';
 import { AhpHub, type AhpLimits } from './ahp-hub.js';
 import { parseClientAction, parseCreateTerminal } from './ahp-params.js';
 import { type AhpPeer, DEFAULT_HIGH_WATERMARK, DEFAULT_LOW_WATERMARK, PeerSet } from './ahp-peers.js';
@@ -88,6 +89,18 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     conn.clientId = clientId;
     p.clientId = clientId;
     return p;
+  };
+
+  /**
+   * Publishes the running terminals among `uris` that this relay has no record of, or no history
+   * of (it restarted): see adoptTerminal.
+   */
+  const adopt = async (uris: unknown[], clientId: string): Promise<void> => {
+    for (const uri of uris) {
+      if (typeof uri === 'string' && uri !== ROOT_URI) {
+        await adoptTerminal(hub, router, registry, uri, { kind: 'client', clientId });
+      }
+    }
   };
 
   const subscribe = (p: AhpPeer, uri: URI): Snapshot => {
@@ -247,12 +260,13 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
         true,
       );
     }
+    const initial = Array.isArray(params.initialSubscriptions) ? params.initialSubscriptions : [];
+    await adopt(initial, clientId);
     const p = bind(conn, clientId);
     const caps = (params.capabilities ?? {}) as Record<string, unknown>;
     p.rawData = caps.rawData === true;
     remember(clientId, p.rawData);
     const snapshots = [subscribe(p, ROOT_URI)];
-    const initial = Array.isArray(params.initialSubscriptions) ? params.initialSubscriptions : [];
     for (const uri of initial) {
       if (typeof uri === 'string' && uri !== ROOT_URI && hub.exists(uri)) snapshots.push(subscribe(p, uri));
     }
@@ -275,6 +289,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     const subs = Array.isArray(params.subscriptions)
       ? params.subscriptions.filter((s) => typeof s === 'string')
       : [];
+    await adopt(subs, clientId);
     const p = bind(conn, clientId);
     p.rawData = rawClients.get(clientId) ?? false;
     hub.peers.holdUntilReplied(p);
@@ -301,7 +316,11 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     methods: {
       initialize,
       reconnect,
-      subscribe: async (conn, params) => ({ snapshot: subscribe(peerOf(conn), params.channel as URI) }),
+      subscribe: async (conn, params) => {
+        const p = peerOf(conn);
+        await adopt([params.channel], p.clientId);
+        return { snapshot: subscribe(p, params.channel as URI) };
+      },
       createTerminal,
       disposeTerminal,
     },

@@ -115,6 +115,7 @@ export class AhpHub {
       rows: r.rows,
       exitCode: r.exitCode,
       nextSeq: 0,
+      historyMissing: true,
     };
   }
 
@@ -123,7 +124,11 @@ export class AhpHub {
    * hands it the events that arrived before. Call before `registry.add`.
    */
   openChannel(init: ChannelInit, replay?: { data: Uint8Array; seq: number }): TerminalChannel {
-    this.channels.get(init.id)?.dispose();
+    // A channel rebuilt with its history (adoptTerminal) keeps the events its predecessor had queued:
+    // they may follow the attach that fetched the history, and are trimmed by seq where they overlap.
+    const old = this.channels.get(init.id);
+    const carried = old?.incarnationId === init.incarnationId ? old.takeQueued() : [];
+    old?.dispose();
     const ch = new TerminalChannel(
       init.id,
       init,
@@ -132,7 +137,7 @@ export class AhpHub {
     );
     if (replay) ch.seed(replay.data, replay.seq);
     this.channels.set(init.id, ch);
-    for (const item of this.pending.take(init.id, init.incarnationId)) ch.push(item);
+    for (const item of [...carried, ...this.pending.take(init.id, init.incarnationId)]) ch.push(item);
     return ch;
   }
 

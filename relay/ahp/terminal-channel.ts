@@ -45,6 +45,11 @@ export interface ChannelInit {
   exitCode?: number;
   /** Seq of the next output byte the provider will deliver. */
   nextSeq: number;
+  /**
+   * Opened from a registry record (a terminal another extension published, or one recorded before
+   * this hub existed): the state holds only output seen since, not the terminal's history.
+   */
+  historyMissing?: boolean;
 }
 
 /**
@@ -59,6 +64,8 @@ export class TerminalChannel {
   incarnationId: string;
   /** Seq of the next output byte expected (older bytes are duplicates). */
   nextSeq: number;
+  /** See {@link ChannelInit.historyMissing}. */
+  readonly historyMissing: boolean;
   private decoder = new TextDecoder('utf-8');
   private queue: FeedItem[] = [];
   private scheduled: NodeJS.Immediate | undefined;
@@ -76,6 +83,7 @@ export class TerminalChannel {
     this.uri = terminalUri(id);
     this.incarnationId = init.incarnationId;
     this.nextSeq = init.nextSeq;
+    this.historyMissing = init.historyMissing === true;
     this.state = { title: init.title, cols: init.cols, rows: init.rows, content: [], claim: init.claim };
     if (init.cwd) this.state.cwd = pathToUri(init.cwd);
     if (init.exitCode !== undefined) this.state.exitCode = init.exitCode;
@@ -133,6 +141,13 @@ export class TerminalChannel {
       else this.reset(item);
     }
     this.mergeSegment(segment);
+  }
+
+  /** Hands over the events not processed yet (a channel replacing this one takes them). */
+  takeQueued(): FeedItem[] {
+    const items = this.queue;
+    this.dispose();
+    return items;
   }
 
   /** Drops queued events (the terminal is going away). */

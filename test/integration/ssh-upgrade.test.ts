@@ -4,6 +4,8 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RelayClient } from '../../provider/client/relay-client.js';
 import type { PtyReattachEvent } from '../../provider/contract.js';
+import type { TerminalState } from '../../relay/ahp/types.js';
+import { terminalUri } from '../../relay/ahp/uris.js';
 import { validateConfig } from '../../relay/service/config.js';
 import { createHostRouter } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
@@ -12,6 +14,7 @@ import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { OutputCollector, waitFor } from '../support/local-daemon.js';
 import { TEST_TOKEN } from '../support/relay-fixture.js';
+import { open as openAhp, type TestClient } from '../support/relay-test-support.js';
 import { hostFor, relayHome, remoteRuntimeDir } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 import { buildStub, type StubBuild } from '../support/stub-builds.js';
@@ -55,6 +58,10 @@ function processesMentioning(text: string): number[] {
   });
 }
 
+/** The text an AHP terminal state holds. */
+const contentText = (s: TerminalState) =>
+  s.content.map((p) => (p.type === 'unclassified' ? p.value : p.commandLine + p.output)).join('');
+
 const numberOf = (id: string) => Number(/\/pty-(\d+)$/.exec(id)?.[1]);
 
 /** A relay service of one build (its stub bundle) on `port`, serving host `h`. */
@@ -72,6 +79,7 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
   let buildA: StubBuild;
   let buildB: StubBuild;
   const clients: RelayClient[] = [];
+  const ahpClients: TestClient[] = [];
   const relays: Relay[] = [];
   /** Install dirs this run's builds got on the host, and the PTYs it spawned. */
   const installs = new Set<string>();
@@ -119,6 +127,12 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
     return { pid: info.daemonPid, buildId: info.deploy.buildId };
   };
 
+  const ahp = async (url: string) => {
+    const a = await openAhp(url, { token: TEST_TOKEN });
+    ahpClients.push(a);
+    return a;
+  };
+
   beforeAll(async () => {
     home = relayHome();
     work = mkdtempSync(join(tmpdir(), 'ptr-ssh-upgrade-'));
@@ -128,6 +142,7 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
 
   afterAll(async () => {
     for (const c of clients) await c.dispose();
+    for (const a of ahpClients) a.close();
     for (const r of relays) await r.close().catch(() => {});
     // Only after a failure midway (the test checks they ended): this run's daemons and PTYs.
     for (const pid of [...processesMentioning(runtimeDir), ...ptys.filter(running)])
@@ -159,6 +174,18 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
     ptys.push(old.pid);
     await c.write(old.id, 'one\r');
     await out.waitText('one\r\none\r\n');
+    // An AHP client watches the same terminal through its URI.
+    const watcher = await ahp(relayA.server.url);
+    const uri = terminalUri(old.id);
+    await watcher.request('initialize', {
+      protocolVersions: ['0.1.0'],
+      clientId: 'watcher',
+      initialSubscriptions: [uri],
+    });
+    await c.write(old.id, 'seen\r');
+    await out.waitText('seen\r\nseen\r\n');
+    await watcher.waitFor(() => watcher.dataOf(uri).includes('seen\r\nseen\r\n'), 'AHP data');
+    const lastSeen = watcher.envelopes.at(-1)?.serverSeq ?? 0;
     const daemonA = daemonOf(relayA);
     expect(daemonA.buildId).toBe(buildA.buildId);
     expect(ppidOf(old.pid)).toBe(daemonA.pid);
@@ -182,6 +209,20 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
     expect(daemonB.buildId).toBe(buildB.buildId);
     expect(daemonB.pid).not.toBe(daemonA.pid);
     expect(ppidOf(old.pid)).toBe(daemonA.pid);
+
+    // The AHP client reconnects to the new relay with the URI it held: the same terminal, its whole
+    // history (every byte the host kept, from before the upgrade), then live output.
+    const watcher2 = await ahp(relayB.server.url);
+    const re = await watcher2.request('reconnect', {
+      clientId: 'watcher',
+      lastSeenServerSeq: lastSeen,
+      subscriptions: [uri],
+    });
+    expect(re.type).toBe('snapshot');
+    expect(re.snapshots.map((x: { resource: string }) => x.resource)).toEqual([uri]);
+    expect(contentText(re.snapshots[0].state)).toBe(out.text);
+    await c.write(old.id, 'live\r');
+    await watcher2.waitFor(() => watcher2.dataOf(uri).includes('live\r\nlive\r\n'), 'AHP live data');
 
     // Build B spawns in its own daemon, under an id nobody had.
     const fresh = await c.spawn({ host: 'h', cols: 80, rows: 24, command: 'cat' });

@@ -1,6 +1,8 @@
 import WebSocket from 'ws';
 import type {
   IPtyProvider,
+  PtyAttachOptions,
+  PtyAttachResult,
   PtyDataEvent,
   PtyExitEvent,
   PtyFactEvent,
@@ -158,10 +160,13 @@ export class FakeProvider implements Partial<IPtyProvider> {
   readonly acked = new Map<string, number>();
   private n = 0;
   private seqs = new Map<string, number>();
+  /** Everything emitted per id (what an attach replays). */
+  private history = new Map<string, Buffer>();
 
   async spawn(o: PtySpawnOptions): Promise<PtySpawnResult> {
     const id = `local/pty-${++this.n}`;
     this.seqs.set(id, 0);
+    this.history.set(id, Buffer.alloc(0));
     return {
       id,
       pid: 1000 + this.n,
@@ -169,6 +174,22 @@ export class FakeProvider implements Partial<IPtyProvider> {
       cols: o.cols,
       rows: o.rows,
       providerSequence: { value: 0, generation: 'continued' },
+    };
+  }
+
+  /** Replays what was emitted from `fromSeq`; NOT_FOUND for ids it never spawned. */
+  async attach(id: string, o: PtyAttachOptions = {}): Promise<PtyAttachResult> {
+    const seen = this.history.get(id);
+    if (!seen) throw new PtyRelayError('NOT_FOUND', `no terminal ${id}`, { id });
+    const n = id.split('-').pop();
+    return {
+      id,
+      pid: 1000 + Number(n),
+      incarnationId: `inc-${n}`,
+      cols: 80,
+      rows: 24,
+      providerSequence: { value: seen.length, generation: 'continued' },
+      replay: seen.subarray(o.fromSeq ?? 0),
     };
   }
 
@@ -193,6 +214,7 @@ export class FakeProvider implements Partial<IPtyProvider> {
     const seq = this.seqs.get(id) ?? 0;
     const data = Buffer.from(text);
     this.seqs.set(id, seq + data.length);
+    this.history.set(id, Buffer.concat([this.history.get(id) ?? Buffer.alloc(0), data]));
     this.data.emit({ id, incarnationId: `inc-${id.split('-').pop()}`, seq, data });
   }
 

@@ -193,6 +193,29 @@ describe('AHP terminal channel over the relay server (fake provider)', () => {
     expect(noClaim.error?.data?.code).toBe('INVALID_ARGUMENT');
   });
 
+  it('after a relay restart, a reconnect finds a running terminal under its URI with its whole history', async () => {
+    // Spawned before this relay process existed: the provider has it, the registry does not.
+    const { id } = await fake.spawn({ cols: 80, rows: 24 });
+    fake.emitData(id, 'before the restart\r\n');
+    const ch = `ptyrelay-terminal:/${id}`;
+    expect(registry.find(id)).toBeUndefined();
+    const b = await open(server.url, { token: TOKEN });
+    clients.push(b);
+    const r = await b.request('reconnect', {
+      clientId: 'survivor',
+      lastSeenServerSeq: 123_456,
+      subscriptions: [ch, 'ptyrelay-terminal:/local/pty-999'],
+    });
+    expect(r.type).toBe('snapshot');
+    expect(r.snapshots.map((x: { resource: string }) => x.resource)).toEqual([ch]);
+    expect((r.snapshots[0].state as TerminalState).content).toEqual([
+      { type: 'unclassified', value: 'before the restart\r\n' },
+    ]);
+    expect(registry.get(id).claim).toEqual({ kind: 'client', clientId: 'survivor' });
+    fake.emitData(id, 'live');
+    await b.waitFor(() => b.dataOf(ch) === 'live', 'live data');
+  });
+
   it('keeps terminals of a disconnected holder (detach) and replays on reconnect', async () => {
     const a = await client('d');
     const ch = await create(a, 'd');

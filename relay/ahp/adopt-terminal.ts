@@ -1,0 +1,69 @@
+import type { PtyAttachResult } from '../../provider/contract.js';
+import { isPtyRelayError } from '../../provider/errors.js';
+import type { HostRouter } from '../service/rpc-types.js';
+import type { TerminalClaim, TerminalRegistry } from '../service/terminal-registry.js';
+import type { AhpHub } from './ahp-hub.js';
+import type { URI } from './types.js';
+import { parseTerminalUri } from './uris.js';
+
+/**
+ * Publishes a running terminal this relay has no record of — the relay restarted (on the same or a
+ * newer build) while AHP clients were subscribed — so their `reconnect` or `subscribe` finds it
+ * under the same URI: its id is its name for life. The channel is seeded with every byte the host
+ * still holds (or its screen snapshot when the history outgrew the ring) and claimed by `claim`.
+ * A terminal another client adopted first (a RelayClient's re-attach) keeps its record and claim,
+ * and its channel, which held only output since then, is rebuilt with the history.
+ * Resolves false when the URI names no terminal the host knows.
+ */
+export async function adoptTerminal(
+  hub: AhpHub,
+  router: HostRouter,
+  registry: TerminalRegistry,
+  uri: URI,
+  claim: TerminalClaim,
+): Promise<boolean> {
+  const target = parseTerminalUri(uri);
+  if (!target?.id) return false;
+  if (hub.exists(uri) && !hub.channels.get(target.id)?.historyMissing) return true;
+  let r: PtyAttachResult;
+  try {
+    r = await router.providerFor(target.host).attach(target.id, { fromSeq: 0 });
+  } catch (err) {
+    if (isPtyRelayError(err, 'NOT_FOUND') || isPtyRelayError(err, 'UNKNOWN_HOST')) return false;
+    throw err;
+  }
+  const known = registry.find(r.id);
+  const current = hub.channels.get(r.id);
+  // Another AHP client adopted it while the attach was in flight.
+  if (known && current && !current.historyMissing) return true;
+  const title = known?.title ?? r.title ?? '';
+  const exitCode = known?.exitCode ?? r.exited?.exitCode;
+  const ch = hub.openChannel({
+    id: r.id,
+    incarnationId: r.incarnationId,
+    title,
+    claim: known?.claim ?? claim,
+    cwd: known?.cwd ?? r.cwd,
+    cols: known?.cols ?? r.cols,
+    rows: known?.rows ?? r.rows,
+    exitCode,
+    nextSeq: r.providerSequence.value,
+  });
+  const replay = r.replay ?? new Uint8Array();
+  if (r.snapshot) ch.seed(new TextEncoder().encode(r.snapshot.data), 0);
+  ch.seed(replay, r.providerSequence.value - replay.length);
+  if (known) return hub.exists(uri);
+  registry.add({
+    id: r.id,
+    host: target.host,
+    claim,
+    title,
+    cwd: r.cwd,
+    cols: r.cols,
+    rows: r.rows,
+    exitCode,
+    incarnationId: r.incarnationId,
+    createdAt: Date.now(),
+  });
+  return hub.exists(uri);
+}
