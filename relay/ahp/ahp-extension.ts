@@ -93,14 +93,21 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
 
   /**
    * Publishes the running terminals among `uris` that this relay has no record of, or no history
-   * of (it restarted): see adoptTerminal.
+   * of (it restarted): see adoptTerminal. A host that cannot be reached leaves its terminals out
+   * (logged), as unknown URIs always were, unless `strict` (a single `subscribe`: its caller learns why).
    */
-  const adopt = async (uris: unknown[], clientId: string): Promise<void> => {
-    for (const uri of uris) {
-      if (typeof uri === 'string' && uri !== ROOT_URI) {
-        await adoptTerminal(hub, router, registry, uri, { kind: 'client', clientId });
-      }
-    }
+  const adopt = async (uris: unknown[], clientId: string, strict = false): Promise<void> => {
+    const terminals = uris.filter((u): u is URI => typeof u === 'string' && u !== ROOT_URI);
+    await Promise.all(
+      terminals.map(async (uri) => {
+        try {
+          await adoptTerminal(hub, router, registry, uri, { kind: 'client', clientId });
+        } catch (err) {
+          if (strict) throw err;
+          log?.warn({ uri, err: reasonOf(err) }, 'ahp: cannot bring back a terminal');
+        }
+      }),
+    );
   };
 
   const subscribe = (p: AhpPeer, uri: URI): Snapshot => {
@@ -318,7 +325,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       reconnect,
       subscribe: async (conn, params) => {
         const p = peerOf(conn);
-        await adopt([params.channel], p.clientId);
+        await adopt([params.channel], p.clientId, true);
         return { snapshot: subscribe(p, params.channel as URI) };
       },
       createTerminal,
