@@ -4,13 +4,18 @@ import { join } from 'node:path';
 
 /**
  * Reservations of ids older than this may be deleted (the newest is always kept, so the counter
- * never goes back). The issue's rule is "never reuse an id that was live or ended within 24 h";
- * the counter never reuses one at all, the window only bounds how long an allocator may sit between
- * reading the directory and creating its file before pruning could matter.
+ * never goes back). The rule is "never reuse an id that was live or ended within 24 h"; the counter
+ * never reuses one at all, the window only bounds how old an allocator's view of the directory may
+ * get before pruning could matter (see RESCAN_INTERVAL_MS).
  */
 export const ID_RESERVATION_RETENTION_MS = 24 * 60 * 60 * 1000;
-/** Pruning scans the whole directory: at most this often per daemon. */
-const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/**
+ * The directory is read (and pruned) at most this often; in between the allocator counts up from the
+ * highest id it knows, skipping ids other daemons took (EEXIST). Safe while it stays far below the
+ * retention window: an id above the last scan was created after it, so it is too young to be pruned.
+ * A scan per spawn would cost a directory read of up to a day's ids.
+ */
+const RESCAN_INTERVAL_MS = 60 * 60 * 1000;
 /** EEXIST retries before giving up on the counter (each one means another daemon took that id). */
 const MAX_CLAIM_ATTEMPTS = 10_000;
 /** Random ids (fallback) carry this many random bytes: 80 bits, never expected to repeat. */
@@ -28,7 +33,9 @@ export type IdLog = (msg: string, extra?: Record<string, unknown>) => void;
  * the id is random (`pty-r<hex>`) instead, which does not repeat either.
  */
 export class TerminalIdAllocator {
-  private lastPrune = 0;
+  /** Highest id known to be taken: from the last scan and this allocator's own claims. */
+  private highest = 0;
+  private lastScan = Number.NEGATIVE_INFINITY;
   private warned = false;
 
   /** `dir` is `<stateDir>/ids`, created 0700 on first use; `tag` is written into each reservation. */
@@ -54,10 +61,15 @@ export class TerminalIdAllocator {
   }
 
   /** Reserves the next number: one past the highest reservation, skipping any another daemon took. */
-  private claim(): number {
+  private claim(now = Date.now()): number {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const taken = this.reservations();
-    let n = taken.reduce((max, r) => Math.max(max, r.n), 0) + 1;
+    const scanned = now - this.lastScan >= RESCAN_INTERVAL_MS ? this.reservations() : undefined;
+    if (scanned) {
+      this.lastScan = now;
+      // Never below what this allocator already handed out, even if the directory was wiped.
+      this.highest = scanned.reduce((max, r) => Math.max(max, r.n), this.highest);
+    }
+    let n = this.highest + 1;
     for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++, n++) {
       let fd: number;
       try {
@@ -71,7 +83,8 @@ export class TerminalIdAllocator {
       } finally {
         closeSync(fd);
       }
-      this.maybePrune(taken, n);
+      this.highest = n;
+      if (scanned) this.prune(scanned, n, now);
       return n;
     }
     throw new Error(`no free id after ${MAX_CLAIM_ATTEMPTS} attempts`);
@@ -85,9 +98,7 @@ export class TerminalIdAllocator {
   }
 
   /** Deletes reservations past the retention window, never the newest (`claimed` is newer still). */
-  private maybePrune(seen: { n: number; name: string }[], claimed: number, now = Date.now()): void {
-    if (now - this.lastPrune < PRUNE_INTERVAL_MS) return;
-    this.lastPrune = now;
+  private prune(seen: { n: number; name: string }[], claimed: number, now: number): void {
     for (const r of seen) {
       if (r.n >= claimed) continue;
       const path = join(this.dir, r.name);

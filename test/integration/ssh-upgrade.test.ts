@@ -194,10 +194,15 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
     const firstRelay = c.serverInstanceId;
     await relayA.close();
     const relayB = await startRelay(buildB, port);
+    // Reconnected and re-attached: the new relay learned the claim from the re-attach. (Input typed
+    // before that waits up to RelayClient's reattachWaitMs; first contact with build B deploys it.)
     await waitFor(
-      () => c.serverInstanceId !== firstRelay && c.linkState.state === 'connected',
-      20_000,
-      'the client to reconnect',
+      () =>
+        c.serverInstanceId !== firstRelay &&
+        c.linkState.state === 'connected' &&
+        relayB.registry.find(old.id) !== undefined,
+      30_000,
+      'the client to reconnect and re-attach',
     );
     await c.write(old.id, 'two\r');
     await out.waitText('two\r\ntwo\r\n', 20_000);
