@@ -46,6 +46,8 @@ interface ConnState {
   clientId?: string;
   slot?: LedgerSlot;
   closed: boolean;
+  /** Attaches in flight per terminal id, settled once the attach recorded (or failed). */
+  attaching: Map<string, Promise<void>>;
 }
 
 function str(v: unknown, name: string): string {
@@ -89,7 +91,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   const state = (conn: RpcConnection): ConnState => {
     let cs = conn.state.get('ptyrelay') as ConnState | undefined;
     if (!cs) {
-      const created: ConnState = { conn, closed: false };
+      const created: ConnState = { conn, closed: false, attaching: new Map() };
       cs = created;
       conn.state.set('ptyrelay', cs);
       conns.add(cs);
@@ -221,15 +223,26 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     const id = termId(params.id);
     const p = providerForId(id);
     const a = fanout.bind(conn, id, manualAck === true);
+    // Input for this terminal that arrives meanwhile waits for it (see `input`).
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    cs.attaching.set(id, settled);
     let r: PtySpawnResult;
     try {
-      r = await p.attach(id, { fromSeq, expectedIncarnationId });
-    } catch (err) {
-      if (fanout.isBound(a)) fanout.detach(a);
-      throw err;
+      try {
+        r = await p.attach(id, { fromSeq, expectedIncarnationId });
+      } catch (err) {
+        if (fanout.isBound(a)) fanout.detach(a);
+        throw err;
+      }
+      // Terminals the registry does not know (spawned before this relay started) are adopted.
+      if (!registry.find(r.id)) record(cs, r, hostOf(r.id));
+    } finally {
+      settle();
+      if (cs.attaching.get(id) === settled) cs.attaching.delete(id);
     }
-    // Terminals the registry does not know (spawned before this relay started) are adopted.
-    if (!registry.find(r.id)) record(cs, r, hostOf(r.id));
     if (cs.closed || !fanout.isBound(a)) return {};
     return fanout.complete(a, r, p);
   };
@@ -261,9 +274,14 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     const ledger = cs.slot?.ledger;
     if (!ledger) return void log?.warn({ conn: cs.conn.connectionId }, 'input before ptyrelay/hello dropped');
     if (!ledger.receive(inputSeq)) return;
+    const write = () => owned(cs, id).write(id, data);
+    // A restarted relay learns a terminal's claim from the client's re-attach; input the client
+    // resends before that attach completed (e.g. first contact with a host deploying a new build)
+    // waits for it instead of failing NOT_FOUND.
+    const attaching = registry.find(id) ? undefined : cs.attaching.get(id);
     let done: Promise<void>;
     try {
-      done = owned(cs, id).write(id, data);
+      done = attaching ? attaching.then(write) : write();
     } catch (err) {
       done = Promise.reject(err);
     }
