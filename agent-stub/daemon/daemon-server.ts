@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { socketAnswers } from '../../provider/daemon-launcher.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
+import { AgentRequests } from '../readiness/agent-requests.js';
+import { type ReadinessConfig, resolveReadinessConfig } from '../readiness/readiness-config.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';
@@ -28,6 +30,8 @@ export interface DaemonOptions {
   keepTailMin?: number;
   pendingCap?: number;
   buildId?: string;
+  /** Agent send tuning (flags --agent-poll-ms, --agent-prompt-grace-ms, --agent-idle-ms, --max-read-bytes). */
+  readiness?: Partial<ReadinessConfig>;
 }
 
 function log(msg: string, extra: Record<string, unknown> = {}): void {
@@ -51,6 +55,7 @@ export function ownBuildId(): string {
  */
 export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const limits = resolveLimits(opts);
+  const readiness = resolveReadinessConfig(opts.readiness ?? {}, limits.ringBytes);
   const dir = opts.runtimeDir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
@@ -137,7 +142,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       startedAt,
     }),
     shutdown: () => void shutdown('requested'),
-  });
+  }, new AgentRequests(readiness));
   const inputLedger = new Map<string, number>();
 
   server = createServer((socket) => {

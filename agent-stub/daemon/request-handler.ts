@@ -4,6 +4,7 @@ import type { StubAttachResult, StubMethod, StubSpawnParams } from '../../provid
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
 import type { PtySession } from '../session/pty-session.js';
 import type { SessionRegistry } from '../session/session-registry.js';
+import type { AgentRequests } from '../readiness/agent-requests.js';
 import type { StubConnection } from './stub-connection.js';
 
 /** A snapshot may be overtaken by output that also falls out of the ring; retry this often. */
@@ -102,6 +103,7 @@ export class StubRequestHandler {
   constructor(
     private readonly registry: SessionRegistry,
     private readonly control: DaemonControl,
+    private readonly agent?: AgentRequests,
   ) {}
 
   write(id: string, data: Uint8Array): void {
@@ -180,6 +182,12 @@ export class StubRequestHandler {
         return { result: {} };
       case 'setBackgrounded':
         return this.setBackgrounded(conn, this.registry.get(str(p, 'id')), p.background === true, reply);
+      case 'agentSend':
+      case 'agentRead': {
+        if (!this.agent) throw new PtyRelayError('INVALID_ARGUMENT', `${method} is not enabled in this daemon`);
+        const s = this.registry.get(str(p, 'id'));
+        return { result: await (method === 'agentSend' ? this.agent.send(s, p) : this.agent.read(s, p)) };
+      }
       case 'daemonInfo':
         return { result: this.control.info() };
       case 'daemonShutdown':

@@ -1,5 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import type { FromModel, ToModel } from './model-protocol.js';
+import { pageLines } from '../readiness/read-page.js';
 import { TerminalModel } from './terminal-model.js';
 
 /** Progress is reported at most this often (bytes) so the session can bound the model's backlog. */
@@ -57,6 +58,11 @@ export function runModelWorker(): void {
       case 'snapshot':
         e.model.snapshot(m.scrollbackRows, (s) =>
           send({ kind: 'snapshot', sid: m.sid, req: m.req, snapshot: { ...s, seq: e.parsedSeq } }),
+        );
+        break;
+      case 'text':
+        e.model.plainLines((lines) =>
+          send({ kind: 'text', sid: m.sid, req: m.req, page: pageLines(lines, m.offset, m.count, m.maxBytes) }),
         );
         break;
       case 'close':
