@@ -5,7 +5,7 @@ import { socketAnswers } from '../../provider/daemon-launcher.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { AgentRequests } from '../readiness/agent-requests.js';
-import { type ReadinessConfig, resolveReadinessConfig } from '../readiness/readiness-config.js';
+import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';

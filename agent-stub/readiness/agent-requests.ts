@@ -7,7 +7,7 @@ import {
   parseWire,
 } from '../../provider/wire/agent-messages.js';
 import type { PtySession } from '../session/pty-session.js';
-import type { ReadinessConfig } from './readiness-config.js';
+import type { ReadinessConfig } from '../../provider/readiness-config.js';
 import { runSend } from './send-waiter.js';
 
 /**

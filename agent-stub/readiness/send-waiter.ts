@@ -4,7 +4,7 @@ import type { SessionWatcher } from '../session/pty-session.js';
 import { readProcStat } from '../session/proc-info.js';
 import { endReason } from './end-rules.js';
 import { vtToPlainText, utf8Tail } from './plain-text.js';
-import type { ReadinessConfig } from './readiness-config.js';
+import type { ReadinessConfig } from '../../provider/readiness-config.js';
 import { newWaits, probeSupported, probeTty } from './tty-wait-probe.js';
 
 /** Raw output rendered for a send's result, as a multiple of the byte bound (escapes take room). */

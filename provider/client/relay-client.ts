@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type WebSocket from 'ws';
+import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
 import type {
+  AgentReadOptions,
+  AgentReadResult,
+  AgentSendOptions,
+  AgentSendResult,
   ForegroundProcess,
   IPtyProvider,
   LinkState,
@@ -189,6 +194,17 @@ export class RelayClient implements IPtyProvider {
   async shutdown(id: string, opts: ShutdownOptions = {}): Promise<void> {
     await this.call(RelayMethod.shutdown, { id, ...opts });
     this.streams.forget(globalId(id));
+  }
+
+  /** Types `data` and waits for the stub's end reason (see docs/agents.md). Not retried after a drop. */
+  async agentSend(id: string, data: string, opts: AgentSendOptions): Promise<AgentSendResult> {
+    const r = await this.call(RelayMethod.agentSend, { id, data, ...opts });
+    return parseWire(agentSendResultSchema, r, 'agentSend result', 'PROTOCOL_ERROR');
+  }
+
+  async agentRead(id: string, opts: AgentReadOptions = {}): Promise<AgentReadResult> {
+    const r = await this.call(RelayMethod.agentRead, { id, ...opts }, true);
+    return parseWire(agentReadResultSchema, r, 'agentRead result', 'PROTOCOL_ERROR');
   }
 
   async sendSignal(id: string, signal: string): Promise<void> {

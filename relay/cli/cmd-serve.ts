@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { PtyRelayError } from '../../provider/errors.js';
+import { createAgentStack } from '../agents/agent-stack.js';
 import { createLogger } from '../log.js';
 import { loadConfig } from '../service/config.js';
 import { createPtyExtension } from '../service/pty-extension.js';
@@ -38,6 +39,14 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     const { createHostRouter } = await import('../service/host-router.js');
     const router = createHostRouter(config, { log });
     const registry = new TerminalRegistry();
+    const agents = createAgentStack({
+      router,
+      registry,
+      agents: config.agents,
+      log: log.child({ ext: 'agents' }),
+      token: token.token,
+      allowedOrigins: config.allowedOrigins,
+    });
     const server = await startRelayServer({
       listen: config.listen,
       token: token.token,
@@ -56,6 +65,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       log,
       limits: config.limits,
       flowControl: config.flowControl,
+      httpRoutes: [agents.mcp.handle],
     }).catch(async (err) => {
       await router.dispose();
       throw new PtyRelayError(
@@ -87,6 +97,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       process.once('SIGTERM', stop);
     });
     if (!args.json) progress('stopping (terminals keep running in their daemons)');
+    await agents.mcp.close();
     await server.close();
     await router.dispose();
     return 0;

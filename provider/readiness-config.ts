@@ -1,4 +1,4 @@
-import { PtyRelayError } from '../../provider/errors.js';
+import { PtyRelayError } from './errors.js';
 
 /**
  * Tuning of agent sends in the stub (see docs/agents.md). Defaults, with why:

@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from '../log.js';
+import { isAuthorized, originAllowed } from '../service/auth.js';
+import type { AgentOwner } from './agent-owner.js';
+import { createTerminalMcpServer } from './mcp-tools.js';
+import type { TerminalToolService } from './terminal-tool-service.js';
+
+/** Path of the MCP Streamable HTTP endpoint on the relay. */
+export const MCP_PATH = '/mcp';
+/** Largest JSON-RPC body accepted (a send's text is at most 1 MiB). */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Header (or `?agent=` query) naming the agent: a reconnecting agent with the same name gets its terminals back. */
+export const AGENT_HEADER = 'x-ptyrelay-agent';
+
+export interface McpHttpOptions {
+  service: TerminalToolService;
+  token: string;
+  allowedOrigins?: string[];
+  version: string;
+  log?: Logger;
+}
+
+interface McpSession {
+  transport: StreamableHTTPServerTransport;
+  owner: AgentOwner;
+}
+
+function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'text/plain', ...headers });
+  res.end(`${body}\n`);
+}
+
+function rpcError(res: ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new Error(`body larger than ${MAX_BODY_BYTES} bytes`);
+    chunks.push(c as Buffer);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+/**
+ * MCP over Streamable HTTP at `/mcp`, behind the relay's bearer token (401 without it): one MCP
+ * server and one owner per session; a session that ends (DELETE, or the service closing it)
+ * releases its owner, whose terminals then live for the grace period.
+ */
+export function createMcpHttpRoute(o: McpHttpOptions) {
+  const sessions = new Map<string, McpSession>();
+
+  async function open(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://relay');
+    const named = (req.headers[AGENT_HEADER] as string | undefined) ?? url.searchParams.get('agent') ?? undefined;
+    const owner = o.service.owner(named ? `agent:${named}` : `mcp:${randomUUID()}`);
+    const server = createTerminalMcpServer(o.service, owner, o.version);
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, owner });
+        o.log?.info({ session: id, owner: owner.key }, 'MCP session opened');
+      },
+    });
+    transport.onclose = () => {
+      const id = transport.sessionId;
+      if (id && sessions.get(id)?.transport === transport) sessions.delete(id);
+      o.service.release(owner);
+      o.log?.info({ session: id, owner: owner.key }, 'MCP session closed');
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const path = new URL(req.url ?? '/', 'http://relay').pathname;
+    if (path !== MCP_PATH) return false;
+    if (!originAllowed(req, o.allowedOrigins ?? [])) {
+      plain(res, 403, 'forbidden');
+      return true;
+    }
+    if (!isAuthorized(req, o.token)) {
+      plain(res, 401, 'unauthorized', { 'www-authenticate': 'Bearer' });
+      return true;
+    }
+    const sid = req.headers['mcp-session-id'] as string | undefined;
+    try {
+      if (req.method === 'POST') {
+        const body = await readJson(req);
+        const known = sid ? sessions.get(sid) : undefined;
+        if (known) await known.transport.handleRequest(req, res, body);
+        else if (!sid && isInitializeRequest(body)) await open(req, res, body);
+        else rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'initialize first');
+        return true;
+      }
+      const known = sid ? sessions.get(sid) : undefined;
+      if (!known) rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'mcp-session-id required');
+      else await known.transport.handleRequest(req, res);
+    } catch (err) {
+      o.log?.warn({ err: (err as Error).message }, 'MCP request failed');
+      if (!res.headersSent) rpcError(res, 400, (err as Error).message);
+      else res.end();
+    }
+    return true;
+  }
+
+  return {
+    handle,
+    /** Ends every MCP session (their owners enter the grace period). */
+    async close(): Promise<void> {
+      await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
+      sessions.clear();
+    },
+    get sessionCount(): number {
+      return sessions.size;
+    },
+  };
+}
+
+export type McpHttpRoute = ReturnType<typeof createMcpHttpRoute>;
