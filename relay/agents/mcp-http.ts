@@ -14,6 +14,13 @@ export const MCP_PATH = '/mcp';
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Header (or `?agent=` query) naming the agent: a reconnecting agent with the same name gets its terminals back. */
 export const AGENT_HEADER = 'x-ptyrelay-agent';
+/**
+ * A session that made no request for this long is closed (its owner enters the grace period):
+ * Streamable HTTP has no liveness of its own, and a client that exits without DELETE would
+ * otherwise hold its session forever. Long sends keep a session busy, not idle.
+ */
+const SESSION_IDLE_MS = 60 * 60 * 1000;
+const IDLE_SWEEP_MS = 60 * 1000;
 
 export interface McpHttpOptions {
   service: TerminalToolService;
@@ -26,6 +33,8 @@ export interface McpHttpOptions {
 interface McpSession {
   transport: StreamableHTTPServerTransport;
   owner: AgentOwner;
+  lastSeen: number;
+  inFlight: number;
 }
 
 function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
@@ -56,6 +65,25 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
  */
 export function createMcpHttpRoute(o: McpHttpOptions) {
   const sessions = new Map<string, McpSession>();
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const s of sessions.values()) {
+      if (s.inFlight === 0 && now - s.lastSeen > SESSION_IDLE_MS) void s.transport.close();
+    }
+  }, IDLE_SWEEP_MS);
+  sweep.unref();
+
+  /** Passes a request to a known session, keeping its idle clock. */
+  async function forward(s: McpSession, req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void> {
+    s.inFlight++;
+    s.lastSeen = Date.now();
+    try {
+      await s.transport.handleRequest(req, res, body);
+    } finally {
+      s.inFlight--;
+      s.lastSeen = Date.now();
+    }
+  }
 
   async function open(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://relay');
@@ -65,7 +93,7 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, owner });
+        sessions.set(id, { transport, owner, lastSeen: Date.now(), inFlight: 0 });
         o.log?.info({ session: id, owner: owner.key }, 'MCP session opened');
       },
     });
@@ -95,14 +123,14 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
       if (req.method === 'POST') {
         const body = await readJson(req);
         const known = sid ? sessions.get(sid) : undefined;
-        if (known) await known.transport.handleRequest(req, res, body);
+        if (known) await forward(known, req, res, body);
         else if (!sid && isInitializeRequest(body)) await open(req, res, body);
         else rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'initialize first');
         return true;
       }
       const known = sid ? sessions.get(sid) : undefined;
       if (!known) rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'mcp-session-id required');
-      else await known.transport.handleRequest(req, res);
+      else await forward(known, req, res);
     } catch (err) {
       o.log?.warn({ err: (err as Error).message }, 'MCP request failed');
       if (!res.headersSent) rpcError(res, 400, (err as Error).message);
@@ -115,6 +143,7 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
     handle,
     /** Ends every MCP session (their owners enter the grace period). */
     async close(): Promise<void> {
+      clearInterval(sweep);
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       sessions.clear();
     },

@@ -78,7 +78,11 @@ export function createTerminalMcpServer(service: TerminalToolService, owner: Age
     (a) =>
       tool(async () => {
         const t = await service.open(owner, a.host ?? 'local', a);
-        return text(`opened ${t.id} on ${t.host}`, { id: t.id, host: t.host });
+        return text(`opened ${t.id} on ${t.host} (${t.providerId}; a human can \`ptyrelay attach\` it)`, {
+          id: t.id,
+          host: t.host,
+          providerId: t.providerId,
+        });
       }),
   );
 
