@@ -38,7 +38,8 @@ export function resolveReadinessConfig(
   prefix = '',
 ): ReadinessConfig {
   const c: ReadinessConfig = { ...DEFAULT_READINESS };
-  for (const [k, v] of Object.entries(given)) if (v !== undefined) (c as unknown as Record<string, number>)[k] = v;
+  for (const [k, v] of Object.entries(given))
+    if (v !== undefined) (c as unknown as Record<string, number>)[k] = v;
   const fail = (field: keyof ReadinessConfig, why: string): never => {
     throw new PtyRelayError('CONFIG_INVALID', `${prefix}${field} ${why}`, { field: `${prefix}${field}` });
   };
@@ -54,7 +55,8 @@ export function resolveReadinessConfig(
     );
   if (c.inferredIdleMs < c.promptGraceMs)
     fail('inferredIdleMs', `(${c.inferredIdleMs}) must be at least promptGraceMs (${c.promptGraceMs})`);
-  if (c.maxReadBytes < MIN_READ_BYTES) fail('maxReadBytes', `must be at least ${MIN_READ_BYTES}, got ${c.maxReadBytes}`);
+  if (c.maxReadBytes < MIN_READ_BYTES)
+    fail('maxReadBytes', `must be at least ${MIN_READ_BYTES}, got ${c.maxReadBytes}`);
   if (c.maxReadBytes > retainedBytes)
     fail('maxReadBytes', `(${c.maxReadBytes}) must not exceed the retained bytes (${retainedBytes})`);
   return c;

@@ -2,10 +2,10 @@ import { chmodSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { socketAnswers } from '../../provider/daemon-launcher.js';
+import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { AgentRequests } from '../readiness/agent-requests.js';
-import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';
@@ -132,17 +132,21 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     }
   }
 
-  const handler = new StubRequestHandler(registry, {
-    info: () => ({
-      pid: process.pid,
-      buildId,
-      protocol: STUB_PROTOCOL_VERSION,
-      sessions: registry.aliveCount,
-      connections: connections.size,
-      startedAt,
-    }),
-    shutdown: () => void shutdown('requested'),
-  }, new AgentRequests(readiness));
+  const handler = new StubRequestHandler(
+    registry,
+    {
+      info: () => ({
+        pid: process.pid,
+        buildId,
+        protocol: STUB_PROTOCOL_VERSION,
+        sessions: registry.aliveCount,
+        connections: connections.size,
+        startedAt,
+      }),
+      shutdown: () => void shutdown('requested'),
+    },
+    new AgentRequests(readiness),
+  );
   const inputLedger = new Map<string, number>();
 
   server = createServer((socket) => {

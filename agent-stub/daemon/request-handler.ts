@@ -1,10 +1,10 @@
 import type { ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubAttachResult, StubMethod, StubSpawnParams } from '../../provider/wire/messages.js';
+import type { AgentRequests } from '../readiness/agent-requests.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
 import type { PtySession } from '../session/pty-session.js';
 import type { SessionRegistry } from '../session/session-registry.js';
-import type { AgentRequests } from '../readiness/agent-requests.js';
 import type { StubConnection } from './stub-connection.js';
 
 /** A snapshot may be overtaken by output that also falls out of the ring; retry this often. */
@@ -184,7 +184,8 @@ export class StubRequestHandler {
         return this.setBackgrounded(conn, this.registry.get(str(p, 'id')), p.background === true, reply);
       case 'agentSend':
       case 'agentRead': {
-        if (!this.agent) throw new PtyRelayError('INVALID_ARGUMENT', `${method} is not enabled in this daemon`);
+        if (!this.agent)
+          throw new PtyRelayError('INVALID_ARGUMENT', `${method} is not enabled in this daemon`);
         const s = this.registry.get(str(p, 'id'));
         return { result: await (method === 'agentSend' ? this.agent.send(s, p) : this.agent.read(s, p)) };
       }

@@ -1,5 +1,6 @@
 import type { AgentReadResult, AgentSendResult } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import type { ReadinessConfig } from '../../provider/readiness-config.js';
 import {
   agentReadParamsSchema,
   agentSendParamsSchema,
@@ -7,7 +8,6 @@ import {
   parseWire,
 } from '../../provider/wire/agent-messages.js';
 import type { PtySession } from '../session/pty-session.js';
-import type { ReadinessConfig } from '../../provider/readiness-config.js';
 import { runSend } from './send-waiter.js';
 
 /**

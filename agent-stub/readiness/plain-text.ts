@@ -38,17 +38,18 @@ export function vtToPlainText(data: Uint8Array | string): string {
     else if (ch === '\r') col = 0;
     else if (ch === '\b') col = Math.max(0, col - 1);
     else if (ch === '\t') col = (Math.floor(col / TAB_WIDTH) + 1) * TAB_WIDTH;
-    else if (ch === ESC) i = skipEscape(chars, i, (final, params) => {
-      if (final === 'C') col += csiNumber(params, 1);
-      else if (final === 'D') col = Math.max(0, col - csiNumber(params, 1));
-      else if (final === 'G') col = csiNumber(params, 1) - 1;
-      else if (final === 'K') {
-        const mode = params === '' ? 0 : Number(params);
-        if (mode === 0) cur.length = Math.min(cur.length, col);
-        else if (mode === 1) for (let c = 0; c <= col && c < cur.length; c++) cur[c] = ' ';
-        else if (mode === 2) cur = [];
-      }
-    });
+    else if (ch === ESC)
+      i = skipEscape(chars, i, (final, params) => {
+        if (final === 'C') col += csiNumber(params, 1);
+        else if (final === 'D') col = Math.max(0, col - csiNumber(params, 1));
+        else if (final === 'G') col = csiNumber(params, 1) - 1;
+        else if (final === 'K') {
+          const mode = params === '' ? 0 : Number(params);
+          if (mode === 0) cur.length = Math.min(cur.length, col);
+          else if (mode === 1) for (let c = 0; c <= col && c < cur.length; c++) cur[c] = ' ';
+          else if (mode === 2) cur = [];
+        }
+      });
     else if (code < 0x20 || code === 0x7f || (code >= 0x80 && code < 0xa0)) continue;
     else put(ch);
   }

@@ -10,7 +10,12 @@ const lineBytes = (s: string) => Buffer.byteLength(s, 'utf8') + 1;
  * keeps its newest bytes, cut at a UTF-8 boundary). `[lineBegin, lineEnd)` is counted back from
  * the newest line, so the next older page starts at `offset = lineEnd`.
  */
-export function pageLines(all: readonly string[], offset: number, count: number, maxBytes: number): AgentReadResult {
+export function pageLines(
+  all: readonly string[],
+  offset: number,
+  count: number,
+  maxBytes: number,
+): AgentReadResult {
   const total = all.length;
   const end = Math.max(0, total - offset);
   const begin = Math.max(0, end - count);

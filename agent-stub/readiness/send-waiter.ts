@@ -1,10 +1,10 @@
 import type { AgentEndReason, AgentSendResult, PtyExitInfo } from '../../provider/contract.js';
-import type { OutputRing } from '../session/output-ring.js';
-import type { SessionWatcher } from '../session/pty-session.js';
-import { readProcStat } from '../session/proc-info.js';
-import { endReason } from './end-rules.js';
-import { vtToPlainText, utf8Tail } from './plain-text.js';
 import type { ReadinessConfig } from '../../provider/readiness-config.js';
+import type { OutputRing } from '../session/output-ring.js';
+import { readProcStat } from '../session/proc-info.js';
+import type { SessionWatcher } from '../session/pty-session.js';
+import { endReason } from './end-rules.js';
+import { utf8Tail, vtToPlainText } from './plain-text.js';
 import { newWaits, probeSupported, probeTty } from './tty-wait-probe.js';
 
 /** Raw output rendered for a send's result, as a multiple of the byte bound (escapes take room). */
@@ -35,8 +35,12 @@ export interface SendRequest {
  * are bounded too; a window that starts inside the output begins after a newline so that it does
  * not start inside an escape sequence.
  */
-export function sendOutput(ring: OutputRing, fromSeq: number, maxBytes: number): { output: string; truncated: boolean } {
-  let from = Math.max(fromSeq, ring.start, ring.head - RAW_WINDOW_FACTOR * maxBytes);
+export function sendOutput(
+  ring: OutputRing,
+  fromSeq: number,
+  maxBytes: number,
+): { output: string; truncated: boolean } {
+  const from = Math.max(fromSeq, ring.start, ring.head - RAW_WINDOW_FACTOR * maxBytes);
   const cutStart = from > fromSeq;
   let raw = ring.slice(from) ?? Buffer.alloc(0);
   if (cutStart) {
@@ -52,7 +56,11 @@ export function sendOutput(ring: OutputRing, fromSeq: number, maxBytes: number):
  * count), writes, then polls the end rules (end-rules.ts) until one gives a reason. A send of
  * empty text writes nothing and takes the shell's current prompt state as is (the "wait").
  */
-export function runSend(s: ReadinessSession, req: SendRequest, cfg: ReadinessConfig): Promise<AgentSendResult> {
+export function runSend(
+  s: ReadinessSession,
+  req: SendRequest,
+  cfg: ReadinessConfig,
+): Promise<AgentSendResult> {
   const startedAt = Date.now();
   const typed = req.data.length > 0;
   if (!s.alive) {
@@ -85,7 +93,8 @@ export function runSend(s: ReadinessSession, req: SendRequest, cfg: ReadinessCon
       clearInterval(interval);
       clearTimeout(deadline);
       const { output, truncated } = sendOutput(s.ring, startSeq, cfg.maxReadBytes);
-      const code = reason === 'session_exit' ? s.exited?.exitCode : reason === 'stdin_read' ? exitCode : undefined;
+      const code =
+        reason === 'session_exit' ? s.exited?.exitCode : reason === 'stdin_read' ? exitCode : undefined;
       resolve({
         reason,
         output,

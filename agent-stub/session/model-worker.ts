@@ -1,6 +1,6 @@
 import { parentPort } from 'node:worker_threads';
-import type { FromModel, ToModel } from './model-protocol.js';
 import { pageLines } from '../readiness/read-page.js';
+import type { FromModel, ToModel } from './model-protocol.js';
 import { TerminalModel } from './terminal-model.js';
 
 /** Progress is reported at most this often (bytes) so the session can bound the model's backlog. */
@@ -62,7 +62,12 @@ export function runModelWorker(): void {
         break;
       case 'text':
         e.model.plainLines((lines) =>
-          send({ kind: 'text', sid: m.sid, req: m.req, page: pageLines(lines, m.offset, m.count, m.maxBytes) }),
+          send({
+            kind: 'text',
+            sid: m.sid,
+            req: m.req,
+            page: pageLines(lines, m.offset, m.count, m.maxBytes),
+          }),
         );
         break;
       case 'close':

@@ -11,7 +11,7 @@ import type {
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from './credit-window.js';
-import { FactScanner, type ScanResult, type ScannerFact } from './fact-scanner.js';
+import { FactScanner, type ScannerFact, type ScanResult } from './fact-scanner.js';
 import { ModelFeeder } from './model-feeder.js';
 import { OutputRing } from './output-ring.js';
 import { descendantPids, foregroundGroup } from './proc-info.js';

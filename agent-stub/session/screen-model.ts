@@ -18,10 +18,7 @@ const MODEL_YOUNG_GENERATION_MB = 8;
 export class ScreenModelHost {
   private worker: Worker | undefined;
   private nextReq = 1;
-  private readonly pending = new Map<
-    number,
-    { resolve: (v: never) => void; reject: (e: Error) => void }
-  >();
+  private readonly pending = new Map<number, { resolve: (v: never) => void; reject: (e: Error) => void }>();
   private readonly progress = new Map<string, (seq: number) => void>();
 
   constructor(private readonly entryFile: string = process.argv[1]) {}

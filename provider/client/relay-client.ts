@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type WebSocket from 'ws';
-import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
 import type {
   AgentReadOptions,
   AgentReadResult,
@@ -26,6 +25,7 @@ import type {
 } from '../contract.js';
 import { Emitter } from '../emitter.js';
 import { PtyRelayError } from '../errors.js';
+import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
 import { ClientInputQueue } from './client-input.js';
 import { ClientStreams, type StreamTrack } from './client-streams.js';
 import { RelayLink, type RelayReconnectOptions } from './relay-link.js';

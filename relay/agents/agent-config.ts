@@ -1,5 +1,9 @@
-import { PtyRelayError } from '../../provider/errors.js';
-import { DEFAULT_READINESS, type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
+import type { PtyRelayError } from '../../provider/errors.js';
+import {
+  DEFAULT_READINESS,
+  type ReadinessConfig,
+  resolveReadinessConfig,
+} from '../../provider/readiness-config.js';
 import { configError, integer, type Obj, object, onlyKeys } from '../service/config-validate.js';
 import { DEFAULT_OWNER_GRACE_MS, DEFAULT_SEND_TIMEOUT_MS } from './terminal-tool-service.js';
 

@@ -1,7 +1,11 @@
 import { RelayMethod } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { agentReadParamsSchema, agentSendParamsSchema, parseWire } from '../../provider/wire/agent-messages.js';
+import {
+  agentReadParamsSchema,
+  agentSendParamsSchema,
+  parseWire,
+} from '../../provider/wire/agent-messages.js';
 import type { RpcMethodHandler } from '../service/rpc-types.js';
 
 type TerminalFn = (p: IPtyProvider, id: string, params: Record<string, unknown>) => Promise<unknown>;
@@ -15,16 +19,21 @@ export function agentMethods(onTerminal: OnTerminal): Record<string, RpcMethodHa
   // One send at a time per terminal here too (the stub guards as well).
   const sending = new Set<string>();
   const need = (p: IPtyProvider) => {
-    if (!p.agentSend || !p.agentRead) throw new PtyRelayError('INVALID_ARGUMENT', 'this host has no agent sends');
+    if (!p.agentSend || !p.agentRead)
+      throw new PtyRelayError('INVALID_ARGUMENT', 'this host has no agent sends');
     return p as Required<Pick<IPtyProvider, 'agentSend' | 'agentRead'>>;
   };
   return {
     [RelayMethod.agentSend]: onTerminal(async (p, id, q) => {
       const a = parseWire(agentSendParamsSchema, { ...q, id }, 'agentSend');
-      if (sending.has(id)) throw new PtyRelayError('SEND_IN_PROGRESS', `${id} already has a send in progress`, { id });
+      if (sending.has(id))
+        throw new PtyRelayError('SEND_IN_PROGRESS', `${id} already has a send in progress`, { id });
       sending.add(id);
       try {
-        return await need(p).agentSend(id, a.data, { timeoutMs: a.timeoutMs, ...(a.idleMs ? { idleMs: a.idleMs } : {}) });
+        return await need(p).agentSend(id, a.data, {
+          timeoutMs: a.timeoutMs,
+          ...(a.idleMs ? { idleMs: a.idleMs } : {}),
+        });
       } finally {
         sending.delete(id);
       }

@@ -13,7 +13,8 @@ export function packageVersion(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++) {
     const file = join(dir, 'package.json');
-    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? '0.0.0';
+    if (existsSync(file))
+      return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? '0.0.0';
     dir = dirname(dir);
   }
   return '0.0.0';
@@ -55,9 +56,11 @@ export function createAgentService(o: AgentStackOptions): TerminalToolService {
 }
 
 /** The service plus its MCP endpoint at /mcp (behind `token`). */
-export function createAgentStack(
-  o: AgentStackOptions & { token: string; allowedOrigins?: string[] },
-): { service: TerminalToolService; mcp: McpHttpRoute; close(): Promise<void> } {
+export function createAgentStack(o: AgentStackOptions & { token: string; allowedOrigins?: string[] }): {
+  service: TerminalToolService;
+  mcp: McpHttpRoute;
+  close(): Promise<void>;
+} {
   const service = createAgentService(o);
   const mcp = createMcpHttpRoute({
     service,

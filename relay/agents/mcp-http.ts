@@ -37,7 +37,12 @@ interface McpSession {
   inFlight: number;
 }
 
-function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+function plain(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
   res.writeHead(status, { 'content-type': 'text/plain', ...headers });
   res.end(`${body}\n`);
 }
@@ -74,7 +79,12 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
   sweep.unref();
 
   /** Passes a request to a known session, keeping its idle clock. */
-  async function forward(s: McpSession, req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void> {
+  async function forward(
+    s: McpSession,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body?: unknown,
+  ): Promise<void> {
     s.inFlight++;
     s.lastSeen = Date.now();
     try {
@@ -87,7 +97,8 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
 
   async function open(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://relay');
-    const named = (req.headers[AGENT_HEADER] as string | undefined) ?? url.searchParams.get('agent') ?? undefined;
+    const named =
+      (req.headers[AGENT_HEADER] as string | undefined) ?? url.searchParams.get('agent') ?? undefined;
     const owner = o.service.owner(named ? `agent:${named}` : `mcp:${randomUUID()}`);
     const server = createTerminalMcpServer(o.service, owner, o.version);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({

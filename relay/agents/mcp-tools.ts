@@ -3,14 +3,18 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { AgentEndReason, AgentSendResult } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
-import { DEFAULT_AGENT_READ_LINES, MAX_AGENT_READ_LINES, MAX_AGENT_TIMEOUT_MS } from '../../provider/wire/agent-messages.js';
+import {
+  DEFAULT_AGENT_READ_LINES,
+  MAX_AGENT_READ_LINES,
+  MAX_AGENT_TIMEOUT_MS,
+} from '../../provider/wire/agent-messages.js';
 import type { AgentOwner } from './agent-owner.js';
 import type { TerminalToolService } from './terminal-tool-service.js';
 
 /** What each end reason means, in the words the model gets with every send result. */
 export const END_REASON_TEXT: Record<AgentEndReason, string> = {
   stdin_read:
-    'The terminal is waiting for input: the command finished and the shell prompt is back (exitCode is the command\'s when shown), or a program such as a REPL is asking for input.',
+    "The terminal is waiting for input: the command finished and the shell prompt is back (exitCode is the command's when shown), or a program such as a REPL is asking for input.",
   inferred_idle:
     'Output went quiet, so the wait stopped. This does NOT mean the command finished: it may still be running. Send empty text to keep waiting, terminal_read to look, or terminal_signal to interrupt.',
   timeout:
@@ -54,7 +58,11 @@ export function sendResultText(id: string, r: AgentSendResult): string {
  * An MCP server with the six terminal tools, acting for `owner` on `service`. One server per
  * MCP session (the SDK binds a server to one transport).
  */
-export function createTerminalMcpServer(service: TerminalToolService, owner: AgentOwner, version: string): McpServer {
+export function createTerminalMcpServer(
+  service: TerminalToolService,
+  owner: AgentOwner,
+  version: string,
+): McpServer {
   const server = new McpServer(
     { name: 'ptyrelay', version },
     {
@@ -144,7 +152,8 @@ export function createTerminalMcpServer(service: TerminalToolService, owner: Age
     (a) =>
       tool(async () => {
         const r = await service.read(owner, a.id, { offset: a.offset, count: a.count });
-        const more = r.lineEnd < r.totalLines ? `; older: offset=${r.lineEnd}` : '; this reaches the oldest line';
+        const more =
+          r.lineEnd < r.totalLines ? `; older: offset=${r.lineEnd}` : '; this reaches the oldest line';
         const head = `${a.id}: lines [${r.lineBegin}, ${r.lineEnd}) back from the newest of ${r.totalLines}${r.truncated ? ' (cut by the byte bound)' : ''}${more}`;
         return text(`${head}\n${r.lines.join('\n')}`, { ...r });
       }),
@@ -155,7 +164,10 @@ export function createTerminalMcpServer(service: TerminalToolService, owner: Age
     {
       description:
         'Sends a real signal (default SIGINT, like Ctrl-C) to the foreground process group of a terminal. Works while a send is waiting; that send then ends with its end reason.',
-      inputSchema: { ...idShape, signal: z.string().optional().describe('INT, TERM, KILL, HUP, … (default INT)') },
+      inputSchema: {
+        ...idShape,
+        signal: z.string().optional().describe('INT, TERM, KILL, HUP, … (default INT)'),
+      },
     },
     (a) =>
       tool(async () => {
@@ -166,7 +178,10 @@ export function createTerminalMcpServer(service: TerminalToolService, owner: Age
 
   server.registerTool(
     'terminal_list',
-    { description: 'Lists your open agent terminals: id, host, whether a send is waiting, exit code once exited.' },
+    {
+      description:
+        'Lists your open agent terminals: id, host, whether a send is waiting, exit code once exited.',
+    },
     () =>
       tool(async () => {
         const terms = service.list(owner);
@@ -180,7 +195,10 @@ export function createTerminalMcpServer(service: TerminalToolService, owner: Age
 
   server.registerTool(
     'terminal_close',
-    { description: 'Closes an agent terminal (its processes get SIGHUP, then SIGKILL).', inputSchema: idShape },
+    {
+      description: 'Closes an agent terminal (its processes get SIGHUP, then SIGKILL).',
+      inputSchema: idShape,
+    },
     (a) =>
       tool(async () => {
         await service.close(owner, a.id);

@@ -160,9 +160,13 @@ export class TerminalToolService {
   ): Promise<AgentSendResult> {
     const t = this.owned(owner, id);
     if (t.info.sending) {
-      throw new PtyRelayError('SEND_IN_PROGRESS', `${id} already has a send in progress; wait for it or signal it`, {
-        id,
-      });
+      throw new PtyRelayError(
+        'SEND_IN_PROGRESS',
+        `${id} already has a send in progress; wait for it or signal it`,
+        {
+          id,
+        },
+      );
     }
     t.info.sending = true;
     try {
@@ -208,7 +212,10 @@ export class TerminalToolService {
 
   private async closeAll(owner: AgentOwner): Promise<void> {
     const mine = [...this.terms.values()].filter((t) => t.owner === owner);
-    this.opts.log?.info({ owner: owner.key, terminals: mine.length }, 'agent owner gone; closing its terminals');
+    this.opts.log?.info(
+      { owner: owner.key, terminals: mine.length },
+      'agent owner gone; closing its terminals',
+    );
     await Promise.allSettled(mine.map((t) => this.remove(t)));
   }
 

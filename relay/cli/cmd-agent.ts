@@ -12,7 +12,8 @@ const EXIT_NOT_DONE = 3;
 function timeoutMs(v: unknown): number {
   if (v === undefined) return DEFAULT_CLI_SEND_TIMEOUT_MS;
   const s = Number(v);
-  if (!Number.isFinite(s) || s <= 0) throw new PtyRelayError('INVALID_ARGUMENT', `--wait wants seconds, got ${v}`);
+  if (!Number.isFinite(s) || s <= 0)
+    throw new PtyRelayError('INVALID_ARGUMENT', `--wait wants seconds, got ${v}`);
   return Math.round(s * 1000);
 }
 
@@ -37,12 +38,16 @@ session_exit (the terminal's shell exited). See docs/agents.md.`,
         output(args, { ok: true, id, bytes: Buffer.byteLength(data) }, '');
         return 0;
       }
-      const r = await withAdoption(client, id, () => client.agentSend(id, data, { timeoutMs: timeoutMs(args.values.wait) }));
+      const r = await withAdoption(client, id, () =>
+        client.agentSend(id, data, { timeoutMs: timeoutMs(args.values.wait) }),
+      );
       if (args.json) output(args, { ok: true, id, ...r }, '');
       else {
         if (r.output) process.stdout.write(`${r.output}\n`);
         const code = r.exitCode !== undefined ? ` (exit code ${r.exitCode})` : '';
-        process.stderr.write(`ptyrelay: ${r.reason}${code}${r.truncated ? ', output truncated' : ''}: ${END_REASON_TEXT[r.reason]}\n`);
+        process.stderr.write(
+          `ptyrelay: ${r.reason}${code}${r.truncated ? ', output truncated' : ''}: ${END_REASON_TEXT[r.reason]}\n`,
+        );
       }
       return r.reason === 'inferred_idle' || r.reason === 'timeout' ? EXIT_NOT_DONE : 0;
     } finally {
@@ -53,7 +58,8 @@ session_exit (the terminal's shell exited). See docs/agents.md.`,
 
 const run: Command = {
   usage: 'run HOST [--cwd DIR] -- CMD ARGS…',
-  summary: "Runs one command in a fresh terminal on HOST, streams its output, exits with the command's exit code.",
+  summary:
+    "Runs one command in a fresh terminal on HOST, streams its output, exits with the command's exit code.",
   help: `  --cwd DIR  working directory (default: home)
 The terminal is closed when the command ends; Ctrl-C is passed on as SIGINT.`,
   positionals: [1, 1],
@@ -69,7 +75,9 @@ The terminal is closed when the command ends; Ctrl-C is passed on as SIGINT.`,
     const exit = new Promise<number>((resolve) => {
       exited = resolve;
     });
-    client.onData((e) => (id === undefined ? early.data.push(e.data) : e.id === id && process.stdout.write(e.data)));
+    client.onData((e) =>
+      id === undefined ? early.data.push(e.data) : e.id === id && process.stdout.write(e.data),
+    );
     client.onExit((e) => {
       if (id === undefined) early.exit = e.exitCode;
       else if (e.id === id) exited(e.exitCode);

@@ -51,7 +51,11 @@ async function bridge(agent: string | undefined): Promise<number> {
     upstream.send(m).catch((err: Error) => {
       const id = (m as { id?: string | number }).id;
       if (id !== undefined) {
-        void stdio.send({ jsonrpc: '2.0', id, error: { code: UPSTREAM_ERROR, message: `relay: ${err.message}` } });
+        void stdio.send({
+          jsonrpc: '2.0',
+          id,
+          error: { code: UPSTREAM_ERROR, message: `relay: ${err.message}` },
+        });
       } else process.stderr.write(`ptyrelay mcp: relay: ${err.message}\n`);
     });
   };

@@ -12,8 +12,8 @@ import {
 import type { IPtyProvider, LinkState, PtySpawnResult } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
-import type { Logger } from '../log.js';
 import { agentMethods } from '../agents/agent-rpc.js';
+import type { Logger } from '../log.js';
 import { InputLedger } from './input-ledger.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
 import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from './rpc-types.js';

@@ -314,7 +314,12 @@ export abstract class StubBackedProvider implements IPtyProvider {
   async agentSend(id: string, data: string, opts: AgentSendOptions): Promise<AgentSendResult> {
     const { host, localId } = this.resolve(id);
     const client = await this.link(host);
-    const params = { id: localId, data, timeoutMs: opts.timeoutMs, ...(opts.idleMs ? { idleMs: opts.idleMs } : {}) };
+    const params = {
+      id: localId,
+      data,
+      timeoutMs: opts.timeoutMs,
+      ...(opts.idleMs ? { idleMs: opts.idleMs } : {}),
+    };
     const result = await client.call('agentSend', params, opts.timeoutMs + AGENT_SEND_REPLY_MARGIN_MS);
     return parseWire(agentSendResultSchema, result, 'agentSend result', 'PROTOCOL_ERROR');
   }

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serviceFor } from '../support/agent-suite.js';
-import { endReasonSuite } from '../support/agent-suite.js';
+import { endReasonSuite, serviceFor } from '../support/agent-suite.js';
 import { type LocalFixture, startLocal } from '../support/local-daemon.js';
 
 describe('agent terminals on `local`', { timeout: 180_000 }, () => {

@@ -18,7 +18,14 @@ import { type LocalFixture, startLocal, waitFor } from '../support/local-daemon.
 
 const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
 const TOKEN = 'agent-mcp-test-token-0123456789abcdef';
-const TOOLS = ['terminal_close', 'terminal_list', 'terminal_open', 'terminal_read', 'terminal_send', 'terminal_signal'];
+const TOOLS = [
+  'terminal_close',
+  'terminal_list',
+  'terminal_open',
+  'terminal_read',
+  'terminal_send',
+  'terminal_signal',
+];
 
 // biome-ignore lint/suspicious/noExplicitAny: structured tool results, checked field by field
 type Structured = any;
@@ -34,7 +41,8 @@ async function exerciseTools(c: Client, cwd: string): Promise<void> {
   const tools = (await c.listTools()).tools;
   expect(tools.map((t) => t.name).sort()).toEqual(TOOLS);
   const send = tools.find((t) => t.name === 'terminal_send')!;
-  for (const reason of ['stdin_read', 'inferred_idle', 'timeout', 'session_exit']) expect(send.description).toContain(reason);
+  for (const reason of ['stdin_read', 'inferred_idle', 'timeout', 'session_exit'])
+    expect(send.description).toContain(reason);
   expect(send.description).toContain('does NOT mean the command finished');
   expect(tools.find((t) => t.name === 'terminal_read')!.description).toContain('offset = lineEnd');
 
@@ -84,7 +92,9 @@ describe('MCP tools through the SDK client', { timeout: 120_000 }, () => {
 
   beforeAll(async () => {
     f = await startLocal();
-    router = createHostRouter(validateConfig({ agents: { ownerGraceMs: 1500 } }), { localRuntimeDir: f.runtimeDir });
+    router = createHostRouter(validateConfig({ agents: { ownerGraceMs: 1500 } }), {
+      localRuntimeDir: f.runtimeDir,
+    });
     const registry = new TerminalRegistry();
     stack = createAgentStack({ router, registry, agents: { ownerGraceMs: 1500 }, token: TOKEN });
     server = await startRelayServer({
@@ -119,7 +129,11 @@ describe('MCP tools through the SDK client', { timeout: 120_000 }, () => {
     });
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe('Bearer');
-    const wrong = await fetch(mcpUrl, { method: 'POST', headers: { authorization: 'Bearer nope' }, body: '{}' });
+    const wrong = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: { authorization: 'Bearer nope' },
+      body: '{}',
+    });
     expect(wrong.status).toBe(401);
     const c = new Client({ name: 'no-token', version: '1.0.0' });
     await expect(c.connect(new StreamableHTTPClientTransport(mcpUrl))).rejects.toThrow(/401|nauthorized/);
@@ -150,9 +164,11 @@ describe('MCP tools through the SDK client', { timeout: 120_000 }, () => {
     await a.c.close();
     const again = await httpClient({ authorization: `Bearer ${TOKEN}`, 'x-ptyrelay-agent': 'alice' });
     expect(textOf(await call(again.c, 'terminal_list'))).toContain(id);
-    expect((await call(again.c, 'terminal_send', { id, text: 'echo back' })).structuredContent).toMatchObject({
-      reason: 'stdin_read',
-    });
+    expect((await call(again.c, 'terminal_send', { id, text: 'echo back' })).structuredContent).toMatchObject(
+      {
+        reason: 'stdin_read',
+      },
+    );
     // The unnamed session ends: its terminal lives through the grace (1.5 s here), then is closed.
     await b.transport.terminateSession();
     await b.c.close();
@@ -168,7 +184,10 @@ describe('MCP tools through the SDK client', { timeout: 120_000 }, () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [MAIN, 'mcp'],
-      env: { ...process.env, PTYRELAY_URL: server.url, PTYRELAY_TOKEN: TOKEN, HOME: f.home } as Record<string, string>,
+      env: { ...process.env, PTYRELAY_URL: server.url, PTYRELAY_TOKEN: TOKEN, HOME: f.home } as Record<
+        string,
+        string
+      >,
       stderr: 'pipe',
     });
     const before = stack.mcp.sessionCount;
@@ -190,10 +209,12 @@ describe('MCP tools through the SDK client', { timeout: 120_000 }, () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [MAIN, 'mcp', '--embedded'],
-      env: { ...process.env, HOME: f.home, PTYRELAY_RUNTIME_DIR: runtimeDir, PTYRELAY_LOG_LEVEL: 'silent' } as Record<
-        string,
-        string
-      >,
+      env: {
+        ...process.env,
+        HOME: f.home,
+        PTYRELAY_RUNTIME_DIR: runtimeDir,
+        PTYRELAY_LOG_LEVEL: 'silent',
+      } as Record<string, string>,
       stderr: 'pipe',
     });
     const c = new Client({ name: 'embedded-test', version: '1.0.0' });
@@ -201,10 +222,15 @@ describe('MCP tools through the SDK client', { timeout: 120_000 }, () => {
     const local = new LocalPtyProvider({ runtimeDir });
     try {
       await exerciseTools(c, f.home);
-      const opened = ((await call(c, 'terminal_open', { command: 'bash' })).structuredContent as Structured).id;
+      const opened = ((await call(c, 'terminal_open', { command: 'bash' })).structuredContent as Structured)
+        .id;
       expect(opened).toMatch(/^term-/);
       await c.close();
-      await waitFor(async () => (await local.listProcesses()).every((p) => p.exited), 10_000, 'terminals closed');
+      await waitFor(
+        async () => (await local.listProcesses()).every((p) => p.exited),
+        10_000,
+        'terminals closed',
+      );
     } finally {
       await local.shutdownDaemon().catch(() => {});
       await local.dispose();

@@ -23,7 +23,9 @@ export function serviceFor(t: AgentTarget, ownerGraceMs = 60_000): TerminalToolS
 /** Idle threshold of the inferred_idle case (the default, 5 s, is kept by every other case). */
 const SHORT_IDLE_MS = 1500;
 
-export async function codeOf(p: Promise<unknown>): Promise<{ code: string; message: string; details?: unknown }> {
+export async function codeOf(
+  p: Promise<unknown>,
+): Promise<{ code: string; message: string; details?: unknown }> {
   try {
     await p;
   } catch (err) {
@@ -119,7 +121,10 @@ export function endReasonSuite(target: () => AgentTarget): void {
 
   it('no false done: a heredoc typed as one send ends when the script has run', async () => {
     const id = await open();
-    const r = await send(id, "python3 - <<'EOF'\nimport time\ntime.sleep(2)\nprint('heredoc-' + 'done')\nEOF");
+    const r = await send(
+      id,
+      "python3 - <<'EOF'\nimport time\ntime.sleep(2)\nprint('heredoc-' + 'done')\nEOF",
+    );
     expect(r.reason).toBe('stdin_read');
     expect(r.elapsedMs).toBeGreaterThanOrEqual(2000);
     expect(r.output).toMatch(/^heredoc-done$/m);
@@ -182,10 +187,8 @@ export function endReasonSuite(target: () => AgentTarget): void {
     expect((await send(id, 'seq 1 20000', 60_000)).reason).toBe('stdin_read');
     const numbers: number[] = [];
     let offset = 0;
-    let first: { totalLines: number } | undefined;
     for (;;) {
       const p = await service.read(owner, id, { offset, count: 700 });
-      first ??= p;
       expect(p.lineBegin).toBe(offset);
       expect(p.lineEnd).toBe(offset + p.lines.length);
       const nums = p.lines.filter((l) => /^\d+$/.test(l)).map(Number);
