@@ -179,7 +179,11 @@ export class TerminalToolService {
     }
   }
 
-  async read(owner: AgentOwner, id: string, o: { offset?: number; count?: number } = {}): Promise<AgentReadResult> {
+  async read(
+    owner: AgentOwner,
+    id: string,
+    o: { offset?: number; count?: number } = {},
+  ): Promise<AgentReadResult> {
     const t = this.owned(owner, id);
     return t.provider.agentRead!(t.info.providerId, o);
   }

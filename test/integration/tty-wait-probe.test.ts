@@ -4,7 +4,8 @@ import { probeSupported, probeTty, waitsOnTty } from '../../agent-stub/readiness
 import { waitFor } from '../support/local-daemon.js';
 
 const supported = probeSupported();
-if (!supported) console.warn(`skipping the /proc tty probe tests: no probe on ${process.platform}/${process.arch}`);
+if (!supported)
+  console.warn(`skipping the /proc tty probe tests: no probe on ${process.platform}/${process.arch}`);
 
 describe.skipIf(!supported)('the /proc tty-wait probe on real processes', { timeout: 30_000 }, () => {
   const started: pty.IPty[] = [];

@@ -35,14 +35,18 @@ describe('readiness config', () => {
       /^agents\.promptGraceMs \(10\) must be at least pollIntervalMs/,
     );
     expect(
-      failure(() => validateConfig({
+      failure(() =>
+        validateConfig({
           limits: { ringBytes: 128 * 1024 },
           flowControl: { creditWindow: 64 * 1024, ackBytes: 16 * 1024 },
           agents: { maxReadBytes: 200 * 1024 },
-        })),
+        }),
+      ),
     ).toContain('agents.maxReadBytes (204800) must not exceed limits.ringBytes (131072)');
     expect(failure(() => validateConfig({ agents: { ownerGraceMs: -1 } }))).toContain('agents.ownerGraceMs');
-    expect(failure(() => validateConfig({ agents: { graceMs: 1 } }))).toContain('agents.graceMs is not a known setting');
+    expect(failure(() => validateConfig({ agents: { graceMs: 1 } }))).toContain(
+      'agents.graceMs is not a known setting',
+    );
     const ok = validateConfig({ agents: { ownerGraceMs: 1000, inferredIdleMs: 2000 } }).agents;
     expect(ok).toMatchObject({ ownerGraceMs: 1000, inferredIdleMs: 2000, defaultTimeoutMs: 30_000 });
     expect(validateConfig({}).agents.ownerGraceMs).toBe(10 * 60 * 1000);

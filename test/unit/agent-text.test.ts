@@ -28,15 +28,21 @@ describe('vtToPlainText', () => {
 describe('utf8Tail', () => {
   it('never splits a character and never exceeds the bound', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'grapheme', maxLength: 200 }), fc.integer({ min: 1, max: 300 }), (s, max) => {
-        const { text, truncated } = utf8Tail(s, max);
-        expect(Buffer.byteLength(text)).toBeLessThanOrEqual(Math.max(max, truncated ? 0 : Buffer.byteLength(s)));
-        expect(s.endsWith(text)).toBe(true);
-        expect(text).not.toContain('\ufffd');
-        expect(truncated).toBe(Buffer.byteLength(s) > max);
-        // At most 3 bytes short of the bound (one partial 4-byte character skipped).
-        if (truncated) expect(Buffer.byteLength(text)).toBeGreaterThanOrEqual(max - 3);
-      }),
+      fc.property(
+        fc.string({ unit: 'grapheme', maxLength: 200 }),
+        fc.integer({ min: 1, max: 300 }),
+        (s, max) => {
+          const { text, truncated } = utf8Tail(s, max);
+          expect(Buffer.byteLength(text)).toBeLessThanOrEqual(
+            Math.max(max, truncated ? 0 : Buffer.byteLength(s)),
+          );
+          expect(s.endsWith(text)).toBe(true);
+          expect(text).not.toContain('\ufffd');
+          expect(truncated).toBe(Buffer.byteLength(s) > max);
+          // At most 3 bytes short of the bound (one partial 4-byte character skipped).
+          if (truncated) expect(Buffer.byteLength(text)).toBeGreaterThanOrEqual(max - 3);
+        },
+      ),
     );
   });
 
