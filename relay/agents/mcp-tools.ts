@@ -32,6 +32,41 @@ Empty text types nothing and waits for the next end reason. "output" is what the
 
 const READ_DESCRIPTION = `Reads a page of an agent terminal's text (its screen and scrollback, at least the last 10,000 lines) as plain lines, oldest first. "offset" counts lines back from the newest line (0 = the page ends with the newest line); the page covers [lineBegin, lineEnd) in that same back-from-newest count. To page further back, call again with offset = lineEnd; stop when lineEnd equals totalLines. A page holds at most "count" lines (default ${DEFAULT_AGENT_READ_LINES}) and 256 KiB ("truncated" is true when the byte bound cut it).`;
 
+/**
+ * A waiting send reports progress this often when the client asked for progress: MCP clients time
+ * requests out (the SDK's default is 60 s) unless progress resets the clock.
+ */
+const SEND_PROGRESS_MS = 10_000;
+
+type Extra = {
+  _meta?: { progressToken?: string | number };
+  sendNotification: (n: {
+    method: 'notifications/progress';
+    params: { progressToken: string | number; progress: number; message?: string };
+  }) => Promise<void>;
+};
+
+/** Runs `work`, sending a progress notification every SEND_PROGRESS_MS while it waits. */
+async function withProgress<T>(extra: Extra, work: Promise<T>, everyMs: number): Promise<T> {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return work;
+  const started = Date.now();
+  const timer = setInterval(() => {
+    const seconds = Math.round((Date.now() - started) / 1000);
+    extra
+      .sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: seconds, message: `waiting ${seconds} s` },
+      })
+      .catch(() => clearInterval(timer)); // the request's stream is gone; the send's result will say the rest
+  }, everyMs);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 const idShape = { id: z.string().min(1).describe('Terminal id from terminal_open (e.g. term-1)') };
 
 function text(s: string, structured?: Record<string, unknown>): CallToolResult {
@@ -62,6 +97,7 @@ export function createTerminalMcpServer(
   service: TerminalToolService,
   owner: AgentOwner,
   version: string,
+  opts: { progressMs?: number } = {},
 ): McpServer {
   const server = new McpServer(
     { name: 'ptyrelay', version },
@@ -119,9 +155,13 @@ export function createTerminalMcpServer(
         meaning: z.string(),
       },
     },
-    (a) =>
+    (a, extra) =>
       tool(async () => {
-        const r = await service.send(owner, a.id, a.text, { timeoutMs: a.timeoutMs, enter: a.enter });
+        const r = await withProgress(
+          extra as unknown as Extra,
+          service.send(owner, a.id, a.text, { timeoutMs: a.timeoutMs, enter: a.enter }),
+          opts.progressMs ?? SEND_PROGRESS_MS,
+        );
         return text(sendResultText(a.id, r), { ...r, meaning: END_REASON_TEXT[r.reason] });
       }),
   );

@@ -62,7 +62,10 @@ async function bridge(agent: string | undefined): Promise<number> {
   await upstream.start();
   await stdio.start();
   await done;
-  await upstream.terminateSession().catch(() => {});
+  // Ends the relay-side session so its owner's grace starts now; a relay already gone needs nothing.
+  await upstream
+    .terminateSession()
+    .catch((err: Error) => process.stderr.write(`ptyrelay mcp: ${err.message}\n`));
   await upstream.close();
   return 0;
 }

@@ -86,6 +86,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       progress(`relay listening on ${server.url}  (health: ${server.httpUrl}/healthz)`);
       progress(`token: ${where}`);
       progress(`hosts: ${router.hosts().join(', ')}`);
+      progress(`agents: MCP at ${server.httpUrl}/mcp (bearer token), or \`ptyrelay mcp\` on stdio`);
       const env = server.port === 7681 ? '' : `PTYRELAY_URL=${server.url} `;
       progress(
         `try:   ${env}ptyrelay open local   then   ${env}ptyrelay attach <id>   (Ctrl-C stops the relay)`,
