@@ -2,7 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { utf8Tail, vtToPlainText } from '../../agent-stub/readiness/plain-text.js';
 import { pageLines } from '../../agent-stub/readiness/read-page.js';
+import { sendOutput } from '../../agent-stub/readiness/send-waiter.js';
 import { storedRowText } from '../../agent-stub/session/model-text.js';
+import { OutputRing } from '../../agent-stub/session/output-ring.js';
 import { typedText } from '../../relay/agents/typed-text.js';
 
 describe('vtToPlainText', () => {
@@ -53,7 +55,7 @@ describe('utf8Tail', () => {
 });
 
 describe('pageLines', () => {
-  const lines = Array.from({ length: 1234 }, (_, i) => `line ${i}`);
+  const lines = Array.from({ length: 300 }, (_, i) => `line ${i}`);
 
   it('pages back from the newest line with half-open ranges that tile the text exactly once', () => {
     fc.assert(
@@ -62,17 +64,22 @@ describe('pageLines', () => {
         let offset = 0;
         for (let guard = 0; guard < 10_000; guard++) {
           const p = pageLines(lines, offset, count, maxBytes);
-          expect(p.lineBegin).toBe(offset);
-          expect(p.lineEnd).toBe(offset + p.lines.length);
-          expect(p.totalLines).toBe(lines.length);
-          expect(p.lines.length).toBeLessThanOrEqual(count);
-          expect(p.lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)).toBeLessThanOrEqual(maxBytes);
+          const bytes = p.lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0);
+          if (
+            p.lineBegin !== offset ||
+            p.lineEnd !== offset + p.lines.length ||
+            p.totalLines !== lines.length
+          )
+            throw new Error(`bad range ${JSON.stringify({ offset, ...p, lines: p.lines.length })}`);
+          if (p.lines.length > count || bytes > maxBytes)
+            throw new Error(`page over its bounds at ${offset}`);
           seen.unshift(...p.lines);
           if (p.lineEnd >= p.totalLines) break;
           offset = p.lineEnd;
         }
         expect(seen).toEqual(lines);
       }),
+      { numRuns: 60 },
     );
   });
 
@@ -86,6 +93,25 @@ describe('pageLines', () => {
       totalLines: 2,
       truncated: false,
     });
+  });
+});
+
+describe('sendOutput', () => {
+  it('renders the output since the send as text; a long one keeps its newest part and is flagged', () => {
+    const ring = new OutputRing(64 * 1024);
+    ring.append(Buffer.from('before the send\r\n'));
+    const start = ring.head;
+    ring.append(Buffer.from('\x1b[32mok\x1b[0m\r\n$ '));
+    expect(sendOutput(ring, start, 8192)).toEqual({ output: 'ok\n$', truncated: false });
+    for (let i = 0; i < 5000; i++) ring.append(Buffer.from(`\x1b[32mline ${i}\x1b[0m\r\n`));
+    const r = sendOutput(ring, start, 8192);
+    expect(r.truncated).toBe(true);
+    expect(Buffer.byteLength(r.output)).toBeLessThanOrEqual(8192);
+    const lines = r.output.split('\n');
+    expect(lines[lines.length - 1]).toBe('line 4999');
+    for (const l of lines.slice(1)) expect(l).toMatch(/^line \d+$/);
+    // The send's start left the 64 KiB ring: flagged even when the text would fit.
+    expect(sendOutput(ring, start, 60 * 1024).truncated).toBe(true);
   });
 });
 
