@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { isPtyRelayError } from '../../provider/errors.js';
 import { DEFAULT_READINESS, resolveReadinessConfig } from '../../provider/readiness-config.js';
+import {
+  agentReadParamsSchema,
+  agentSendParamsSchema,
+  agentSendResultSchema,
+  MAX_AGENT_SEND_BYTES,
+  parseWire,
+} from '../../provider/wire/agent-messages.js';
 import { readinessDaemonArgs } from '../../relay/agents/agent-config.js';
 import { validateConfig } from '../../relay/service/config.js';
 
@@ -60,5 +67,53 @@ describe('readiness config', () => {
       '--max-read-bytes',
       String(256 * 1024),
     ]);
+  });
+});
+
+describe('agent wire schemas', () => {
+  const fail = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (err) {
+      return { code: (err as { code: string }).code, message: (err as Error).message };
+    }
+    throw new Error('expected a failure');
+  };
+
+  it('name the bad field of params (INVALID_ARGUMENT) and of results (PROTOCOL_ERROR)', () => {
+    expect(
+      parseWire(agentSendParamsSchema, { id: 'pty-1', data: 'ls\r', timeoutMs: 5 }, 'agentSend'),
+    ).toEqual({
+      id: 'pty-1',
+      data: 'ls\r',
+      timeoutMs: 5,
+    });
+    expect(
+      fail(() => parseWire(agentSendParamsSchema, { id: 'pty-1', data: 'x', timeoutMs: 0 }, 'agentSend')),
+    ).toEqual({
+      code: 'INVALID_ARGUMENT',
+      message: 'agentSend: timeoutMs must be at least 1',
+    });
+    expect(
+      fail(() => parseWire(agentSendParamsSchema, { id: 'pty-1', data: 3, timeoutMs: 9 }, 'agentSend'))
+        .message,
+    ).toBe('agentSend: data must be a string');
+    expect(
+      fail(() =>
+        parseWire(
+          agentSendParamsSchema,
+          { id: 'p', data: 'x'.repeat(MAX_AGENT_SEND_BYTES + 1), timeoutMs: 9 },
+          'agentSend',
+        ),
+      ).message,
+    ).toBe(`agentSend: data must be at most ${MAX_AGENT_SEND_BYTES} bytes`);
+    expect(fail(() => parseWire(agentReadParamsSchema, { id: 'p', count: 0 }, 'agentRead')).message).toBe(
+      'agentRead: count must be at least 1',
+    );
+    const bad = { reason: 'done', output: '', truncated: false, elapsedMs: 1 };
+    expect(fail(() => parseWire(agentSendResultSchema, bad, 'agentSend result', 'PROTOCOL_ERROR'))).toEqual({
+      code: 'PROTOCOL_ERROR',
+      message: 'agentSend result: reason must be stdin_read, inferred_idle, timeout or session_exit',
+    });
   });
 });
