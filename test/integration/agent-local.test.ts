@@ -27,7 +27,8 @@ describe('agent reads beyond the default retention', { timeout: 120_000 }, () =>
     const service = serviceFor({ provider: f.provider, host: 'local' });
     const owner = service.owner('pager');
     const t = await service.open(owner, 'local', { command: 'bash', env: { HOME: f.home } });
-    expect((await service.send(owner, t.id, 'seq 1 20000', { timeoutMs: 60_000 })).reason).toBe('stdin_read');
+    const r = await service.send(owner, t.id, 'seq 1 20000', { timeoutMs: 60_000, idleMs: 20_000 });
+    expect(r.reason).toBe('stdin_read');
     const seen: string[] = [];
     let offset = 0;
     let pages = 0;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -91,7 +91,8 @@ describe('MCP tools through the SDK client', { timeout: 120_000 }, () => {
   let mcpUrl: URL;
 
   beforeAll(async () => {
-    f = await startLocal();
+    // A long idle threshold: on a loaded machine a slow bash start must not end a send early.
+    f = await startLocal(['--agent-idle-ms', '20000']);
     router = createHostRouter(validateConfig({ agents: { ownerGraceMs: 1500 } }), {
       localRuntimeDir: f.runtimeDir,
     });
@@ -217,6 +218,12 @@ describe('MCP tools through the SDK client', { timeout: 120_000 }, () => {
       } as Record<string, string>,
       stderr: 'pipe',
     });
+    // The embedded relay reads this config and passes agents.* to the daemon it starts.
+    mkdirSync(join(f.home, '.config', 'ptyrelay'), { recursive: true });
+    writeFileSync(
+      join(f.home, '.config', 'ptyrelay', 'config.json'),
+      JSON.stringify({ agents: { inferredIdleMs: 20000 } }),
+    );
     const c = new Client({ name: 'embedded-test', version: '1.0.0' });
     await c.connect(transport);
     const local = new LocalPtyProvider({ runtimeDir });

@@ -20,8 +20,13 @@ export function serviceFor(t: AgentTarget, ownerGraceMs = 60_000): TerminalToolS
   });
 }
 
-/** Idle threshold of the inferred_idle case (the default, 5 s, is kept by every other case). */
-const SHORT_IDLE_MS = 1500;
+/** Idle threshold of the inferred_idle case. */
+const SHORT_IDLE_MS = 3000;
+/**
+ * Idle threshold of every other case: far above what they wait for, so that on a loaded machine
+ * (a slow python3 start) silence cannot end them early; only stdin_read, timeout or session_exit can.
+ */
+const LONG_IDLE_MS = 20_000;
 
 export async function codeOf(
   p: Promise<unknown>,
@@ -48,12 +53,16 @@ export function endReasonSuite(target: () => AgentTarget): void {
     owner ??= service.owner('suite');
     const term = await service.open(owner, t.host, { command: 'bash', env: t.env });
     // The first prompt: the terminal is ready for input.
-    const first = await service.send(owner, term.id, '', { timeoutMs: 15_000 });
+    const first = await service.send(owner, term.id, '', { timeoutMs: 30_000, idleMs: LONG_IDLE_MS });
     expect(first.reason).toBe('stdin_read');
     return term.id;
   };
-  const send = (id: string, text: string, timeoutMs = 20_000, idleMs?: number): Promise<AgentSendResult> =>
-    service.send(owner, id, text, { timeoutMs, idleMs });
+  const send = (
+    id: string,
+    text: string,
+    timeoutMs = 30_000,
+    idleMs = LONG_IDLE_MS,
+  ): Promise<AgentSendResult> => service.send(owner, id, text, { timeoutMs, idleMs });
 
   it('`sleep 1; echo done` ends with stdin_read and exit code 0, after the work', async () => {
     const id = await open();
@@ -74,7 +83,6 @@ export function endReasonSuite(target: () => AgentTarget): void {
     expect(started.output).toContain('>>>');
     // No exit code: no command finished, a program asks for input.
     expect(started.exitCode).toBeUndefined();
-    expect(started.elapsedMs).toBeLessThan(5000);
     const answer = await send(id, '6*7');
     expect(answer.reason).toBe('stdin_read');
     expect(answer.output).toMatch(/^42$/m);
@@ -88,7 +96,7 @@ export function endReasonSuite(target: () => AgentTarget): void {
     const r = await send(id, 'sleep 30', 1000);
     expect(r.reason).toBe('timeout');
     expect(r.elapsedMs).toBeGreaterThanOrEqual(1000);
-    expect(r.elapsedMs).toBeLessThan(4000);
+    expect(r.elapsedMs).toBeLessThan(10_000);
     expect(r.exitCode).toBeUndefined();
     await service.signal(owner, id, 'INT');
     const w = await send(id, '');
@@ -110,7 +118,7 @@ export function endReasonSuite(target: () => AgentTarget): void {
     const id = await open();
     const prog =
       "python3 -c \"import socket;s=socket.socket();s.bind(('127.0.0.1',0));s.listen();print('listen'+'ing',flush=True);s.accept()\"";
-    const r = await send(id, prog, 20_000, SHORT_IDLE_MS);
+    const r = await send(id, prog, 30_000, SHORT_IDLE_MS);
     expect(r.reason).toBe('inferred_idle');
     expect(r.elapsedMs).toBeGreaterThanOrEqual(SHORT_IDLE_MS);
     expect(r.output).toMatch(/^listening$/m);
@@ -171,11 +179,12 @@ export function endReasonSuite(target: () => AgentTarget): void {
     await new Promise((r) => setTimeout(r, 300));
     const page = await service.read(owner, id, { count: 5 });
     expect(page.lines.join('\n')).toContain('sleep 100');
-    expect(Date.now() - t0).toBeLessThan(5000);
+    // Far below the 100 s the send waits for: the read did not queue behind it.
+    expect(Date.now() - t0).toBeLessThan(20_000);
     await service.signal(owner, id, 'SIGINT');
     const r = await long;
     expect(r).toMatchObject({ reason: 'stdin_read', exitCode: 130 });
-    expect(r.elapsedMs).toBeLessThan(10_000);
+    expect(r.elapsedMs).toBeLessThan(30_000);
     const next = await send(id, 'echo after-$((40+2))');
     expect(next).toMatchObject({ reason: 'stdin_read', exitCode: 0 });
     expect(next.output).toMatch(/^after-42$/m);
