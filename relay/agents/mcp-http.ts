@@ -5,15 +5,12 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../log.js';
 import { isAuthorized, originAllowed } from '../service/auth.js';
 import type { AgentOwner } from './agent-owner.js';
+import { AGENT_HEADER, MCP_PATH } from './mcp-constants.js';
 import { createTerminalMcpServer } from './mcp-tools.js';
 import type { TerminalToolService } from './terminal-tool-service.js';
 
-/** Path of the MCP Streamable HTTP endpoint on the relay. */
-export const MCP_PATH = '/mcp';
 /** Largest JSON-RPC body accepted (a send's text is at most 1 MiB). */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
-/** Header (or `?agent=` query) naming the agent: a reconnecting agent with the same name gets its terminals back. */
-export const AGENT_HEADER = 'x-ptyrelay-agent';
 /**
  * A session that made no request for this long is closed (its owner enters the grace period):
  * Streamable HTTP has no liveness of its own, and a client that exits without DELETE would

@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { AgentEndReason, AgentSendResult } from '../../provider/contract.js';
+import type { AgentSendResult } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import {
   DEFAULT_AGENT_READ_LINES,
@@ -9,19 +9,8 @@ import {
   MAX_AGENT_TIMEOUT_MS,
 } from '../../provider/wire/agent-messages.js';
 import type { AgentOwner } from './agent-owner.js';
+import { END_REASON_TEXT } from './end-reason-text.js';
 import type { TerminalToolService } from './terminal-tool-service.js';
-
-/** What each end reason means, in the words the model gets with every send result. */
-export const END_REASON_TEXT: Record<AgentEndReason, string> = {
-  stdin_read:
-    "The terminal is waiting for input: the command finished and the shell prompt is back (exitCode is the command's when shown), or a program such as a REPL is asking for input.",
-  inferred_idle:
-    'Output went quiet, so the wait stopped. This does NOT mean the command finished: it may still be running. Send empty text to keep waiting, terminal_read to look, or terminal_signal to interrupt.',
-  timeout:
-    'The wait reached timeoutMs. This does NOT mean the command finished: it may still be running. Send empty text to keep waiting, or terminal_signal (SIGINT) to interrupt it.',
-  session_exit:
-    "The terminal's top process (its shell) exited; exitCode is the shell's, not a foreground command's. The terminal takes no more input: open a new one.",
-};
 
 const SEND_DESCRIPTION = `Types text into an agent terminal (newlines are Enter; a final Enter is added unless enter is false) and waits until one of four end reasons, returned as "reason":
 - stdin_read: ${END_REASON_TEXT.stdin_read}
@@ -72,6 +61,8 @@ const idShape = { id: z.string().min(1).describe('Terminal id from terminal_open
 function text(s: string, structured?: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text: s }], ...(structured ? { structuredContent: structured } : {}) };
 }
+
+export { END_REASON_TEXT };
 
 /** Runs a tool body; ptyrelay errors become tool errors the model can read (code and message). */
 async function tool(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {

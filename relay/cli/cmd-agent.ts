@@ -1,5 +1,5 @@
 import { PtyRelayError } from '../../provider/errors.js';
-import { END_REASON_TEXT } from '../agents/mcp-tools.js';
+import { END_REASON_TEXT } from '../agents/end-reason-text.js';
 import { typedText } from '../agents/typed-text.js';
 import { type Command, output } from './command.js';
 import { connectRelay, withAdoption } from './relay-connect.js';

@@ -1,9 +1,6 @@
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { createAgentService, packageVersion } from '../agents/agent-stack.js';
-import { AGENT_HEADER, MCP_PATH } from '../agents/mcp-http.js';
-import { createTerminalMcpServer } from '../agents/mcp-tools.js';
+import { AGENT_HEADER, MCP_PATH } from '../agents/mcp-constants.js';
 import { createLogger } from '../log.js';
 import { loadConfig } from '../service/config.js';
 import type { Command } from './command.js';
@@ -33,6 +30,11 @@ export function mcpUrlOf(relayUrl: string): URL {
  * the relay keeps the terminals for its owner grace period.
  */
 async function bridge(agent: string | undefined): Promise<number> {
+  // Loaded here: every other command starts faster without the MCP SDK.
+  const { StreamableHTTPClientTransport } = await import(
+    '@modelcontextprotocol/sdk/client/streamableHttp.js'
+  );
+  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
   const env = relayEnv();
   const upstream = new StreamableHTTPClientTransport(mcpUrlOf(env.url), {
     requestInit: {
@@ -74,6 +76,9 @@ async function bridge(agent: string | undefined): Promise<number> {
 async function embedded(configPath: string | undefined, agent: string | undefined): Promise<number> {
   const config = loadConfig(configPath);
   const log = createLogger({ fd: 2 });
+  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+  const { createAgentService, packageVersion } = await import('../agents/agent-stack.js');
+  const { createTerminalMcpServer } = await import('../agents/mcp-tools.js');
   const { createHostRouter } = await import('../service/host-router.js');
   const router = createHostRouter(config, { log });
   const service = createAgentService({ router, agents: config.agents, log: log.child({ ext: 'agents' }) });

@@ -1,6 +1,5 @@
 import { homedir } from 'node:os';
 import { PtyRelayError } from '../../provider/errors.js';
-import { createAgentStack } from '../agents/agent-stack.js';
 import { createLogger } from '../log.js';
 import { loadConfig } from '../service/config.js';
 import { createPtyExtension } from '../service/pty-extension.js';
@@ -39,6 +38,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     const { createHostRouter } = await import('../service/host-router.js');
     const router = createHostRouter(config, { log });
     const registry = new TerminalRegistry();
+    const { createAgentStack } = await import('../agents/agent-stack.js');
     const agents = createAgentStack({
       router,
       registry,
