@@ -85,6 +85,12 @@ async function main(argv: string[]): Promise<void> {
       creditWindowMax: numFlag(args, '--credit-window-max'),
       keepTailMin: numFlag(args, '--keep-tail'),
       pendingCap: numFlag(args, '--pending-cap'),
+      readiness: {
+        pollIntervalMs: numFlag(args, '--agent-poll-ms'),
+        promptGraceMs: numFlag(args, '--agent-prompt-grace-ms'),
+        inferredIdleMs: numFlag(args, '--agent-idle-ms'),
+        maxReadBytes: numFlag(args, '--max-read-bytes'),
+      },
     });
     return;
   }

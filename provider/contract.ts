@@ -218,6 +218,51 @@ export interface PtyReattachEvent {
   sessionExpired?: boolean;
 }
 
+/**
+ * Why an agent send (or wait) came back. Only `stdin_read` says the terminal is waiting for
+ * input; `inferred_idle` and `timeout` mean "stopped waiting here", the command may still run;
+ * `session_exit` is about the terminal's top process (its shell), not a foreground command.
+ */
+export type AgentEndReason = 'stdin_read' | 'inferred_idle' | 'timeout' | 'session_exit';
+
+export interface AgentSendOptions {
+  /** Absolute bound of the wait, armed when the send starts (ms). */
+  timeoutMs: number;
+  /** Silence after which the send ends with `inferred_idle` (ms; default: the stub's setting). */
+  idleMs?: number;
+}
+
+export interface AgentSendResult {
+  reason: AgentEndReason;
+  /** Output since the send started as plain text, the newest part when cut (at a UTF-8 boundary). */
+  output: string;
+  /** The output was cut to the byte bound (or its start had already left the retained output). */
+  truncated: boolean;
+  /** With shell integration: the exit code of the command that finished; for `session_exit`: the top process's. */
+  exitCode?: number;
+  /** Wall time of the send (ms). */
+  elapsedMs: number;
+}
+
+export interface AgentReadOptions {
+  /** Lines back from the newest line where the page ends (0: the page ends with the newest line). */
+  offset?: number;
+  /** Lines wanted (default 500); the byte bound may return fewer. */
+  count?: number;
+}
+
+export interface AgentReadResult {
+  /** In reading order (oldest first). */
+  lines: string[];
+  /** Half-open range `[lineBegin, lineEnd)` counted back from the newest line (0 = newest). */
+  lineBegin: number;
+  lineEnd: number;
+  /** Lines the terminal's retained text holds. */
+  totalLines: number;
+  /** Fewer lines than asked because of the byte bound (or a line was cut). */
+  truncated: boolean;
+}
+
 export interface IPtyProvider {
   /** Start a new PTY (or attach to the one named by paneKey/requestId). Resolves only after the spawn succeeded. */
   spawn(opts: PtySpawnOptions): Promise<PtySpawnResult>;
@@ -256,6 +301,13 @@ export interface IPtyProvider {
   onLinkState?(listener: (e: LinkStateEvent) => void): Unsubscribe;
   /** Sessions re-attached after a reconnect that were reset or have expired. */
   onReattach?(listener: (e: PtyReattachEvent) => void): Unsubscribe;
+  /**
+   * Agent send: writes `data` (nothing when empty) and waits for the first end reason, decided
+   * by the stub (see docs/agents.md). One at a time per terminal (`SEND_IN_PROGRESS`).
+   */
+  agentSend?(id: string, data: string, opts: AgentSendOptions): Promise<AgentSendResult>;
+  /** A page of the terminal's retained text as plain lines. Never waits behind a send. */
+  agentRead?(id: string, opts?: AgentReadOptions): Promise<AgentReadResult>;
   /** Release connections and listeners. PTYs keep running in their daemon. */
   dispose(): Promise<void>;
 }

@@ -2,8 +2,10 @@ import { chmodSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { socketAnswers } from '../../provider/daemon-launcher.js';
+import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
+import { AgentRequests } from '../readiness/agent-requests.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';
@@ -31,6 +33,8 @@ export interface DaemonOptions {
   keepTailMin?: number;
   pendingCap?: number;
   buildId?: string;
+  /** Agent send tuning (flags --agent-poll-ms, --agent-prompt-grace-ms, --agent-idle-ms, --max-read-bytes). */
+  readiness?: Partial<ReadinessConfig>;
 }
 
 function log(msg: string, extra: Record<string, unknown> = {}): void {
@@ -54,6 +58,7 @@ export function ownBuildId(): string {
  */
 export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const limits = resolveLimits(opts);
+  const readiness = resolveReadinessConfig(opts.readiness ?? {}, limits.ringBytes);
   const dir = opts.runtimeDir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
@@ -132,17 +137,21 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     }
   }
 
-  const handler = new StubRequestHandler(registry, {
-    info: () => ({
-      pid: process.pid,
-      buildId,
-      protocol: STUB_PROTOCOL_VERSION,
-      sessions: registry.aliveCount,
-      connections: connections.size,
-      startedAt,
-    }),
-    shutdown: () => void shutdown('requested'),
-  });
+  const handler = new StubRequestHandler(
+    registry,
+    {
+      info: () => ({
+        pid: process.pid,
+        buildId,
+        protocol: STUB_PROTOCOL_VERSION,
+        sessions: registry.aliveCount,
+        connections: connections.size,
+        startedAt,
+      }),
+      shutdown: () => void shutdown('requested'),
+    },
+    new AgentRequests(readiness),
+  );
   const inputLedger = new Map<string, number>();
 
   server = createServer((socket) => {

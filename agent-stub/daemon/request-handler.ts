@@ -1,6 +1,7 @@
 import type { ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubAttachResult, StubMethod, StubSpawnParams } from '../../provider/wire/messages.js';
+import type { AgentRequests } from '../readiness/agent-requests.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
 import type { PtySession } from '../session/pty-session.js';
 import type { SessionRegistry } from '../session/session-registry.js';
@@ -102,6 +103,7 @@ export class StubRequestHandler {
   constructor(
     private readonly registry: SessionRegistry,
     private readonly control: DaemonControl,
+    private readonly agent?: AgentRequests,
   ) {}
 
   write(id: string, data: Uint8Array): void {
@@ -180,6 +182,13 @@ export class StubRequestHandler {
         return { result: {} };
       case 'setBackgrounded':
         return this.setBackgrounded(conn, this.registry.get(str(p, 'id')), p.background === true, reply);
+      case 'agentSend':
+      case 'agentRead': {
+        if (!this.agent)
+          throw new PtyRelayError('INVALID_ARGUMENT', `${method} is not enabled in this daemon`);
+        const s = this.registry.get(str(p, 'id'));
+        return { result: await (method === 'agentSend' ? this.agent.send(s, p) : this.agent.read(s, p)) };
+      }
       case 'daemonInfo':
         return { result: this.control.info() };
       case 'daemonShutdown':

@@ -1,4 +1,5 @@
 import { parentPort } from 'node:worker_threads';
+import { pageLines } from '../readiness/read-page.js';
 import type { FromModel, ToModel } from './model-protocol.js';
 import { TerminalModel } from './terminal-model.js';
 
@@ -57,6 +58,16 @@ export function runModelWorker(): void {
       case 'snapshot':
         e.model.snapshot(m.scrollbackRows, (s) =>
           send({ kind: 'snapshot', sid: m.sid, req: m.req, snapshot: { ...s, seq: e.parsedSeq } }),
+        );
+        break;
+      case 'text':
+        e.model.plainLines((lines) =>
+          send({
+            kind: 'text',
+            sid: m.sid,
+            req: m.req,
+            page: pageLines(lines, m.offset, m.count, m.maxBytes),
+          }),
         );
         break;
       case 'close':

@@ -2,10 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { readSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import * as pty from 'node-pty';
-import type { PtyExitInfo, PtyFact, ScreenSnapshot, ShutdownOptions } from '../../provider/contract.js';
+import type {
+  AgentReadResult,
+  PtyExitInfo,
+  PtyFact,
+  ScreenSnapshot,
+  ShutdownOptions,
+} from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from './credit-window.js';
-import { FactScanner, type ScanResult } from './fact-scanner.js';
+import { FactScanner, type ScannerFact, type ScanResult } from './fact-scanner.js';
 import { ModelFeeder } from './model-feeder.js';
 import { OutputRing } from './output-ring.js';
 import { descendantPids, foregroundGroup } from './proc-info.js';
@@ -28,6 +34,13 @@ export interface SessionSink {
   exit(session: PtySession, info: PtyExitInfo, seq: number): void;
   /** The link gets only a thinned tail of this session (keep-tail background mode). */
   isBackground(session: PtySession): boolean;
+}
+
+/** Observes a session's stream for agent readiness (every fact, prompt markers included). */
+export interface SessionWatcher {
+  output(): void;
+  fact(fact: ScannerFact): void;
+  exit(info: PtyExitInfo): void;
 }
 
 export interface SessionLaunch {
@@ -103,6 +116,13 @@ export class PtySession {
   private readonly proc: pty.IPty;
   private readonly scanner: FactScanner;
   private readonly sinks = new Set<SessionSink>();
+  private readonly watchers = new Set<SessionWatcher>();
+  /** The PTY's slave device (`/dev/pts/N`), for the readiness probe. */
+  readonly ttyPath: string | undefined;
+  /** Shell integration's last word was a prompt (no command started since). */
+  atPrompt = false;
+  /** Exit code of the last command shell integration reported finished. */
+  lastExitCode: number | undefined;
   private readonly exitWaiters: Array<() => void> = [];
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly feeder: ModelFeeder;
@@ -134,6 +154,7 @@ export class PtySession {
       encoding: null,
     } as pty.IPtyForkOptions);
     this.pid = this.proc.pid;
+    this.ttyPath = (this.proc as unknown as { ptsName?: string }).ptsName;
     this.gate = new ProducerGate(
       () => this.proc.pause(),
       () => this.proc.resume(),
@@ -180,6 +201,12 @@ export class PtySession {
 
   removeSink(s: SessionSink): void {
     this.sinks.delete(s);
+  }
+
+  /** Adds a readiness watcher; returns its removal. */
+  watch(w: SessionWatcher): () => void {
+    this.watchers.add(w);
+    return () => this.watchers.delete(w);
   }
 
   get sinkCount(): number {
@@ -241,6 +268,12 @@ export class PtySession {
   snapshot(scrollbackRows?: number): Promise<ScreenSnapshot> {
     this.feeder.flushAll();
     return this.model.snapshot(this.incarnationId, scrollbackRows);
+  }
+
+  /** A page of the model's text (agent reads); everything output so far is parsed first. */
+  text(offset: number, count: number, maxBytes: number): Promise<AgentReadResult> {
+    this.feeder.flushAll();
+    return this.model.text(this.incarnationId, offset, count, maxBytes);
   }
 
   clearModel(): void {
@@ -357,9 +390,14 @@ export class PtySession {
       this.credits.advance(this.ring.head);
       this.feeder.push(base, data);
       for (const s of this.sinks) s.data(this, base, data);
+      for (const w of this.watchers) w.output();
     }
     for (const f of res.facts) {
       const fact = f.fact;
+      if (fact.type === 'promptStart' || fact.type === 'promptEnd') this.atPrompt = true;
+      else if (fact.type === 'commandStarted') this.atPrompt = false;
+      else if (fact.type === 'commandFinished') this.lastExitCode = fact.exitCode;
+      for (const w of this.watchers) w.fact(fact);
       if (fact.type === 'promptStart' || fact.type === 'promptEnd') continue;
       if (fact.type === 'title') this.title = fact.title;
       else if (fact.type === 'cwd') this.cwd = fact.cwd;
@@ -377,6 +415,7 @@ export class PtySession {
     this.exitedAt = Date.now();
     this.gate.releaseAll();
     for (const s of this.sinks) s.exit(this, this.exited, this.ring.head);
+    for (const w of [...this.watchers]) w.exit(this.exited);
     for (const w of this.exitWaiters.splice(0)) w();
   }
 }

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { ScreenSnapshot } from '../../provider/contract.js';
+import type { AgentReadResult, ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { type FromModel, MODEL_WORKER_MARKER, type ToModel } from './model-protocol.js';
 
@@ -18,10 +18,7 @@ const MODEL_YOUNG_GENERATION_MB = 8;
 export class ScreenModelHost {
   private worker: Worker | undefined;
   private nextReq = 1;
-  private readonly pending = new Map<
-    number,
-    { resolve: (s: ScreenSnapshot) => void; reject: (e: Error) => void }
-  >();
+  private readonly pending = new Map<number, { resolve: (v: never) => void; reject: (e: Error) => void }>();
   private readonly progress = new Map<string, (seq: number) => void>();
 
   constructor(private readonly entryFile: string = process.argv[1]) {}
@@ -36,23 +33,32 @@ export class ScreenModelHost {
   }
 
   snapshot(sid: string, scrollbackRows?: number): Promise<ScreenSnapshot> {
+    return this.request('snapshot', sid, (req) => ({ kind: 'snapshot', sid, req, scrollbackRows }));
+  }
+
+  /** A page of the session's text as plain lines (see read-page.ts). */
+  text(sid: string, offset: number, count: number, maxBytes: number): Promise<AgentReadResult> {
+    return this.request('text', sid, (req) => ({ kind: 'text', sid, req, offset, count, maxBytes }));
+  }
+
+  private request<T>(what: string, sid: string, make: (req: number) => ToModel): Promise<T> {
     const req = this.nextReq++;
-    return new Promise((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(req);
-        reject(new PtyRelayError('TIMEOUT', `snapshot of ${sid} took longer than ${SNAPSHOT_TIMEOUT_MS} ms`));
+        reject(new PtyRelayError('TIMEOUT', `${what} of ${sid} took longer than ${SNAPSHOT_TIMEOUT_MS} ms`));
       }, SNAPSHOT_TIMEOUT_MS);
       this.pending.set(req, {
-        resolve: (s) => {
+        resolve: (v: T) => {
           clearTimeout(timer);
-          resolve(s);
+          resolve(v);
         },
         reject: (e) => {
           clearTimeout(timer);
           reject(e);
         },
       });
-      this.post({ kind: 'snapshot', sid, req, scrollbackRows });
+      this.post(make(req));
     });
   }
 
@@ -71,10 +77,10 @@ export class ScreenModelHost {
     w.unref();
     w.on('message', (m: FromModel) => {
       if (m.kind === 'progress') this.progress.get(m.sid)?.(m.seq);
-      else if (m.kind === 'snapshot') {
+      else {
         const p = this.pending.get(m.req);
         this.pending.delete(m.req);
-        p?.resolve(m.snapshot);
+        p?.resolve((m.kind === 'snapshot' ? m.snapshot : m.page) as never);
       }
     });
     w.on('error', (err) => {

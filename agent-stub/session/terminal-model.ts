@@ -1,6 +1,7 @@
 import { SerializeAddon } from '@xterm/addon-serialize';
 import xtermHeadless, { type IMarker } from '@xterm/headless';
 import { CompactScrollback } from './compact-scrollback.js';
+import { modelPlainLines } from './model-text.js';
 import { encodeRow, rowIsFull } from './row-encoder.js';
 import { plainAsciiRow } from './xterm-internals.js';
 
@@ -152,6 +153,15 @@ export class TerminalModel {
         rows: this.term.rows,
         alternateScreen: this.term.buffer.active.type === 'alternate',
       });
+      next();
+    });
+  }
+
+  /** The retained text as plain logical lines (soft-wrapped rows joined), oldest first. */
+  plainLines(done: (lines: string[]) => void): void {
+    this.enqueue((next) => {
+      const older = this.compact.rows - this.mirrored;
+      done(modelPlainLines(older > 0 ? this.compact.render(older, this.mirrored) : '', this.term));
       next();
     });
   }

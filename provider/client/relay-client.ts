@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type WebSocket from 'ws';
 import type {
+  AgentReadOptions,
+  AgentReadResult,
+  AgentSendOptions,
+  AgentSendResult,
   ForegroundProcess,
   IPtyProvider,
   LinkState,
@@ -21,6 +25,7 @@ import type {
 } from '../contract.js';
 import { Emitter } from '../emitter.js';
 import { PtyRelayError } from '../errors.js';
+import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
 import { ClientInputQueue } from './client-input.js';
 import { ClientStreams, type StreamTrack } from './client-streams.js';
 import { RelayLink, type RelayReconnectOptions } from './relay-link.js';
@@ -189,6 +194,17 @@ export class RelayClient implements IPtyProvider {
   async shutdown(id: string, opts: ShutdownOptions = {}): Promise<void> {
     await this.call(RelayMethod.shutdown, { id, ...opts });
     this.streams.forget(globalId(id));
+  }
+
+  /** Types `data` and waits for the stub's end reason (see docs/agents.md). Not retried after a drop. */
+  async agentSend(id: string, data: string, opts: AgentSendOptions): Promise<AgentSendResult> {
+    const r = await this.call(RelayMethod.agentSend, { id, data, ...opts });
+    return parseWire(agentSendResultSchema, r, 'agentSend result', 'PROTOCOL_ERROR');
+  }
+
+  async agentRead(id: string, opts: AgentReadOptions = {}): Promise<AgentReadResult> {
+    const r = await this.call(RelayMethod.agentRead, { id, ...opts }, true);
+    return parseWire(agentReadResultSchema, r, 'agentRead result', 'PROTOCOL_ERROR');
   }
 
   async sendSignal(id: string, signal: string): Promise<void> {

@@ -39,6 +39,10 @@ export const RelayMethod = {
   pause: 'ptyrelay/pause',
   resume: 'ptyrelay/resume',
   setBackgrounded: 'ptyrelay/setBackgrounded',
+  /** Agent send: `{ id, data, timeoutMs, idleMs? }` → AgentSendResult (never retried: it types). */
+  agentSend: 'ptyrelay/agentSend',
+  /** Agent read: `{ id, offset?, count? }` → AgentReadResult. */
+  agentRead: 'ptyrelay/agentRead',
 } as const;
 
 /** JSON-RPC notifications, in both directions. */

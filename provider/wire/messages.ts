@@ -1,4 +1,6 @@
 import type {
+  AgentReadResult,
+  AgentSendResult,
   ForegroundProcess,
   PtyAttachOptions,
   PtyExitInfo,
@@ -8,6 +10,7 @@ import type {
   ShutdownOptions,
 } from '../contract.js';
 import type { PtyRelayErrorShape } from '../errors.js';
+import type { AgentReadParams, AgentSendParams } from './agent-messages.js';
 
 /**
  * JSON control messages of the stub link. Data and input travel in binary frames
@@ -102,6 +105,10 @@ export interface StubMethods {
       startedAt: number;
     };
   };
+  /** Writes `data` and waits for an end reason (agent-messages.ts; docs/agents.md). */
+  agentSend: { params: AgentSendParams; result: AgentSendResult };
+  /** A page of a session's text as plain lines. */
+  agentRead: { params: AgentReadParams; result: AgentReadResult };
   /** Ends every session and the daemon itself (tests, `ptyrelay` admin). */
   daemonShutdown: { params: Record<string, never>; result: Record<string, never> };
 }

@@ -38,6 +38,15 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     const { createHostRouter } = await import('../service/host-router.js');
     const router = createHostRouter(config, { log });
     const registry = new TerminalRegistry();
+    const { createAgentStack } = await import('../agents/agent-stack.js');
+    const agents = createAgentStack({
+      router,
+      registry,
+      agents: config.agents,
+      log: log.child({ ext: 'agents' }),
+      token: token.token,
+      allowedOrigins: config.allowedOrigins,
+    });
     const server = await startRelayServer({
       listen: config.listen,
       token: token.token,
@@ -56,6 +65,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       log,
       limits: config.limits,
       flowControl: config.flowControl,
+      httpRoutes: [agents.mcp.handle],
     }).catch(async (err) => {
       await router.dispose();
       throw new PtyRelayError(
@@ -76,6 +86,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       progress(`relay listening on ${server.url}  (health: ${server.httpUrl}/healthz)`);
       progress(`token: ${where}`);
       progress(`hosts: ${router.hosts().join(', ')}`);
+      progress(`agents: MCP at ${server.httpUrl}/mcp (bearer token), or \`ptyrelay mcp\` on stdio`);
       const env = server.port === 7681 ? '' : `PTYRELAY_URL=${server.url} `;
       progress(
         `try:   ${env}ptyrelay open local   then   ${env}ptyrelay attach <id>   (Ctrl-C stops the relay)`,
@@ -87,6 +98,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       process.once('SIGTERM', stop);
     });
     if (!args.json) progress('stopping (terminals keep running in their daemons)');
+    await agents.mcp.close();
     await server.close();
     await router.dispose();
     return 0;

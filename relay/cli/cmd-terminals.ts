@@ -109,21 +109,6 @@ The terminal keeps running after this command returns; \`ptyrelay attach ID\` to
     }),
 };
 
-const send: Command = {
-  usage: 'send ID TEXT [--raw]',
-  summary: 'Types TEXT into a terminal, followed by Enter (\\r) unless --raw.',
-  positionals: [2, 2],
-  options: { raw: { type: 'boolean' } },
-  run: (args) =>
-    withClient(args, async (c) => {
-      const [id, text] = args.positionals;
-      const data = args.values.raw ? text : `${text}\r`;
-      await withAdoption(c, id, () => c.write(id, data));
-      output(args, { ok: true, id, bytes: Buffer.byteLength(data) }, '');
-      return 0;
-    }),
-};
-
 const read: Command = {
   usage: 'read ID [--raw] [--bytes N]',
   summary: "Prints a terminal's screen (with scrollback) as text; --raw prints its recent output bytes.",
@@ -182,4 +167,4 @@ const kill: Command = {
 };
 
 /** The commands that act on the relay's hosts and terminals. */
-export const terminalCommands: Record<string, Command> = { hosts, ls, open, send, read, signal, kill };
+export const terminalCommands: Record<string, Command> = { hosts, ls, open, read, signal, kill };

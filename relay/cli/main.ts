@@ -1,10 +1,18 @@
 #!/usr/bin/env node
+import { agentCommands } from './cmd-agent.js';
 import { attachCommands } from './cmd-attach.js';
+import { mcpCommands } from './cmd-mcp.js';
 import { serveCommands } from './cmd-serve.js';
 import { terminalCommands } from './cmd-terminals.js';
 import { type Command, commandHelp, parseCommand, reportError } from './command.js';
 
-const COMMANDS: Record<string, Command> = { ...serveCommands, ...terminalCommands, ...attachCommands };
+const COMMANDS: Record<string, Command> = {
+  ...serveCommands,
+  ...terminalCommands,
+  ...agentCommands,
+  ...attachCommands,
+  ...mcpCommands,
+};
 
 function usage(): string {
   const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.split(' [')[0].length));

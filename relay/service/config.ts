@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { type AgentsConfig, validateAgentsConfig } from '../agents/agent-config.js';
 import type { SshHostConfig } from '../ssh/host-config.js';
 import {
   configError,
@@ -75,6 +76,8 @@ export interface RelayConfig {
   flowControl: FlowControlConfig;
   /** Browser Origins allowed to connect (clients that send no Origin are always allowed). */
   allowedOrigins: string[];
+  /** Agent terminals: readiness tuning, bounds, owner grace (docs/config.md, `agents`). */
+  agents: AgentsConfig;
 }
 
 export const DEFAULT_LIMITS: RelayLimits = {
@@ -98,7 +101,7 @@ export const DEFAULT_FLOW_CONTROL: FlowControlConfig = {
   stubPendingCap: 64 * MiB,
 };
 
-const TOP_KEYS = ['$schema', 'listen', 'hosts', 'limits', 'flowControl', 'allowedOrigins'] as const;
+const TOP_KEYS = ['$schema', 'listen', 'hosts', 'limits', 'flowControl', 'allowedOrigins', 'agents'] as const;
 const HOST_KEYS = [
   'host',
   'port',
@@ -279,6 +282,7 @@ export function validateConfig(raw: unknown): RelayConfig {
     limits,
     flowControl,
     allowedOrigins: validateOrigins(top.allowedOrigins),
+    agents: validateAgentsConfig(top.agents, limits.ringBytes),
   };
 }
 

@@ -2,6 +2,7 @@ import type { HostProgress } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { readinessDaemonArgs } from '../agents/agent-config.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
 import type { Logger } from '../log.js';
 import { SshPtyProvider } from '../ssh/ssh-pty-provider.js';
@@ -36,6 +37,7 @@ export function createHostRouter(
     ...['--credit-window-max', String(f.creditWindowMax)],
     ...['--keep-tail', String(f.keepTailBytes)],
     ...['--pending-cap', String(f.stubPendingCap)],
+    ...(config.agents ? readinessDaemonArgs(config.agents) : []),
     ...(opts.daemonArgs ?? []),
   ];
   // The service acknowledges output for its consumers (relay/service/terminal-credit.ts), so a

@@ -12,6 +12,7 @@ import {
 import type { IPtyProvider, LinkState, PtySpawnResult } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
+import { agentMethods } from '../agents/agent-rpc.js';
 import type { Logger } from '../log.js';
 import { InputLedger } from './input-ledger.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
@@ -393,6 +394,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     [RelayMethod.pause]: onTerminal((p, id) => p.pauseProducer(id)),
     [RelayMethod.resume]: onTerminal((p, id) => p.resumeProducer(id)),
     [RelayMethod.setBackgrounded]: onTerminal((p, id, q) => p.setPtyBackgrounded(id, q.background === true)),
+    ...agentMethods(onTerminal),
   };
 
   return {

@@ -35,7 +35,12 @@ export interface RelayServerOptions {
   limits?: Partial<RelayLimits>;
   /** Optional overrides of the config's `flowControl` (defaults: DEFAULT_FLOW_CONTROL). */
   flowControl?: Partial<FlowControlConfig>;
+  /** HTTP routes tried first, in order; each answers (true) or passes (false). Each does its own auth. */
+  httpRoutes?: HttpRoute[];
 }
+
+/** An extra HTTP route of the relay (e.g. MCP at /mcp). */
+export type HttpRoute = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
 export interface RelayServer {
   /** `ws://HOST:PORT` */
@@ -101,6 +106,7 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
 
   async function handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://relay').pathname;
+    for (const route of opts.httpRoutes ?? []) if (await route(req, res)) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       sendJson(res, 405, { error: 'method not allowed' });
       return;

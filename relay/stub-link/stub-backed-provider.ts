@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type {
+  AgentReadOptions,
+  AgentReadResult,
+  AgentSendOptions,
+  AgentSendResult,
   ForegroundProcess,
   IPtyProvider,
   LinkStateEvent,
@@ -19,6 +23,11 @@ import type {
 } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import {
+  agentReadResultSchema,
+  agentSendResultSchema,
+  parseWire,
+} from '../../provider/wire/agent-messages.js';
 import type { StubAttachResult, StubSpawnParams } from '../../provider/wire/messages.js';
 import type { Logger } from '../log.js';
 import type { RaceAttempt } from '../reconnect/attempt-race.js';
@@ -34,6 +43,9 @@ import { toSpawnResult } from './terminal-ids.js';
 
 export type { LinkPolicy } from './link-policy.js';
 export { globalTerminalId, routeTerminalId, splitTerminalId } from './terminal-ids.js';
+
+/** An agent send's answer may come this much after its own timeout (the daemon's final poll, the link). */
+const AGENT_SEND_REPLY_MARGIN_MS = 30_000;
 
 /** Reconnect attempts for an older build's daemon before it is considered gone. */
 const LEGACY_RETRIES = 3;
@@ -321,6 +333,24 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   async sendSignal(id: string, signal: string): Promise<void> {
     await this.call(id, 'signal', { signal });
+  }
+
+  async agentSend(id: string, data: string, opts: AgentSendOptions): Promise<AgentSendResult> {
+    const { host, localId } = this.resolve(id);
+    const client = await this.link(host);
+    const params = {
+      id: localId,
+      data,
+      timeoutMs: opts.timeoutMs,
+      ...(opts.idleMs ? { idleMs: opts.idleMs } : {}),
+    };
+    const result = await client.call('agentSend', params, opts.timeoutMs + AGENT_SEND_REPLY_MARGIN_MS);
+    return parseWire(agentSendResultSchema, result, 'agentSend result', 'PROTOCOL_ERROR');
+  }
+
+  async agentRead(id: string, opts: AgentReadOptions = {}): Promise<AgentReadResult> {
+    const result = await this.call(id, 'agentRead', opts);
+    return parseWire(agentReadResultSchema, result, 'agentRead result', 'PROTOCOL_ERROR');
   }
 
   async getCwd(id: string): Promise<string | undefined> {

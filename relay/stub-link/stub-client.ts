@@ -135,14 +135,15 @@ export class StubClient {
   request<M extends StubMethod>(
     method: M,
     params: StubMethods[M]['params'],
+    timeoutMs: number = REQUEST_TIMEOUT_MS,
   ): Promise<{ result: StubMethods[M]['result']; blob?: Uint8Array }> {
     if (this.isClosed) return Promise.reject(new PtyRelayError('LINK_CLOSED', 'stub link is closed'));
     const rid = this.nextRid++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(rid);
-        reject(new PtyRelayError('TIMEOUT', `${method} got no answer within ${REQUEST_TIMEOUT_MS} ms`));
-      }, REQUEST_TIMEOUT_MS);
+        reject(new PtyRelayError('TIMEOUT', `${method} got no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
       this.pending.set(rid, { method, resolve: resolve as Pending['resolve'], reject, timer });
       this.onExpectAnswer();
       this.stream.write(encodeJsonFrame({ t: 'req', rid, method, params }));
@@ -152,8 +153,9 @@ export class StubClient {
   async call<M extends StubMethod>(
     method: M,
     params: StubMethods[M]['params'],
+    timeoutMs?: number,
   ): Promise<StubMethods[M]['result']> {
-    return (await this.request(method, params)).result;
+    return (await this.request(method, params, timeoutMs)).result;
   }
 
   /** Sends one input frame; the daemon answers with `inputAck` (see InputChannel). */

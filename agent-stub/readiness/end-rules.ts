@@ -1,0 +1,36 @@
+import type { AgentEndReason } from '../../provider/contract.js';
+
+/** What a send knows at one readiness poll (see {@link endReason}). */
+export interface SendObservation {
+  now: number;
+  /** Absolute end of the wait (armed when the send started). */
+  deadline: number;
+  idleMs: number;
+  promptGraceMs: number;
+  /** The terminal's top process has exited. */
+  exited: boolean;
+  /** Our prompt marker was seen since the send's write (no command started after it). */
+  promptSeen: boolean;
+  /** Last output, or the send's start when there was none since. */
+  lastOutputAt: number;
+  /** The foreground process group is the top process's (the shell); undefined when unknown. */
+  topIsForeground: boolean | undefined;
+  /** /proc showed a new wait for tty input at two polls with no output in between. */
+  ttyWaitConfirmed: boolean;
+}
+
+/**
+ * The end reason of a send at this poll, or undefined to keep waiting. In order: the top process
+ * exited; our prompt marker, quiet for the grace, and the shell in the foreground; the foreground
+ * group provably waiting for tty input; silence past the idle threshold; the absolute timeout.
+ * Pure (tested exhaustively in test/unit/agent-end-rules.test.ts).
+ */
+export function endReason(o: SendObservation): AgentEndReason | undefined {
+  if (o.exited) return 'session_exit';
+  const quietMs = o.now - o.lastOutputAt;
+  if (o.promptSeen && quietMs >= o.promptGraceMs && o.topIsForeground !== false) return 'stdin_read';
+  if (o.ttyWaitConfirmed) return 'stdin_read';
+  if (quietMs >= o.idleMs) return 'inferred_idle';
+  if (o.now >= o.deadline) return 'timeout';
+  return undefined;
+}

@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from '../log.js';
+import { isAuthorized, originAllowed } from '../service/auth.js';
+import type { AgentOwner } from './agent-owner.js';
+import { AGENT_HEADER, MCP_PATH } from './mcp-constants.js';
+import { createTerminalMcpServer } from './mcp-tools.js';
+import type { TerminalToolService } from './terminal-tool-service.js';
+
+/** Largest JSON-RPC body accepted (a send's text is at most 1 MiB). */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/**
+ * A session that made no request for this long is closed (its owner enters the grace period):
+ * Streamable HTTP has no liveness of its own, and a client that exits without DELETE would
+ * otherwise hold its session forever. Long sends keep a session busy, not idle.
+ */
+const SESSION_IDLE_MS = 60 * 60 * 1000;
+const IDLE_SWEEP_MS = 60 * 1000;
+
+export interface McpHttpOptions {
+  service: TerminalToolService;
+  token: string;
+  allowedOrigins?: string[];
+  version: string;
+  log?: Logger;
+}
+
+interface McpSession {
+  transport: StreamableHTTPServerTransport;
+  owner: AgentOwner;
+  lastSeen: number;
+  inFlight: number;
+}
+
+function plain(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { 'content-type': 'text/plain', ...headers });
+  res.end(`${body}\n`);
+}
+
+function rpcError(res: ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new Error(`body larger than ${MAX_BODY_BYTES} bytes`);
+    chunks.push(c as Buffer);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+/**
+ * MCP over Streamable HTTP at `/mcp`, behind the relay's bearer token (401 without it): one MCP
+ * server and one owner per session; a session that ends (DELETE, or the service closing it)
+ * releases its owner, whose terminals then live for the grace period.
+ */
+export function createMcpHttpRoute(o: McpHttpOptions) {
+  const sessions = new Map<string, McpSession>();
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const s of sessions.values()) {
+      if (s.inFlight === 0 && now - s.lastSeen > SESSION_IDLE_MS) void s.transport.close();
+    }
+  }, IDLE_SWEEP_MS);
+  sweep.unref();
+
+  /** Passes a request to a known session, keeping its idle clock. */
+  async function forward(
+    s: McpSession,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body?: unknown,
+  ): Promise<void> {
+    s.inFlight++;
+    s.lastSeen = Date.now();
+    try {
+      await s.transport.handleRequest(req, res, body);
+    } finally {
+      s.inFlight--;
+      s.lastSeen = Date.now();
+    }
+  }
+
+  async function open(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://relay');
+    const named =
+      (req.headers[AGENT_HEADER] as string | undefined) ?? url.searchParams.get('agent') ?? undefined;
+    const owner = o.service.owner(named ? `agent:${named}` : `mcp:${randomUUID()}`);
+    const server = createTerminalMcpServer(o.service, owner, o.version);
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, owner, lastSeen: Date.now(), inFlight: 0 });
+        o.log?.info({ session: id, owner: owner.key }, 'MCP session opened');
+      },
+    });
+    transport.onclose = () => {
+      const id = transport.sessionId;
+      if (id && sessions.get(id)?.transport === transport) sessions.delete(id);
+      o.service.release(owner);
+      o.log?.info({ session: id, owner: owner.key }, 'MCP session closed');
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const path = new URL(req.url ?? '/', 'http://relay').pathname;
+    if (path !== MCP_PATH) return false;
+    if (!originAllowed(req, o.allowedOrigins ?? [])) {
+      plain(res, 403, 'forbidden');
+      return true;
+    }
+    if (!isAuthorized(req, o.token)) {
+      plain(res, 401, 'unauthorized', { 'www-authenticate': 'Bearer' });
+      return true;
+    }
+    const sid = req.headers['mcp-session-id'] as string | undefined;
+    try {
+      if (req.method === 'POST') {
+        const body = await readJson(req);
+        const known = sid ? sessions.get(sid) : undefined;
+        if (known) await forward(known, req, res, body);
+        else if (!sid && isInitializeRequest(body)) await open(req, res, body);
+        else rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'initialize first');
+        return true;
+      }
+      const known = sid ? sessions.get(sid) : undefined;
+      if (!known) rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'mcp-session-id required');
+      else await forward(known, req, res);
+    } catch (err) {
+      o.log?.warn({ err: (err as Error).message }, 'MCP request failed');
+      if (!res.headersSent) rpcError(res, 400, (err as Error).message);
+      else res.end();
+    }
+    return true;
+  }
+
+  return {
+    handle,
+    /** Ends every MCP session (their owners enter the grace period). */
+    async close(): Promise<void> {
+      clearInterval(sweep);
+      await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
+      sessions.clear();
+    },
+    get sessionCount(): number {
+      return sessions.size;
+    },
+  };
+}
+
+export type McpHttpRoute = ReturnType<typeof createMcpHttpRoute>;

@@ -1,0 +1,241 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { AgentSendResult } from '../../provider/contract.js';
+import { isPtyRelayError } from '../../provider/errors.js';
+import {
+  DEFAULT_AGENT_READ_LINES,
+  MAX_AGENT_READ_LINES,
+  MAX_AGENT_TIMEOUT_MS,
+} from '../../provider/wire/agent-messages.js';
+import type { AgentOwner } from './agent-owner.js';
+import { END_REASON_TEXT } from './end-reason-text.js';
+import type { TerminalToolService } from './terminal-tool-service.js';
+
+const SEND_DESCRIPTION = `Types text into an agent terminal (newlines are Enter; a final Enter is added unless enter is false) and waits until one of four end reasons, returned as "reason":
+- stdin_read: ${END_REASON_TEXT.stdin_read}
+- inferred_idle: ${END_REASON_TEXT.inferred_idle}
+- timeout: ${END_REASON_TEXT.timeout}
+- session_exit: ${END_REASON_TEXT.session_exit}
+Empty text types nothing and waits for the next end reason. "output" is what the terminal printed during this send as plain text, at most 256 KiB: when "truncated" is true only the newest part is shown; page back with terminal_read. One send at a time per terminal (SEND_IN_PROGRESS otherwise); terminal_read and terminal_signal work while a send waits.`;
+
+const READ_DESCRIPTION = `Reads a page of an agent terminal's text (its screen and scrollback, at least the last 10,000 lines) as plain lines, oldest first. "offset" counts lines back from the newest line (0 = the page ends with the newest line); the page covers [lineBegin, lineEnd) in that same back-from-newest count. To page further back, call again with offset = lineEnd; stop when lineEnd equals totalLines. A page holds at most "count" lines (default ${DEFAULT_AGENT_READ_LINES}) and 256 KiB ("truncated" is true when the byte bound cut it).`;
+
+/**
+ * A waiting send reports progress this often when the client asked for progress: MCP clients time
+ * requests out (the SDK's default is 60 s) unless progress resets the clock.
+ */
+const SEND_PROGRESS_MS = 10_000;
+
+type Extra = {
+  _meta?: { progressToken?: string | number };
+  sendNotification: (n: {
+    method: 'notifications/progress';
+    params: { progressToken: string | number; progress: number; message?: string };
+  }) => Promise<void>;
+};
+
+/** Runs `work`, sending a progress notification every SEND_PROGRESS_MS while it waits. */
+async function withProgress<T>(extra: Extra, work: Promise<T>, everyMs: number): Promise<T> {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return work;
+  const started = Date.now();
+  const timer = setInterval(() => {
+    const seconds = Math.round((Date.now() - started) / 1000);
+    extra
+      .sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: seconds, message: `waiting ${seconds} s` },
+      })
+      .catch(() => clearInterval(timer)); // the request's stream is gone; the send's result will say the rest
+  }, everyMs);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+const idShape = { id: z.string().min(1).describe('Terminal id from terminal_open (e.g. term-1)') };
+
+function text(s: string, structured?: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: 'text', text: s }], ...(structured ? { structuredContent: structured } : {}) };
+}
+
+export { END_REASON_TEXT };
+
+/** Runs a tool body; ptyrelay errors become tool errors the model can read (code and message). */
+async function tool(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await fn();
+  } catch (err) {
+    const msg = isPtyRelayError(err) ? `${err.code}: ${err.message}` : `error: ${(err as Error).message}`;
+    return { isError: true, content: [{ type: 'text', text: msg }] };
+  }
+}
+
+export function sendResultText(id: string, r: AgentSendResult): string {
+  const code = r.exitCode !== undefined ? ` exitCode=${r.exitCode}` : '';
+  const cut = r.truncated ? ' (output truncated: newest part shown; page back with terminal_read)' : '';
+  return `${id}: reason=${r.reason}${code} after ${r.elapsedMs} ms${cut}\n${END_REASON_TEXT[r.reason]}\n--- output ---\n${r.output}`;
+}
+
+/**
+ * An MCP server with the six terminal tools, acting for `owner` on `service`. One server per
+ * MCP session (the SDK binds a server to one transport).
+ */
+export function createTerminalMcpServer(
+  service: TerminalToolService,
+  owner: AgentOwner,
+  version: string,
+  opts: { progressMs?: number } = {},
+): McpServer {
+  const server = new McpServer(
+    { name: 'ptyrelay', version },
+    {
+      instructions:
+        'Persistent terminals on the hosts of a ptyrelay relay. Open one, then send commands and read output; the terminal keeps its cwd, environment and running programs between calls.',
+    },
+  );
+
+  server.registerTool(
+    'terminal_open',
+    {
+      description: `Opens a persistent terminal (the user's login shell, or "command") on a host and returns its id. Hosts: ${service.hosts().join(', ')}.`,
+      inputSchema: {
+        host: z.string().optional().describe('Host name (default "local")'),
+        cwd: z.string().optional().describe('Working directory (default: home)'),
+        command: z.string().optional().describe('Program to run instead of the login shell'),
+        args: z.array(z.string()).optional().describe('Arguments of command'),
+        name: z.string().optional().describe('Display name'),
+      },
+    },
+    (a) =>
+      tool(async () => {
+        const t = await service.open(owner, a.host ?? 'local', a);
+        return text(`opened ${t.id} on ${t.host} (${t.providerId}; a human can \`ptyrelay attach\` it)`, {
+          id: t.id,
+          host: t.host,
+          providerId: t.providerId,
+        });
+      }),
+  );
+
+  server.registerTool(
+    'terminal_send',
+    {
+      description: SEND_DESCRIPTION,
+      inputSchema: {
+        ...idShape,
+        text: z.string().describe('Text to type; empty to only wait'),
+        timeoutMs: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_AGENT_TIMEOUT_MS)
+          .optional()
+          .describe(`Longest wait in ms (default ${service.defaultTimeoutMs})`),
+        enter: z.boolean().optional().describe('Press Enter after the text (default true)'),
+      },
+      outputSchema: {
+        reason: z.enum(['stdin_read', 'inferred_idle', 'timeout', 'session_exit']),
+        output: z.string(),
+        truncated: z.boolean(),
+        exitCode: z.number().int().optional(),
+        elapsedMs: z.number(),
+        meaning: z.string(),
+      },
+    },
+    (a, extra) =>
+      tool(async () => {
+        const r = await withProgress(
+          extra as unknown as Extra,
+          service.send(owner, a.id, a.text, { timeoutMs: a.timeoutMs, enter: a.enter }),
+          opts.progressMs ?? SEND_PROGRESS_MS,
+        );
+        return text(sendResultText(a.id, r), { ...r, meaning: END_REASON_TEXT[r.reason] });
+      }),
+  );
+
+  server.registerTool(
+    'terminal_read',
+    {
+      description: READ_DESCRIPTION,
+      inputSchema: {
+        ...idShape,
+        offset: z.number().int().min(0).optional().describe('Lines back from the newest line (default 0)'),
+        count: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_AGENT_READ_LINES)
+          .optional()
+          .describe(`Lines wanted (default ${DEFAULT_AGENT_READ_LINES})`),
+      },
+      outputSchema: {
+        lines: z.array(z.string()),
+        lineBegin: z.number().int(),
+        lineEnd: z.number().int(),
+        totalLines: z.number().int(),
+        truncated: z.boolean(),
+      },
+    },
+    (a) =>
+      tool(async () => {
+        const r = await service.read(owner, a.id, { offset: a.offset, count: a.count });
+        const more =
+          r.lineEnd < r.totalLines ? `; older: offset=${r.lineEnd}` : '; this reaches the oldest line';
+        const head = `${a.id}: lines [${r.lineBegin}, ${r.lineEnd}) back from the newest of ${r.totalLines}${r.truncated ? ' (cut by the byte bound)' : ''}${more}`;
+        return text(`${head}\n${r.lines.join('\n')}`, { ...r });
+      }),
+  );
+
+  server.registerTool(
+    'terminal_signal',
+    {
+      description:
+        'Sends a real signal (default SIGINT, like Ctrl-C) to the foreground process group of a terminal. Works while a send is waiting; that send then ends with its end reason.',
+      inputSchema: {
+        ...idShape,
+        signal: z.string().optional().describe('INT, TERM, KILL, HUP, … (default INT)'),
+      },
+    },
+    (a) =>
+      tool(async () => {
+        const sig = await service.signal(owner, a.id, a.signal ?? 'SIGINT');
+        return text(`sent ${sig} to ${a.id}`);
+      }),
+  );
+
+  server.registerTool(
+    'terminal_list',
+    {
+      description:
+        'Lists your open agent terminals: id, host, whether a send is waiting, exit code once exited.',
+    },
+    () =>
+      tool(async () => {
+        const terms = service.list(owner);
+        const lines = terms.map(
+          (t) =>
+            `${t.id}  host=${t.host}${t.name ? ` name=${t.name}` : ''}${t.sending ? ' sending' : ''}${t.exitCode !== undefined ? ` exited=${t.exitCode}` : ''}`,
+        );
+        return text(lines.length ? lines.join('\n') : 'no terminals', { terminals: terms });
+      }),
+  );
+
+  server.registerTool(
+    'terminal_close',
+    {
+      description: 'Closes an agent terminal (its processes get SIGHUP, then SIGKILL).',
+      inputSchema: idShape,
+    },
+    (a) =>
+      tool(async () => {
+        await service.close(owner, a.id);
+        return text(`closed ${a.id}`);
+      }),
+  );
+
+  return server;
+}

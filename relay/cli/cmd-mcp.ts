@@ -1,0 +1,114 @@
+import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { AGENT_HEADER, MCP_PATH } from '../agents/mcp-constants.js';
+import { createLogger } from '../log.js';
+import { loadConfig } from '../service/config.js';
+import type { Command } from './command.js';
+import { relayEnv } from './relay-connect.js';
+
+/** JSON-RPC error code for "the relay could not be reached" answered to the MCP client. */
+const UPSTREAM_ERROR = -32000;
+
+/** Resolves when the stdio transport closes (the MCP client went away). */
+function closed(t: StdioServerTransport): Promise<void> {
+  return new Promise((resolve) => {
+    t.onclose = () => resolve();
+    process.stdin.once('end', () => void t.close());
+  });
+}
+
+/** `ws://h:p` → `http://h:p/mcp`. */
+export function mcpUrlOf(relayUrl: string): URL {
+  const u = new URL(relayUrl.replace(/^ws/, 'http'));
+  u.pathname = MCP_PATH;
+  return u;
+}
+
+/**
+ * stdio ↔ the relay's /mcp: every JSON-RPC message is passed through unchanged, so the relay
+ * holds the MCP session, the owner and its terminals; closing stdin ends the session (DELETE), and
+ * the relay keeps the terminals for its owner grace period.
+ */
+async function bridge(agent: string | undefined): Promise<number> {
+  // Loaded here: every other command starts faster without the MCP SDK.
+  const { StreamableHTTPClientTransport } = await import(
+    '@modelcontextprotocol/sdk/client/streamableHttp.js'
+  );
+  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+  const env = relayEnv();
+  const upstream = new StreamableHTTPClientTransport(mcpUrlOf(env.url), {
+    requestInit: {
+      headers: { authorization: `Bearer ${env.token}`, ...(agent ? { [AGENT_HEADER]: agent } : {}) },
+    },
+  });
+  const stdio = new StdioServerTransport();
+  const done = closed(stdio);
+  upstream.onmessage = (m: JSONRPCMessage) => {
+    const r = m as { result?: { protocolVersion?: unknown } };
+    if (typeof r.result?.protocolVersion === 'string') upstream.setProtocolVersion(r.result.protocolVersion);
+    void stdio.send(m);
+  };
+  upstream.onerror = (err) => process.stderr.write(`ptyrelay mcp: relay: ${err.message}\n`);
+  stdio.onmessage = (m: JSONRPCMessage) => {
+    upstream.send(m).catch((err: Error) => {
+      const id = (m as { id?: string | number }).id;
+      if (id !== undefined) {
+        void stdio.send({
+          jsonrpc: '2.0',
+          id,
+          error: { code: UPSTREAM_ERROR, message: `relay: ${err.message}` },
+        });
+      } else process.stderr.write(`ptyrelay mcp: relay: ${err.message}\n`);
+    });
+  };
+  await upstream.start();
+  await stdio.start();
+  await done;
+  // Ends the relay-side session so its owner's grace starts now; a relay already gone needs nothing.
+  await upstream
+    .terminateSession()
+    .catch((err: Error) => process.stderr.write(`ptyrelay mcp: ${err.message}\n`));
+  await upstream.close();
+  return 0;
+}
+
+/** The relay in this process: the local host plus the configured ones, MCP on stdio. */
+async function embedded(configPath: string | undefined, agent: string | undefined): Promise<number> {
+  const config = loadConfig(configPath);
+  const log = createLogger({ fd: 2 });
+  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+  const { createAgentService, packageVersion } = await import('../agents/agent-stack.js');
+  const { createTerminalMcpServer } = await import('../agents/mcp-tools.js');
+  const { createHostRouter } = await import('../service/host-router.js');
+  const router = createHostRouter(config, { log });
+  const service = createAgentService({ router, agents: config.agents, log: log.child({ ext: 'agents' }) });
+  const owner = service.owner(agent ? `agent:${agent}` : `stdio:${process.pid}`);
+  const server = createTerminalMcpServer(service, owner, packageVersion());
+  const stdio = new StdioServerTransport();
+  const done = closed(stdio);
+  await server.connect(stdio);
+  await done;
+  // Nobody can reach this process's terminals once it ends: close them.
+  await service.dispose();
+  await router.dispose();
+  return 0;
+}
+
+const mcp: Command = {
+  usage: 'mcp [--embedded] [--config FILE] [--agent NAME]',
+  summary: 'Serves the agent terminal tools over MCP on stdio (terminal_open/send/read/signal/list/close).',
+  help: `  By default talks to the running relay ($PTYRELAY_URL, token) through its /mcp endpoint; the
+  relay owns the terminals and keeps them for agents.ownerGraceMs after this process ends.
+  --embedded     run the relay in this process instead (the local host plus the configured hosts)
+  --config FILE  config for --embedded (default $PTYRELAY_CONFIG or ~/.config/ptyrelay/config.json)
+  --agent NAME   owner name: a later \`ptyrelay mcp --agent NAME\` finds the terminals again
+                 (within the grace period)
+See docs/agents.md for a client configuration.`,
+  options: { embedded: { type: 'boolean' }, config: { type: 'string' }, agent: { type: 'string' } },
+  run: (args) => {
+    const agent = args.values.agent as string | undefined;
+    return args.values.embedded ? embedded(args.values.config as string | undefined, agent) : bridge(agent);
+  },
+};
+
+export const mcpCommands: Record<string, Command> = { mcp };

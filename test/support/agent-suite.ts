@@ -1,0 +1,246 @@
+import { expect, it } from 'vitest';
+import type { AgentSendResult, IPtyProvider } from '../../provider/contract.js';
+import { isPtyRelayError } from '../../provider/errors.js';
+import type { AgentOwner } from '../../relay/agents/agent-owner.js';
+import { TerminalToolService } from '../../relay/agents/terminal-tool-service.js';
+
+/** What the end-reason suite runs against: one provider serving `host`. */
+export interface AgentTarget {
+  provider: IPtyProvider;
+  host: string;
+  /** Extra env for the terminal (e.g. a HOME with empty rc files). */
+  env?: Record<string, string>;
+}
+
+/** A tool service over exactly one host. */
+export function serviceFor(t: AgentTarget, ownerGraceMs = 60_000): TerminalToolService {
+  return new TerminalToolService({
+    hosts: { hosts: () => [t.host], providerFor: () => t.provider },
+    ownerGraceMs,
+  });
+}
+
+/** Idle threshold of the inferred_idle case. */
+const SHORT_IDLE_MS = 3000;
+/**
+ * Idle threshold of every other case: far above what they wait for, so that on a loaded machine
+ * (a slow python3 start) silence cannot end them early; only stdin_read, timeout or session_exit can.
+ */
+const LONG_IDLE_MS = 20_000;
+
+export async function codeOf(
+  p: Promise<unknown>,
+): Promise<{ code: string; message: string; details?: unknown }> {
+  try {
+    await p;
+  } catch (err) {
+    if (isPtyRelayError(err)) return { code: err.code, message: err.message, details: err.details };
+    throw err;
+  }
+  return { code: 'no error', message: '' };
+}
+
+/**
+ * Every end reason produced for real, and the cases where other tools report a false "done".
+ * Registers its `it`s in the caller's describe; `target()` is ready once beforeAll ran.
+ */
+export function endReasonSuite(target: () => AgentTarget): void {
+  let service: TerminalToolService;
+  let owner: AgentOwner;
+  const open = async () => {
+    const t = target();
+    service ??= serviceFor(t);
+    owner ??= service.owner('suite');
+    const term = await service.open(owner, t.host, { command: 'bash', env: t.env });
+    // The first prompt: the terminal is ready for input.
+    const first = await service.send(owner, term.id, '', { timeoutMs: 30_000, idleMs: LONG_IDLE_MS });
+    expect(first.reason).toBe('stdin_read');
+    return term.id;
+  };
+  const send = (
+    id: string,
+    text: string,
+    timeoutMs = 30_000,
+    idleMs = LONG_IDLE_MS,
+  ): Promise<AgentSendResult> => service.send(owner, id, text, { timeoutMs, idleMs });
+
+  it('`sleep 1; echo done` ends with stdin_read and exit code 0, after the work', async () => {
+    const id = await open();
+    const r = await send(id, 'sleep 1; echo do""ne');
+    expect(r.reason).toBe('stdin_read');
+    expect(r.exitCode).toBe(0);
+    expect(r.elapsedMs).toBeGreaterThanOrEqual(1000);
+    expect(r.output).toMatch(/^done$/m);
+    const failing = await send(id, 'false');
+    expect(failing).toMatchObject({ reason: 'stdin_read', exitCode: 1 });
+    await service.close(owner, id);
+  });
+
+  it('a python3 REPL waiting for input is stdin_read (from /proc), not idle', async () => {
+    const id = await open();
+    const started = await send(id, 'python3 -q');
+    expect(started.reason).toBe('stdin_read');
+    expect(started.output).toContain('>>>');
+    // No exit code: no command finished, a program asks for input.
+    expect(started.exitCode).toBeUndefined();
+    const answer = await send(id, '6*7');
+    expect(answer.reason).toBe('stdin_read');
+    expect(answer.output).toMatch(/^42$/m);
+    const back = await send(id, 'exit()');
+    expect(back).toMatchObject({ reason: 'stdin_read', exitCode: 0 });
+    await service.close(owner, id);
+  });
+
+  it('`sleep 30` with a 1 s timeout ends with timeout; SIGINT then brings the prompt back', async () => {
+    const id = await open();
+    const r = await send(id, 'sleep 30', 1000);
+    expect(r.reason).toBe('timeout');
+    expect(r.elapsedMs).toBeGreaterThanOrEqual(1000);
+    expect(r.elapsedMs).toBeLessThan(10_000);
+    expect(r.exitCode).toBeUndefined();
+    await service.signal(owner, id, 'INT');
+    const w = await send(id, '');
+    expect(w).toMatchObject({ reason: 'stdin_read', exitCode: 130 });
+    await service.close(owner, id);
+  });
+
+  it('`exit` ends with session_exit and the shell exit code', async () => {
+    const id = await open();
+    const r = await send(id, 'exit 7');
+    expect(r).toMatchObject({ reason: 'session_exit', exitCode: 7 });
+    // A later send on the exited terminal reports the same, without typing.
+    expect((await send(id, 'echo nope')).reason).toBe('session_exit');
+    expect(service.list(owner).find((t) => t.id === id)?.exitCode).toBe(7);
+    await service.close(owner, id);
+  });
+
+  it('a program that prints and then blocks on a socket (tty still open) ends with inferred_idle', async () => {
+    const id = await open();
+    const prog =
+      "python3 -c \"import socket;s=socket.socket();s.bind(('127.0.0.1',0));s.listen();print('listen'+'ing',flush=True);s.accept()\"";
+    const r = await send(id, prog, 30_000, SHORT_IDLE_MS);
+    expect(r.reason).toBe('inferred_idle');
+    expect(r.elapsedMs).toBeGreaterThanOrEqual(SHORT_IDLE_MS);
+    expect(r.output).toMatch(/^listening$/m);
+    await service.signal(owner, id, 'INT');
+    expect((await send(id, '')).reason).toBe('stdin_read');
+    await service.close(owner, id);
+  });
+
+  it('no false done: a heredoc typed as one send ends when the script has run', async () => {
+    const id = await open();
+    const r = await send(
+      id,
+      "python3 - <<'EOF'\nimport time\ntime.sleep(2)\nprint('heredoc-' + 'done')\nEOF",
+    );
+    expect(r.reason).toBe('stdin_read');
+    expect(r.elapsedMs).toBeGreaterThanOrEqual(2000);
+    expect(r.output).toMatch(/^heredoc-done$/m);
+    expect(r.exitCode).toBe(0);
+    const cat = await send(id, "cat <<'EOF'\nalpha\n$ beta\nEOF");
+    expect(cat).toMatchObject({ reason: 'stdin_read', exitCode: 0 });
+    expect(cat.output).toMatch(/^\$ beta$/m);
+    await service.close(owner, id);
+  });
+
+  it('no false done: a changed PS1 still ends at the real prompt', async () => {
+    const id = await open();
+    expect((await send(id, "PS1='custom> '")).reason).toBe('stdin_read');
+    const r = await send(id, 'sleep 2; echo ps1-ok');
+    expect(r.reason).toBe('stdin_read');
+    expect(r.elapsedMs).toBeGreaterThanOrEqual(2000);
+    expect(r.output).toMatch(/^ps1-ok$/m);
+    expect(r.output).toContain('custom>');
+    expect(r.exitCode).toBe(0);
+    await service.close(owner, id);
+  });
+
+  it('no false done: a fake `$ ` prompt followed by 2 s of work', async () => {
+    const id = await open();
+    const r = await send(
+      id,
+      `python3 -c "import sys,time; sys.stdout.write('\\$ '); sys.stdout.flush(); time.sleep(2); print('wor' + 'ked')"`,
+    );
+    expect(r.reason).toBe('stdin_read');
+    expect(r.elapsedMs).toBeGreaterThanOrEqual(2000);
+    expect(r.output).toMatch(/^\$ worked$/m);
+    expect(r.exitCode).toBe(0);
+    await service.close(owner, id);
+  });
+
+  it('SEND_IN_PROGRESS names the terminal; read and signal do not wait behind the send; SIGINT stops `sleep 100`', async () => {
+    const id = await open();
+    const t0 = Date.now();
+    const long = send(id, 'sleep 100', 60_000);
+    const second = await codeOf(send(id, 'echo second'));
+    expect(second.code).toBe('SEND_IN_PROGRESS');
+    expect(second.message).toContain(id);
+    expect(second.details).toEqual({ id });
+    await new Promise((r) => setTimeout(r, 300));
+    const page = await service.read(owner, id, { count: 5 });
+    expect(page.lines.join('\n')).toContain('sleep 100');
+    // Far below the 100 s the send waits for: the read did not queue behind it.
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    await service.signal(owner, id, 'SIGINT');
+    const r = await long;
+    expect(r).toMatchObject({ reason: 'stdin_read', exitCode: 130 });
+    expect(r.elapsedMs).toBeLessThan(30_000);
+    const next = await send(id, 'echo after-$((40+2))');
+    expect(next).toMatchObject({ reason: 'stdin_read', exitCode: 0 });
+    expect(next.output).toMatch(/^after-42$/m);
+    await service.close(owner, id);
+  });
+
+  it('reads page back over 20,000 lines: half-open ranges, no gaps, at least the last 10,000 lines', async () => {
+    const id = await open();
+    expect((await send(id, 'seq 1 20000', 60_000)).reason).toBe('stdin_read');
+    const numbers: number[] = [];
+    let offset = 0;
+    for (;;) {
+      const p = await service.read(owner, id, { offset, count: 700 });
+      expect(p.lineBegin).toBe(offset);
+      expect(p.lineEnd).toBe(offset + p.lines.length);
+      const nums = p.lines.filter((l) => /^\d+$/.test(l)).map(Number);
+      numbers.unshift(...nums);
+      if (p.lineEnd >= p.totalLines || p.lines.length === 0) break;
+      offset = p.lineEnd;
+    }
+    expect(numbers[numbers.length - 1]).toBe(20000);
+    // Consecutive down to the oldest retained line, which is at least 10,000 back.
+    expect(numbers[0]).toBeLessThanOrEqual(10_001);
+    numbers.forEach((n, i) => {
+      expect(n).toBe(numbers[0] + i);
+    });
+    // The default page is 500 lines.
+    expect((await service.read(owner, id)).lines.length).toBe(500);
+    await service.close(owner, id);
+  });
+
+  it('a 10 MB output comes back truncated at 256 KiB (UTF-8 intact, newest part) and flagged', async () => {
+    const id = await open();
+    const gen =
+      "python3 -c \"import sys; w=sys.stdout.write; [w('%08d é %s\\n' % (i, 'x'*88)) for i in range(105000)]\"";
+    const r = await send(id, gen, 120_000);
+    expect(r.reason).toBe('stdin_read');
+    expect(r.truncated).toBe(true);
+    const bytes = Buffer.byteLength(r.output, 'utf8');
+    expect(bytes).toBeLessThanOrEqual(256 * 1024);
+    expect(bytes).toBeGreaterThan(200 * 1024);
+    expect(r.output).not.toContain('\ufffd');
+    expect(r.output).toContain(`00104999 é ${'x'.repeat(88)}`);
+    expect(r.output).not.toContain('00000000 é');
+    const page = await service.read(owner, id, { count: 100_000 });
+    expect(page.truncated).toBe(true);
+    expect(Buffer.byteLength(page.lines.join('\n'), 'utf8')).toBeLessThanOrEqual(256 * 1024);
+    expect(page.lines.length).toBeGreaterThan(2000);
+    await service.close(owner, id);
+  });
+
+  it('closing the service leaves no terminal behind', async () => {
+    const id = await open();
+    const providerId = service.list(owner).find((t) => t.id === id)!.providerId;
+    await service.dispose();
+    const left = await target().provider.listProcesses();
+    expect(left.filter((p) => p.id === providerId && !p.exited)).toEqual([]);
+  });
+}
