@@ -18,6 +18,11 @@ export interface HostLinkOptions {
    * step that finds every pending attempt stalled starts a fresh one beside them. Default 1.
    */
   maxConcurrentAttempts?: number;
+  /**
+   * A first contact (no link yet in this process) fails its waiters at the first failed attempt,
+   * whatever the cause, instead of climbing the ladder: the ladder is for links that were up.
+   */
+  failFirstContact?: boolean;
   log?: Logger;
   /** Runs after every successful (re)connect, before waiters get the client (reattach, resend input). */
   onConnected: (client: StubClient, reconnect: boolean) => Promise<void>;
@@ -160,8 +165,10 @@ export class HostLink {
   private attemptFailed(err: Error, reconnect: boolean): void {
     const e = err instanceof PtyRelayError ? err : new PtyRelayError('CONNECT_FAILED', String(err));
     this.lastError = e;
-    // Configuration and trust problems do not heal by retrying: fail fast on first contact.
-    if (!reconnect && !e.retryable) {
+    // Configuration and trust problems do not heal by retrying: fail fast on first contact. A host
+    // that never answered is most likely misconfigured (address, port, name): so is any failure
+    // of a first contact where the provider says so.
+    if (!reconnect && (!e.retryable || this.opts.failFirstContact)) {
       this.stopConnecting();
       this.setState({ state: 'idle' });
       this.rejectWaiters(e);

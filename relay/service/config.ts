@@ -146,7 +146,7 @@ function validateHost(name: string, raw: unknown): SshHostConfig {
     const v = optString(o, k, field);
     if (v !== undefined) out[k] = v;
   }
-  const policy = oneOf(o, 'hostKeyPolicy', field, ['strict', 'accept-new'] as const);
+  const policy = oneOf(o, 'hostKeyPolicy', field, ['strict', 'ask', 'accept-new', 'no'] as const);
   if (policy !== undefined) out.hostKeyPolicy = policy;
   const agent = optBoolean(o, 'useAgent', field);
   if (agent !== undefined) out.useAgent = agent;

@@ -1,3 +1,4 @@
+import type { LookupFunction } from 'node:net';
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { shellQuote } from '../deploy/shell-quote.js';
@@ -39,6 +40,8 @@ export interface SshPtyProviderOptions {
   link?: LinkPolicy;
   /** Identity toward daemons; reuse it across restarts to keep credit claims (default: random). */
   relayId?: string;
+  /** Name resolver for host names (default: the system's; tests inject one so no DNS query leaves). */
+  lookup?: LookupFunction;
 }
 
 interface HostLink {
@@ -46,6 +49,25 @@ interface HostLink {
   client: StubClient;
   deploy: DeployResult;
   via: 'streamlocal' | 'exec';
+}
+
+/** Host key errors name the command that fixes them (the relay's host name, not the address). */
+function withHostHint(host: string, err: unknown): unknown {
+  if (!(err instanceof PtyRelayError)) return err;
+  const details = { ...err.details, host };
+  if (err.code === 'HOSTKEY_UNKNOWN')
+    return new PtyRelayError(
+      err.code,
+      `${host}: ${err.message}; to trust it: ptyrelay hosts trust ${host}`,
+      details,
+    );
+  if (err.code === 'HOSTKEY_MISMATCH')
+    return new PtyRelayError(
+      err.code,
+      `${host}: ${err.message}; if the host was reinstalled: ptyrelay hosts trust ${host} --replace`,
+      details,
+    );
+  return new PtyRelayError(err.code, `${host}: ${err.message}`, details);
 }
 
 /**
@@ -61,6 +83,7 @@ export class SshPtyProvider extends StubBackedProvider {
   private readonly knownSocket = new Map<string, string>();
   protected readonly log: Logger;
   protected override readonly reconnectAttempts = RACING_RECONNECT_ATTEMPTS;
+  protected override readonly failFirstContact = true;
 
   constructor(private readonly opts: SshPtyProviderOptions) {
     super();
@@ -149,6 +172,9 @@ export class SshPtyProvider extends StubBackedProvider {
       resolveJump,
       signal: attempt.signal,
       onReceive: () => attempt.progress(),
+      lookup: this.opts.lookup,
+    }).catch((err: unknown) => {
+      throw withHostHint(host, err);
     });
     progress(host, { step: 'connected', message: `connected in ${Date.now() - t0} ms` });
     const closeOnAbort = () => ssh.close();

@@ -76,6 +76,8 @@ export abstract class StubBackedProvider implements IPtyProvider {
    * than one where an attempt can hang on a network that swallows packets (SSH).
    */
   protected readonly reconnectAttempts: number = 1;
+  /** A first contact fails at its first failed attempt instead of retrying (HostLinkOptions). */
+  protected readonly failFirstContact: boolean = false;
   /**
    * Opens a fresh stub link to `host` (connect, deploy, handshake). Called again on every reconnect,
    * possibly for several racing attempts at once: an attempt stops when `attempt.signal` aborts, and
@@ -99,7 +101,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
         // rides on the host's connection, so its attempts never race.
         ...(legacy
           ? { ladder: { ...this.linkPolicy.ladder, giveUpAfter: LEGACY_RETRIES } }
-          : { maxConcurrentAttempts: this.reconnectAttempts }),
+          : { maxConcurrentAttempts: this.reconnectAttempts, failFirstContact: this.failFirstContact }),
         log: this.log,
         onConnected: (c, reconnect) => this.onConnected(host, c, reconnect),
         onDisconnected: () => this.inputChannel(host).disconnect(),
