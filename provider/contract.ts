@@ -196,8 +196,16 @@ export type LinkState =
   | { state: 'idle' }
   | { state: 'connecting' }
   | { state: 'connected' }
-  | { state: 'reconnecting'; attempt: number; nextInMs: number; lastError?: string }
-  | { state: 'lost'; reason: string };
+  | { state: 'reconnecting'; attempt: number; nextInMs: number; lastError?: string; cause?: LinkCause }
+  | { state: 'lost'; reason: string; cause?: LinkCause };
+
+/**
+ * What an outage is down to, for people: `network` (timeouts, unreachable, name resolution),
+ * `sshd` (refused, closed or reset by the host: sshd or the machine is down), `auth`, `hostkey`,
+ * `daemon` (the stub daemon or its install), `relay` (the client's link to the relay), `link`
+ * (anything else).
+ */
+export type LinkCause = 'network' | 'sshd' | 'auth' | 'hostkey' | 'daemon' | 'relay' | 'link';
 
 export interface LinkStateEvent {
   host: string;

@@ -4,7 +4,9 @@ import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
 import type { StubClient } from '../stub-link/stub-client.js';
 import { AttemptRace, type RaceAttempt } from './attempt-race.js';
+import { linkCauseOf } from './link-cause.js';
 import { LinkHealth, type LinkHealthOptions } from './link-health.js';
+import { PROBE_INTERVAL_MS, type ReachabilityProbe } from './reachability-probe.js';
 import { ReconnectLadder, type ReconnectLadderOptions } from './reconnect-ladder.js';
 
 /** Health ticks: often enough to notice a dead link within a second of the deadline. */
@@ -23,6 +25,11 @@ export interface HostLinkOptions {
    * whatever the cause, instead of climbing the ladder: the ladder is for links that were up.
    */
   failFirstContact?: boolean;
+  /**
+   * Asked every second while reconnecting and the next ladder step is further away than that:
+   * when the host answers again after not answering, the next step runs at once.
+   */
+  probe?: ReachabilityProbe;
   log?: Logger;
   /** Runs after every successful (re)connect, before waiters get the client (reattach, resend input). */
   onConnected: (client: StubClient, reconnect: boolean) => Promise<void>;
@@ -52,6 +59,10 @@ export class HostLink {
   private healthTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private everConnected = false;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private probeAbort: AbortController | undefined;
+  /** The last probe's answer in this outage (undefined before the first). */
+  private hostAnswered: boolean | undefined;
 
   constructor(
     readonly host: string,
@@ -121,8 +132,10 @@ export class HostLink {
     });
     this.race = race;
     this.lastError = dropped;
-    if (reconnect) this.armStep();
-    else {
+    if (reconnect) {
+      this.armStep();
+      this.startProbing();
+    } else {
       this.setState({ state: 'connecting' });
       race.step();
     }
@@ -220,18 +233,58 @@ export class HostLink {
     const lastError = this.lastError?.message;
     const c = this.current;
     if (c.state === 'reconnecting' && c.attempt === attempt && c.lastError === lastError) return;
-    this.setState({ state: 'reconnecting', attempt, nextInMs: Math.max(0, at - Date.now()), lastError });
+    const cause = this.lastError ? linkCauseOf(this.lastError) : undefined;
+    this.setState({
+      state: 'reconnecting',
+      attempt,
+      nextInMs: Math.max(0, at - Date.now()),
+      ...(lastError !== undefined ? { lastError } : {}),
+      ...(cause ? { cause } : {}),
+    });
+  }
+
+  /** While reconnecting: a probe a second; a host that answers again gets the next step at once. */
+  private startProbing(): void {
+    const probe = this.opts.probe;
+    if (!probe || this.probeTimer) return;
+    this.hostAnswered = undefined;
+    this.probeTimer = setInterval(() => {
+      const next = this.nextStep;
+      if (this.probeAbort || !next || next.at - Date.now() <= PROBE_INTERVAL_MS) return;
+      const abort = new AbortController();
+      this.probeAbort = abort;
+      void probe(abort.signal).then((answers) => {
+        if (this.probeAbort !== abort) return;
+        this.probeAbort = undefined;
+        const returned = answers && this.hostAnswered === false;
+        this.hostAnswered = answers;
+        if (!returned || !this.stepTimer) return;
+        this.opts.log?.info({ host: this.host }, 'host answers again: reconnecting now');
+        clearTimeout(this.stepTimer);
+        this.step();
+      });
+    }, PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
+  }
+
+  private stopProbing(): void {
+    clearInterval(this.probeTimer);
+    this.probeTimer = undefined;
+    this.probeAbort?.abort();
+    this.probeAbort = undefined;
   }
 
   private giveUp(): void {
     const reason = this.lastError?.message ?? 'no attempt succeeded';
+    const cause = this.lastError ? linkCauseOf(this.lastError) : undefined;
     this.stopConnecting();
-    this.setState({ state: 'lost', reason });
+    this.setState({ state: 'lost', reason, ...(cause ? { cause } : {}) });
     this.rejectWaiters(new PtyRelayError('LINK_CLOSED', `gave up on ${this.host}: ${reason}`));
   }
 
   /** Ends the race under way (its pending attempts are aborted) and the ladder's timer. */
   private stopConnecting(): void {
+    this.stopProbing();
     this.race?.abandon();
     this.race = undefined;
     clearTimeout(this.stepTimer);
@@ -253,7 +306,11 @@ export class HostLink {
       if (v === 'probe') client.ping().catch(() => {});
       else if (v === 'dead') {
         this.opts.log?.warn({ host: this.host }, 'link declared dead');
-        client.close();
+        client.close(
+          new PtyRelayError('LINK_CLOSED', `no answer from ${this.host}: the link went silent`, {
+            cause: 'timeout',
+          }),
+        );
       }
     }, HEALTH_TICK_MS);
     this.healthTimer.unref();

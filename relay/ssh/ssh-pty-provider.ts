@@ -5,9 +5,11 @@ import { shellQuote } from '../deploy/shell-quote.js';
 import { type DeployProgress, type DeployResult, StubDeployer } from '../deploy/stub-deployer.js';
 import { createLogger, type Logger } from '../log.js';
 import type { RaceAttempt } from '../reconnect/attempt-race.js';
+import { type ReachabilityProbe, sshBannerProbe } from '../reconnect/reachability-probe.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
-import { resolveHost, type SshHostConfig } from './host-config.js';
+import { causeOfErrno, describeCause } from './connect-cause.js';
+import { parseJumpChain, parseJumpSpec, type ResolvedHost, resolveHost, type SshHostConfig } from './host-config.js';
 import { connectSsh, type SshConnection } from './host-connection.js';
 import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
 
@@ -49,6 +51,27 @@ interface HostLink {
   client: StubClient;
   deploy: DeployResult;
   via: 'streamlocal' | 'exec';
+}
+
+/** LINK_CLOSED for an SSH connection that failed (`err`) or that the host closed. */
+function sshLost(host: string, err?: Error): PtyRelayError {
+  if (!err) return new PtyRelayError('LINK_CLOSED', `SSH connection to ${host} closed by the host`, { cause: 'closed' });
+  const cause = causeOfErrno(err) ?? 'reset';
+  return new PtyRelayError('LINK_CLOSED', `SSH connection to ${host} lost: ${describeCause(cause)} (${err.message})`, {
+    cause,
+  });
+}
+
+/** The first host a connection to `h` reaches over TCP: its first ProxyJump hop, or itself. */
+function firstHop(
+  h: ResolvedHost,
+  resolveJump: (spec: string) => ResolvedHost | undefined,
+): { hostName: string; port: number } {
+  const hops = h.proxyJump && h.proxyJump !== 'none' ? parseJumpChain(h.proxyJump) : [];
+  if (hops.length === 0) return h;
+  const spec = parseJumpSpec(hops[0]!);
+  const jh = resolveJump(hops[0]!) ?? resolveHost({ host: spec.host, user: spec.user, port: spec.port });
+  return jh.proxyJump && hops.length === 1 ? firstHop(jh, resolveJump) : jh;
 }
 
 /** Host key errors name the command that fixes them (the relay's host name, not the address). */
@@ -217,6 +240,26 @@ export class SshPtyProvider extends StubBackedProvider {
     }
   }
 
+  /** An SSH banner from the host, or its first jump host, says it is back. */
+  protected override reachabilityProbe(host: string): ReachabilityProbe | undefined {
+    const cfg = this.opts.hosts[host];
+    if (!cfg) return undefined;
+    const lookup = this.opts.lookup;
+    return (signal) => {
+      let first: { hostName: string; port: number };
+      try {
+        first = firstHop(resolveHost(cfg), (spec) => {
+          const named = this.opts.hosts[spec];
+          return named ? resolveHost(named) : undefined;
+        });
+      } catch (err) {
+        this.log.debug({ host, err: (err as Error).message }, 'no reachability probe');
+        return Promise.resolve(false);
+      }
+      return sshBannerProbe(first.hostName, first.port, lookup)(signal);
+    };
+  }
+
   /** Makes a won attempt's connection the host's link (one at a time: the race has one winner). */
   private register(host: string, link: HostLink, channel: StubChannel): void {
     this.deployed.set(host, link.deploy);
@@ -227,12 +270,25 @@ export class SshPtyProvider extends StubBackedProvider {
       channel.legacy.map((l) => l.buildId),
     );
     this.links.set(host, link);
+    // Why the link went, for the status a person sees: the SSH connection's own error, or the host
+    // closing it (sshd gone), rather than "stub link closed".
+    let sshError: Error | undefined;
+    let sshClosed = false;
+    const reason = (): PtyRelayError | undefined =>
+      sshError ? sshLost(host, sshError) : sshClosed ? sshLost(host) : undefined;
+    link.client.closeReason = reason;
+    link.ssh.client.on('error', (e) => {
+      sshError ??= e;
+    });
     const drop = () => {
       if (this.links.get(host) === link) this.links.delete(host);
-      link.client.close();
+      link.client.close(reason());
       link.ssh.close();
     };
-    link.ssh.client.once('close', drop);
+    link.ssh.client.once('close', () => {
+      sshClosed = true;
+      drop();
+    });
     link.client.closed.on(drop);
   }
 

@@ -24,6 +24,7 @@ import type { Logger } from '../log.js';
 import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { HostLink } from '../reconnect/host-link.js';
 import { InputChannel } from '../reconnect/input-channel.js';
+import type { ReachabilityProbe } from '../reconnect/reachability-probe.js';
 import { AckScheduler } from './ack-scheduler.js';
 import type { LinkPolicy } from './link-policy.js';
 import { reattachSessions } from './reattach-sessions.js';
@@ -85,6 +86,11 @@ export abstract class StubBackedProvider implements IPtyProvider {
    */
   protected abstract openLink(host: string, attempt: RaceAttempt): Promise<StubClient>;
 
+  /** How to tell, cheaply and often, that `host` answers again after an outage (none by default). */
+  protected reachabilityProbe(_host: string): ReachabilityProbe | undefined {
+    return undefined;
+  }
+
   /** The connected client of `host`, connecting or waiting for a reconnect as needed. */
   protected link(host: string): Promise<StubClient> {
     if (this.disposed) return Promise.reject(new PtyRelayError('DISPOSED', 'provider was disposed'));
@@ -101,7 +107,11 @@ export abstract class StubBackedProvider implements IPtyProvider {
         // rides on the host's connection, so its attempts never race.
         ...(legacy
           ? { ladder: { ...this.linkPolicy.ladder, giveUpAfter: LEGACY_RETRIES } }
-          : { maxConcurrentAttempts: this.reconnectAttempts, failFirstContact: this.failFirstContact }),
+          : {
+              maxConcurrentAttempts: this.reconnectAttempts,
+              failFirstContact: this.failFirstContact,
+              probe: this.reachabilityProbe(host),
+            }),
         log: this.log,
         onConnected: (c, reconnect) => this.onConnected(host, c, reconnect),
         onDisconnected: () => this.inputChannel(host).disconnect(),
