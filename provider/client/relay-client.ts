@@ -61,6 +61,8 @@ export interface RelayClientOptions {
   heartbeatMs?: number;
   /** How long a reconnect waits for sessions to re-attach before resending input (default 5 s). */
   reattachWaitMs?: number;
+  /** Input queued while the relay is unreachable for longer than this is discarded (default 30 s). */
+  maxQueueAgeMs?: number;
 }
 
 /**
@@ -88,7 +90,9 @@ export class RelayClient implements IPtyProvider {
     this.clientId = opts.clientId ?? `client-${randomUUID()}`;
     this.instanceId = opts.instanceId ?? randomUUID();
     this.manualAck = opts.manualAck === true;
-    this.input = new ClientInputQueue((frame) => this.link.sendBinary(frame));
+    this.input = new ClientInputQueue((frame) => this.link.sendBinary(frame), {
+      maxQueueAgeMs: opts.maxQueueAgeMs,
+    });
     this.link = new RelayLink(opts, {
       handshake: () => this.handshake(),
       notification: (m, p) => {
@@ -168,10 +172,20 @@ export class RelayClient implements IPtyProvider {
     }
   }
 
-  /** Stops receiving a session's events (the PTY keeps running). Not part of IPtyProvider. */
+  /**
+   * Stops receiving a session's events (the PTY keeps running). Input for it still queued during
+   * an outage, here or at the relay, is discarded (those writes fail with INPUT_EXPIRED). Not
+   * part of IPtyProvider.
+   */
   async detach(id: string): Promise<void> {
     this.streams.forget(globalId(id));
+    this.input.dropQueued({ id }, 'detached');
     await this.link.call(RelayMethod.detach, { id }, true);
+  }
+
+  /** Writes still waiting for the relay's acknowledgement. */
+  get pendingInputCount(): number {
+    return this.input.pendingCount;
   }
 
   async write(id: string, data: string | Uint8Array): Promise<void> {

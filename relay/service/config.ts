@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_MAX_QUEUE_AGE_MS } from '../../provider/input-queue.js';
 import type { SshHostConfig } from '../ssh/host-config.js';
 import {
   configError,
@@ -75,6 +76,23 @@ export interface RelayConfig {
   flowControl: FlowControlConfig;
   /** Browser Origins allowed to connect (clients that send no Origin are always allowed). */
   allowedOrigins: string[];
+  /** Input typed during an outage (docs/config.md, `input`). */
+  input: InputConfig;
+}
+
+/** Input queued while a host is unreachable (docs/config.md, `input`). */
+export interface InputConfig {
+  /** Queued input older than this is discarded instead of sent, and its sender is told. */
+  maxQueueAgeMs: number;
+}
+
+export const DEFAULT_INPUT: InputConfig = { maxQueueAgeMs: DEFAULT_MAX_QUEUE_AGE_MS };
+
+function validateInput(raw: unknown): InputConfig {
+  const o = object(raw, 'input');
+  onlyKeys(o, Object.keys(DEFAULT_INPUT), 'input');
+  // At least a second (a keystroke in flight is older than that only during an outage); at most a day.
+  return { maxQueueAgeMs: integer(o, 'maxQueueAgeMs', 'input', 1000, 86_400_000, DEFAULT_INPUT.maxQueueAgeMs) };
 }
 
 export const DEFAULT_LIMITS: RelayLimits = {
@@ -98,7 +116,7 @@ export const DEFAULT_FLOW_CONTROL: FlowControlConfig = {
   stubPendingCap: 64 * MiB,
 };
 
-const TOP_KEYS = ['$schema', 'listen', 'hosts', 'limits', 'flowControl', 'allowedOrigins'] as const;
+const TOP_KEYS = ['$schema', 'listen', 'hosts', 'limits', 'flowControl', 'allowedOrigins', 'input'] as const;
 const HOST_KEYS = [
   'host',
   'port',
@@ -279,6 +297,7 @@ export function validateConfig(raw: unknown): RelayConfig {
     limits,
     flowControl,
     allowedOrigins: validateOrigins(top.allowedOrigins),
+    input: validateInput(top.input),
   };
 }
 

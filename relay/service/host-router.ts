@@ -35,7 +35,7 @@ export function createHostRouter(
   ];
   // The service acknowledges output for its consumers (relay/service/terminal-credit.ts), so a
   // program is paused only when every consumer that watches it is behind.
-  const link = { manualAck: true };
+  const link = { manualAck: true, maxInputAgeMs: config.input.maxQueueAgeMs };
   const local = new LocalPtyProvider({
     link,
     runtimeDir: opts.localRuntimeDir,

@@ -104,6 +104,8 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     fanout.dropSink(cs.conn);
     const slot = cs.slot;
     if (slot && slot.owner === cs) {
+      // Input this client typed during a host outage is not sent once it has gone away.
+      for (const p of router.providers()) p.dropQueuedInput?.(slot.key, undefined, 'gone');
       slot.owner = undefined;
       slot.ledger.sink = undefined;
       slot.expiry = setTimeout(() => ledgers.delete(slot.key), LEDGER_TTL_MS);
@@ -263,7 +265,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     if (!ledger.receive(inputSeq)) return;
     let done: Promise<void>;
     try {
-      done = owned(cs, id).write(id, data);
+      done = owned(cs, id).write(id, data, { owner: cs.slot!.key });
     } catch (err) {
       done = Promise.reject(err);
     }
@@ -343,8 +345,12 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     [RelayMethod.spawn]: spawn,
     [RelayMethod.attach]: attach,
     [RelayMethod.detach]: async (conn, params) => {
-      const a = fanout.attachment(conn, termId(params.id));
+      const id = termId(params.id);
+      const a = fanout.attachment(conn, id);
       if (a) fanout.detach(a);
+      // What this client typed during an outage and is still queued goes with it (INPUT_EXPIRED).
+      const owner = state(conn).slot?.key;
+      if (owner) providerForId(id).dropQueuedInput?.(owner, id, 'detached');
       return {};
     },
     [RelayMethod.resize]: onTerminal((p, id, q) => p.resize(id, q.cols as number, q.rows as number)),

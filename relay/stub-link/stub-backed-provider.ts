@@ -13,6 +13,7 @@ import type {
   PtyReattachEvent,
   PtySpawnOptions,
   PtySpawnResult,
+  PtyWriteOptions,
   ScreenSnapshot,
   ShutdownOptions,
   Unsubscribe,
@@ -130,7 +131,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
   protected inputChannel(host: string): InputChannel {
     let c = this.inputs.get(host);
     if (!c) {
-      c = new InputChannel();
+      c = new InputChannel({ maxQueueAgeMs: this.linkPolicy.maxInputAgeMs });
       this.inputs.set(host, c);
     }
     return c;
@@ -273,13 +274,28 @@ export abstract class StubBackedProvider implements IPtyProvider {
     return this.toResult(host, result, blob);
   }
 
-  async write(id: string, data: string | Uint8Array): Promise<void> {
+  async write(id: string, data: string | Uint8Array, opts: PtyWriteOptions = {}): Promise<void> {
     const { host, localId } = this.resolve(id);
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     const link = this.hostLink(host);
     // First contact must succeed before input can be queued; later outages queue it.
     if (link.state.state === 'idle' || link.state.state === 'connecting') await link.get();
-    await this.inputChannel(host).submit(localId, bytes);
+    await this.inputChannel(host).submit(localId, bytes, opts.owner);
+  }
+
+  /**
+   * Discards input queued during an outage and not sent yet, of `owner` (for terminal `id`, or
+   * on every host): it detached (`detached`) or its connection went away (`gone`). Returns the
+   * bytes discarded; their writes fail with INPUT_EXPIRED.
+   */
+  dropQueuedInput(owner: string, id: string | undefined, reason: 'detached' | 'gone'): number {
+    if (id !== undefined) {
+      const { host, localId } = this.resolve(id);
+      return this.inputs.get(host)?.dropQueued({ owner, id: localId }, reason) ?? 0;
+    }
+    let bytes = 0;
+    for (const c of this.inputs.values()) bytes += c.dropQueued({ owner }, reason);
+    return bytes;
   }
 
   protected async call<T>(
