@@ -36,7 +36,10 @@ export interface InputQueueOptions {
 /** Cumulative acknowledgement: everything with seq <= upTo is done; `failed` ones with their error. */
 export interface InputAck {
   upTo: number;
-  failed?: { inputSeq: number; error: { code: string; message: string; details?: Record<string, unknown> } }[];
+  failed?: {
+    inputSeq: number;
+    error: { code: string; message: string; details?: Record<string, unknown> };
+  }[];
 }
 
 /**
@@ -107,9 +110,13 @@ export class InputQueue {
       if (p.sentTo !== undefined && (forgotten || p.sentTo !== target)) {
         this.pending.splice(i, 1);
         p.reject(
-          new PtyRelayError('LINK_CLOSED', `${this.opts.peer ?? 'the link'} lost track of this input while it was in flight`, {
-            maybeApplied: true,
-          }),
+          new PtyRelayError(
+            'LINK_CLOSED',
+            `${this.opts.peer ?? 'the link'} lost track of this input while it was in flight`,
+            {
+              maybeApplied: true,
+            },
+          ),
         );
         continue;
       }
@@ -180,11 +187,15 @@ export class InputQueue {
             ? 'its sender detached'
             : 'its sender went away';
       p.reject(
-        new PtyRelayError('INPUT_EXPIRED', `${p.data.length} bytes of input for ${p.id} were not sent: ${why}`, {
-          bytes: p.data.length,
-          reason,
-          ...(p.sentTo !== undefined ? { maybeApplied: true } : {}),
-        }),
+        new PtyRelayError(
+          'INPUT_EXPIRED',
+          `${p.data.length} bytes of input for ${p.id} were not sent: ${why}`,
+          {
+            bytes: p.data.length,
+            reason,
+            ...(p.sentTo !== undefined ? { maybeApplied: true } : {}),
+          },
+        ),
       );
     }
     return bytes;

@@ -11,7 +11,10 @@ export { MAX_QUEUED_INPUT_BYTES } from '../input-queue.js';
  * application. Frames queued while no relay was reachable are sent normally, unless they aged out.
  */
 export class ClientInputQueue extends InputQueue {
-  constructor(sendFrame: (frame: Uint8Array) => boolean, opts: { maxQueuedBytes?: number; maxQueueAgeMs?: number } = {}) {
+  constructor(
+    sendFrame: (frame: Uint8Array) => boolean,
+    opts: { maxQueuedBytes?: number; maxQueueAgeMs?: number } = {},
+  ) {
     super({ send: (p) => sendFrame(encodeInputFrame(p.id, p.seq, p.data)), peer: 'the relay', ...opts });
   }
 }

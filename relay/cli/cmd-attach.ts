@@ -104,12 +104,14 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
         // Input still queued for an outage is dropped with the detach; wait to hear how much.
         await client.detach(result.attach.id).catch(() => {});
         const until = Date.now() + DETACH_SETTLE_MS;
-        while (client.pendingInputCount > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+        while (client.pendingInputCount > 0 && Date.now() < until)
+          await new Promise((r) => setTimeout(r, 20));
       }
     } finally {
       status.clear();
     }
-    if (unsent > 0) process.stderr.write(`\r\nptyrelay: ${unsent} bytes typed during the outage were not sent\r\n`);
+    if (unsent > 0)
+      process.stderr.write(`\r\nptyrelay: ${unsent} bytes typed during the outage were not sent\r\n`);
     process.stderr.write(
       ending(result.why, result.attach.id, result.exit, `ptyrelay attach ${result.attach.id}`),
     );

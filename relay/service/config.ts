@@ -92,7 +92,9 @@ function validateInput(raw: unknown): InputConfig {
   const o = object(raw, 'input');
   onlyKeys(o, Object.keys(DEFAULT_INPUT), 'input');
   // At least a second (a keystroke in flight is older than that only during an outage); at most a day.
-  return { maxQueueAgeMs: integer(o, 'maxQueueAgeMs', 'input', 1000, 86_400_000, DEFAULT_INPUT.maxQueueAgeMs) };
+  return {
+    maxQueueAgeMs: integer(o, 'maxQueueAgeMs', 'input', 1000, 86_400_000, DEFAULT_INPUT.maxQueueAgeMs),
+  };
 }
 
 export const DEFAULT_LIMITS: RelayLimits = {

@@ -48,18 +48,26 @@ export function causeOfErrno(err: unknown): ConnectCause | undefined {
 export function socketError(err: NodeJS.ErrnoException, where: string): PtyRelayError {
   const cause = causeOfErrno(err) ?? 'unreachable';
   const code = cause === 'timeout' ? 'TIMEOUT' : 'CONNECT_FAILED';
-  return new PtyRelayError(code, `cannot connect to ${where}: ${describeCause(cause)} (${err.code ?? err.message})`, {
-    cause,
-    ...(err.code ? { errno: err.code } : {}),
-  });
+  return new PtyRelayError(
+    code,
+    `cannot connect to ${where}: ${describeCause(cause)} (${err.code ?? err.message})`,
+    {
+      cause,
+      ...(err.code ? { errno: err.code } : {}),
+    },
+  );
 }
 
 /** The typed error of a connect that did not finish within `ms`. */
 export function timeoutError(what: string, where: string, ms: number): PtyRelayError {
-  return new PtyRelayError('TIMEOUT', `${what} to ${where} timed out after ${ms} ms: ${describeCause('timeout')}`, {
-    cause: 'timeout',
-    timeoutMs: ms,
-  });
+  return new PtyRelayError(
+    'TIMEOUT',
+    `${what} to ${where} timed out after ${ms} ms: ${describeCause('timeout')}`,
+    {
+      cause: 'timeout',
+      timeoutMs: ms,
+    },
+  );
 }
 
 /** `details.cause` of a PtyRelayError, when it is a connect cause. */

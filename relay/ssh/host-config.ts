@@ -83,7 +83,8 @@ export function resolveHost(cfg: SshHostConfig, home = process.env.HOME || homed
   try {
     fromFile = loadUserSshConfig(home, cfg.host, localUser);
   } catch (err) {
-    if (err instanceof SshConfigError) throw new PtyRelayError('CONFIG_INVALID', err.message, { host: cfg.host });
+    if (err instanceof SshConfigError)
+      throw new PtyRelayError('CONFIG_INVALID', err.message, { host: cfg.host });
     throw new PtyRelayError('CONFIG_INVALID', `cannot read ~/.ssh/config: ${(err as Error).message}`, {
       host: cfg.host,
     });

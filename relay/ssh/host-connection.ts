@@ -11,7 +11,6 @@ import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
 import { socketError, timeoutError } from './connect-cause.js';
 import { parseJumpChain, parseJumpSpec, type ResolvedHost, resolveHost } from './host-config.js';
-import { authFailed, planAuth, type TriedCredential } from './ssh-auth.js';
 import {
   appendKnownHost,
   fingerprintSha256,
@@ -20,6 +19,7 @@ import {
   readKnownHostsFiles,
   verifyHostKey,
 } from './known-hosts.js';
+import { authFailed, planAuth, type TriedCredential } from './ssh-auth.js';
 
 export interface ConnectOptions {
   log?: Logger;
@@ -103,7 +103,9 @@ function mapError(
     return timeoutError('SSH handshake', where, h.connectTimeoutMs);
   }
   if (err.code) return socketError(err, where);
-  return new PtyRelayError('CONNECT_FAILED', `cannot connect to ${where}: ${err.message}`, { cause: 'closed' });
+  return new PtyRelayError('CONNECT_FAILED', `cannot connect to ${where}: ${err.message}`, {
+    cause: 'closed',
+  });
 }
 
 function openSocket(h: ResolvedHost, signal?: AbortSignal, lookup?: LookupFunction): Promise<Duplex> {
@@ -155,7 +157,10 @@ export async function connectSsh(
   const hops = h.proxyJump && h.proxyJump !== 'none' ? parseJumpChain(h.proxyJump) : [];
   if (hops.length > 0) {
     if (depth >= MAX_JUMP_DEPTH)
-      throw new PtyRelayError('CONFIG_INVALID', `ProxyJump of ${h.alias} goes deeper than ${MAX_JUMP_DEPTH} hops (a loop?)`);
+      throw new PtyRelayError(
+        'CONFIG_INVALID',
+        `ProxyJump of ${h.alias} goes deeper than ${MAX_JUMP_DEPTH} hops (a loop?)`,
+      );
     // `a,b`: b is reached through a, the target through b (as `ssh -J a,b` does).
     const last = hops[hops.length - 1]!;
     const spec = parseJumpSpec(last);

@@ -53,7 +53,12 @@ export function planAuth(h: ResolvedHost, log?: Logger): AuthPlan {
       tried.push({ method: 'publickey', path, result });
       continue;
     }
-    methods.push({ type: 'publickey', username, key: data, ...(h.passphrase ? { passphrase: h.passphrase } : {}) });
+    methods.push({
+      type: 'publickey',
+      username,
+      key: data,
+      ...(h.passphrase ? { passphrase: h.passphrase } : {}),
+    });
     tried.push({ method: 'publickey', path, result: 'offered' });
   }
   if (h.password !== undefined) {

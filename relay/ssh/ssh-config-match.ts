@@ -41,7 +41,8 @@ interface Criterion {
 }
 
 function parseCriteria(args: readonly string[], where: string): Criterion[] {
-  if (args.length === 0) throw new SshConfigError(`${where}: Match needs a criterion (e.g. "Match host NAME")`);
+  if (args.length === 0)
+    throw new SshConfigError(`${where}: Match needs a criterion (e.g. "Match host NAME")`);
   const out: Criterion[] = [];
   for (let i = 0; i < args.length; i++) {
     const raw = args[i]!;

@@ -9,7 +9,13 @@ import { type ReachabilityProbe, sshBannerProbe } from '../reconnect/reachabilit
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
 import { causeOfErrno, describeCause } from './connect-cause.js';
-import { parseJumpChain, parseJumpSpec, type ResolvedHost, resolveHost, type SshHostConfig } from './host-config.js';
+import {
+  parseJumpChain,
+  parseJumpSpec,
+  type ResolvedHost,
+  resolveHost,
+  type SshHostConfig,
+} from './host-config.js';
 import { connectSsh, type SshConnection } from './host-connection.js';
 import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
 
@@ -55,11 +61,18 @@ interface HostLink {
 
 /** LINK_CLOSED for an SSH connection that failed (`err`) or that the host closed. */
 function sshLost(host: string, err?: Error): PtyRelayError {
-  if (!err) return new PtyRelayError('LINK_CLOSED', `SSH connection to ${host} closed by the host`, { cause: 'closed' });
+  if (!err)
+    return new PtyRelayError('LINK_CLOSED', `SSH connection to ${host} closed by the host`, {
+      cause: 'closed',
+    });
   const cause = causeOfErrno(err) ?? 'reset';
-  return new PtyRelayError('LINK_CLOSED', `SSH connection to ${host} lost: ${describeCause(cause)} (${err.message})`, {
-    cause,
-  });
+  return new PtyRelayError(
+    'LINK_CLOSED',
+    `SSH connection to ${host} lost: ${describeCause(cause)} (${err.message})`,
+    {
+      cause,
+    },
+  );
 }
 
 /** The first host a connection to `h` reaches over TCP: its first ProxyJump hop, or itself. */

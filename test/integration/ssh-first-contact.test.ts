@@ -86,7 +86,9 @@ describe.skipIf(!available)('first contact fails fast with the cause', () => {
       });
       process.nextTick(() => cb(e));
     }) as unknown as LookupFunction;
-    const p = make({ h: { host: 'no-such-host.invalid', port: 22, useAgent: false } }, runtimeDir, { lookup });
+    const p = make({ h: { host: 'no-such-host.invalid', port: 22, useAgent: false } }, runtimeDir, {
+      lookup,
+    });
     const err = await failure(p.spawn({ host: 'h', cols: 80, rows: 24 }));
     expect(asked).toEqual(['no-such-host.invalid']);
     expect(err.code).toBe('CONNECT_FAILED');
@@ -105,7 +107,10 @@ describe.skipIf(!available)('first contact fails fast with the cause', () => {
   });
 
   it('HOSTKEY_UNKNOWN carries the fingerprint and the command that trusts it', async () => {
-    const p = make({ h: hostFor(sshd, { knownHostsFile: join(home.home, 'empty_known_hosts') }) }, runtimeDir);
+    const p = make(
+      { h: hostFor(sshd, { knownHostsFile: join(home.home, 'empty_known_hosts') }) },
+      runtimeDir,
+    );
     const err = await failure(p.spawn({ host: 'h', cols: 80, rows: 24 }));
     expect(err.code).toBe('HOSTKEY_UNKNOWN');
     expect(err.details?.presented).toMatch(/^SHA256:/);

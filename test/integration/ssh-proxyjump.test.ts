@@ -10,7 +10,8 @@ const available = sshdAvailable();
 if (!available) console.warn('skipping ProxyJump chain test: /usr/sbin/sshd is not installed');
 
 /** Successful logins recorded in an sshd's log (LogLevel VERBOSE). */
-const logins = (s: SshdInstance) => (readFileSync(s.logPath, 'utf8').match(/Accepted publickey for /g) ?? []).length;
+const logins = (s: SshdInstance) =>
+  (readFileSync(s.logPath, 'utf8').match(/Accepted publickey for /g) ?? []).length;
 
 describe.skipIf(!available)('ProxyJump chains', () => {
   let j1: SshdInstance;
@@ -24,8 +25,13 @@ describe.skipIf(!available)('ProxyJump chains', () => {
     home = relayHome();
     [j1, j2, target] = await Promise.all([startSshd(), startSshd(), startSshd()]);
     // The jump hosts come from ~/.ssh/config, as a user would write them.
-    const entry = (name: string, s: SshdInstance) =>
-      [`Host ${name}`, '  HostName 127.0.0.1', `  Port ${s.port}`, `  User ${s.user}`, `  IdentityFile ${s.userKeyPath}`];
+    const entry = (name: string, s: SshdInstance) => [
+      `Host ${name}`,
+      '  HostName 127.0.0.1',
+      `  Port ${s.port}`,
+      `  User ${s.user}`,
+      `  IdentityFile ${s.userKeyPath}`,
+    ];
     writeFileSync(join(home.home, '.ssh', 'config'), [...entry('j1', j1), ...entry('j2', j2), ''].join('\n'));
     writeFileSync(
       join(home.home, '.ssh', 'known_hosts'),

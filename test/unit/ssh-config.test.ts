@@ -3,13 +3,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseJumpChain, parseJumpSpec } from '../../relay/ssh/host-config.js';
 import {
   loadUserSshConfig,
   parseSshConfig,
   resolveSshConfig,
   SshConfigError,
 } from '../../relay/ssh/ssh-config.js';
-import { parseJumpChain, parseJumpSpec } from '../../relay/ssh/host-config.js';
 
 const SSH_CLIENT = '/usr/bin/ssh';
 const haveSsh = existsSync(SSH_CLIENT);
@@ -139,11 +139,15 @@ describe('resolveSshConfig', () => {
       identityFiles: [],
     });
     expect(resolve(`User deploy\n${text}`, 'box').port).toBe(2201);
-    expect(resolveSshConfig(parseSshConfig(text), 'box', { homeDir: home, localUser: 'bob' }).connectTimeoutSec).toBeUndefined();
+    expect(
+      resolveSshConfig(parseSshConfig(text), 'box', { homeDir: home, localUser: 'bob' }).connectTimeoutSec,
+    ).toBeUndefined();
   });
 
   it('names the file and line of a bad line', () => {
-    expect(() => parseSshConfig('Host a\nMatch bogus x', '/etc/x.conf')).toThrow('/etc/x.conf:2: unsupported Match criterion');
+    expect(() => parseSshConfig('Host a\nMatch bogus x', '/etc/x.conf')).toThrow(
+      '/etc/x.conf:2: unsupported Match criterion',
+    );
     expect(() => parseSshConfig('Match host', 'f')).toThrow('f:1: Match host needs an argument');
     expect(() => resolveSshConfig(parseSshConfig('\n\nPort abc', '/c'), 'x', ctx)).toThrow('/c:3: bad port');
     expect(() => resolve('StrictHostKeyChecking sometimes', 'x')).toThrow(/bad StrictHostKeyChecking/);
@@ -297,7 +301,12 @@ describe.skipIf(!haveSsh)('agrees with ssh -G on the options ptyrelay applies', 
     return g;
   }
   /** ssh -G prints StrictHostKeyChecking yes/no as true/false. */
-  const G_STRICT: Record<string, string> = { true: 'yes', false: 'no', ask: 'ask', 'accept-new': 'accept-new' };
+  const G_STRICT: Record<string, string> = {
+    true: 'yes',
+    false: 'no',
+    ask: 'ask',
+    'accept-new': 'accept-new',
+  };
   const cases: Record<string, string[]> = {
     'Match host (after HostName) and user': [
       'Host m1',
@@ -320,7 +329,12 @@ describe.skipIf(!haveSsh)('agrees with ssh -G on the options ptyrelay applies', 
       '  ProxyJump a@j1:2222,j2,ssh://j3:2200',
       '  IdentitiesOnly no',
     ],
-    'StrictHostKeyChecking off and ask (first wins)': ['Host m4', '  StrictHostKeyChecking off', 'Host *', '  StrictHostKeyChecking ask'],
+    'StrictHostKeyChecking off and ask (first wins)': [
+      'Host m4',
+      '  StrictHostKeyChecking off',
+      'Host *',
+      '  StrictHostKeyChecking ask',
+    ],
     'defaults (ask, IdentitiesOnly no)': ['Host other', '  Port 1'],
   };
   for (const [name, lines] of Object.entries(cases)) {
