@@ -27,6 +27,7 @@ import { RelayLink, type RelayReconnectOptions } from './relay-link.js';
 import {
   type HelloResult,
   type HostInfo,
+  type HostKeyInfo,
   type HostProgress,
   type InputAckParams,
   RelayMethod,
@@ -234,6 +235,24 @@ export class RelayClient implements IPtyProvider {
   /** Terminals of every host (or one), with the relay's claim holder in `owner`. */
   async listTerminals(host?: string): Promise<RelayTerminalInfo[]> {
     return (await this.call<RelayResults['list']>(RelayMethod.list, host ? { host } : {}, true)).terminals;
+  }
+
+  /** The key an SSH host presents now (no login) and what the relay's known_hosts says about it. */
+  async hostKey(host: string): Promise<HostKeyInfo> {
+    return this.call<HostKeyInfo>(RelayMethod.hostKey, { host });
+  }
+
+  /** Records an SSH host's key at the relay, once a person confirmed `fingerprint`. */
+  async trustHostKey(
+    host: string,
+    fingerprint: string,
+    opts: { replace?: boolean } = {},
+  ): Promise<HostKeyInfo> {
+    return this.call<HostKeyInfo>(RelayMethod.trustHostKey, {
+      host,
+      fingerprint,
+      replace: opts.replace === true,
+    });
   }
 
   /** Configured hosts of the relay and the relay's link state to each. */

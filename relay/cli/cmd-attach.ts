@@ -1,6 +1,7 @@
 import type { PtyAttachResult, PtyExitInfo } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
+import { withHostKeyPrompt } from './cmd-hosts.js';
 import type { Command } from './command.js';
 import { connectRelay } from './relay-connect.js';
 import { attachTty, type TtyAttachEnd } from './tty-attach.js';
@@ -99,7 +100,14 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
     );
     let result: { why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo };
     try {
-      result = await attachTty(client, () => client.attach(id), { signal: lost.signal, onInputLost });
+      result = await attachTty(
+        client,
+        () => withHostKeyPrompt(client, host, args.json, () => client.attach(id)),
+        {
+          signal: lost.signal,
+          onInputLost,
+        },
+      );
       if (result.why === 'detached') {
         // Input still queued for an outage is dropped with the detach; wait to hear how much.
         await client.detach(result.attach.id).catch(() => {});

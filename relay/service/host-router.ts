@@ -70,6 +70,14 @@ export function createHostRouter(
     },
     providers: () => [...all],
     onHostProgress: (listener) => progress.on(listener),
+    hostKeys(host: string) {
+      if (!ssh || !Object.hasOwn(config.hosts, host))
+        throw new PtyRelayError('UNKNOWN_HOST', `no SSH host named ${host} is configured`, { host });
+      return {
+        inspect: () => ssh.inspectHostKey(host),
+        trust: (fingerprint, replace) => ssh.trustHostKey(host, fingerprint, replace),
+      };
+    },
     async dispose() {
       await Promise.allSettled(all.map((p) => p.dispose()));
     },

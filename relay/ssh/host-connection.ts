@@ -31,6 +31,11 @@ export interface ConnectOptions {
   onReceive?: () => void;
   /** Name resolver for the TCP connect (tests inject one so that no DNS query leaves the machine). */
   lookup?: LookupFunction;
+  /**
+   * Only look at the target's host key: it is handed here and the handshake stops there (no
+   * authentication). Jump hosts are verified as usual.
+   */
+  inspectHostKey?: (key: Buffer) => void;
 }
 
 /** ProxyJump hops followed at most (a loop in ~/.ssh/config must not recurse forever). */
@@ -168,7 +173,7 @@ export async function connectSsh(
     const before = hops.slice(0, -1);
     jump = await connectSsh(
       { ...jh, proxyJump: before.length > 0 ? before.join(',') : jh.proxyJump },
-      opts,
+      { ...opts, inspectHostKey: undefined },
       depth + 1,
     ).catch((err: unknown) => {
       if (err instanceof PtyRelayError && err.details?.hop === undefined)
@@ -208,13 +213,19 @@ export async function connectSsh(
     keepaliveInterval: h.keepaliveIntervalMs,
     keepaliveCountMax: 3,
     authHandler: auth.methods,
-    hostVerifier: hostVerifier(
-      h,
-      (e) => {
-        refused = e;
-      },
-      opts.log,
-    ),
+    hostVerifier: opts.inspectHostKey
+      ? (key: Buffer) => {
+          opts.inspectHostKey?.(key);
+          refused = new PtyRelayError('ABORTED', 'host key inspected; not connecting');
+          return false;
+        }
+      : hostVerifier(
+          h,
+          (e) => {
+            refused = e;
+          },
+          opts.log,
+        ),
   };
   // ssh2 may emit more than one error (e.g. handshake loss after a timeout); none may go unhandled.
   let settled = false;

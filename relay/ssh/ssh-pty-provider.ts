@@ -17,6 +17,7 @@ import {
   type SshHostConfig,
 } from './host-config.js';
 import { connectSsh, type SshConnection } from './host-connection.js';
+import { type HostKeyStatus, inspectHostKey, trustHostKey } from './host-key-trust.js';
 import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
 
 /**
@@ -251,6 +252,34 @@ export class SshPtyProvider extends StubBackedProvider {
       if (!attempt.signal.aborted) this.deployed.delete(host);
       throw err;
     }
+  }
+
+  /** What `host` presents now (no login) and what known_hosts says about it. */
+  async inspectHostKey(host: string): Promise<HostKeyStatus> {
+    const { key: _key, ...status } = await inspectHostKey(this.resolved(host), this.connectOptions(host));
+    return status;
+  }
+
+  /** Records `host`'s key once a person confirmed `fingerprint` (`replace`: over a changed one). */
+  trustHostKey(host: string, fingerprint: string, replace: boolean): Promise<HostKeyStatus> {
+    return trustHostKey(this.resolved(host), fingerprint, replace, this.connectOptions(host));
+  }
+
+  private resolved(host: string): ResolvedHost {
+    const cfg = this.opts.hosts[host];
+    if (!cfg) throw new PtyRelayError('UNKNOWN_HOST', `no host named ${host} is configured`, { host });
+    return resolveHost(cfg);
+  }
+
+  private connectOptions(host: string) {
+    return {
+      log: this.log.child({ host }),
+      lookup: this.opts.lookup,
+      resolveJump: (spec: string) => {
+        const named = this.opts.hosts[spec];
+        return named ? resolveHost(named) : undefined;
+      },
+    };
   }
 
   /** An SSH banner from the host, or its first jump host, says it is back. */
