@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { RECONNECT_STEPS_MS, ReconnectLadder } from '../../provider/reconnect-ladder.js';
 import { LinkHealth } from '../../relay/reconnect/link-health.js';
-import { RECONNECT_STEPS_MS, ReconnectLadder } from '../../relay/reconnect/reconnect-ladder.js';
 
 describe('ReconnectLadder', () => {
   it('climbs the steps, repeats the last one, and applies bounded jitter', () => {

@@ -32,7 +32,11 @@ export interface ReconnectLadderOptions {
   random?: () => number;
 }
 
-/** Pure schedule of reconnect attempts: which attempt comes next and after how long. */
+/**
+ * Pure schedule of reconnect attempts: which attempt comes next and after how long. The one
+ * backoff of the codebase: the relay's host links (with {@link RECONNECT_STEPS_MS}) and
+ * RelayClient's link to the relay (with its own steps) both use it.
+ */
 export class ReconnectLadder {
   private attempt = 0;
   private connectedAt: number | undefined;
