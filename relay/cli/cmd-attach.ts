@@ -81,8 +81,9 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
         const cause = e.host === 'relay' ? 'relay' : (s.cause ?? 'link');
         const why = s.lastError ? `: ${s.lastError}` : '';
         const next = `next attempt in ${(s.nextInMs / 1000).toFixed(1)} s`;
+        // Most important first: the line is cut at the terminal's width.
         status.show(
-          `ptyrelay: ${what} unreachable (${CAUSE_WORDS[cause] ?? cause}${why}); attempt ${s.attempt}, ${next}. Ctrl-] detaches`,
+          `ptyrelay: ${what} unreachable (${CAUSE_WORDS[cause] ?? cause}), ${next} (attempt ${s.attempt}); Ctrl-] detaches${why}`,
         );
       } else if (s.state === 'connected') status.clear(`ptyrelay: ${what} is back`);
       else if (s.state === 'lost' && e.host === 'relay') lost.abort();
