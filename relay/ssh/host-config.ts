@@ -157,3 +157,15 @@ export function parseJumpChain(list: string): string[] {
     .map((s) => s.trim())
     .filter((s) => s !== '');
 }
+
+/** The first host a connection to `h` reaches over TCP: its first ProxyJump hop, or itself. */
+export function firstHop(
+  h: ResolvedHost,
+  resolveJump: (spec: string) => ResolvedHost | undefined,
+): { hostName: string; port: number } {
+  const hops = h.proxyJump && h.proxyJump !== 'none' ? parseJumpChain(h.proxyJump) : [];
+  if (hops.length === 0) return h;
+  const spec = parseJumpSpec(hops[0]!);
+  const jh = resolveJump(hops[0]!) ?? resolveHost({ host: spec.host, user: spec.user, port: spec.port });
+  return jh.proxyJump && hops.length === 1 ? firstHop(jh, resolveJump) : jh;
+}

@@ -8,15 +8,9 @@ import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { type ReachabilityProbe, sshBannerProbe } from '../reconnect/reachability-probe.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
-import { causeOfErrno, describeCause } from './connect-cause.js';
-import {
-  parseJumpChain,
-  parseJumpSpec,
-  type ResolvedHost,
-  resolveHost,
-  type SshHostConfig,
-} from './host-config.js';
+import { firstHop, type ResolvedHost, resolveHost, type SshHostConfig } from './host-config.js';
 import { connectSsh, type SshConnection } from './host-connection.js';
+import { sshLost, withHostHint } from './host-errors.js';
 import { type HostKeyStatus, inspectHostKey, trustHostKey } from './host-key-trust.js';
 import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
 
@@ -58,53 +52,6 @@ interface HostLink {
   client: StubClient;
   deploy: DeployResult;
   via: 'streamlocal' | 'exec';
-}
-
-/** LINK_CLOSED for an SSH connection that failed (`err`) or that the host closed. */
-function sshLost(host: string, err?: Error): PtyRelayError {
-  if (!err)
-    return new PtyRelayError('LINK_CLOSED', `SSH connection to ${host} closed by the host`, {
-      cause: 'closed',
-    });
-  const cause = causeOfErrno(err) ?? 'reset';
-  return new PtyRelayError(
-    'LINK_CLOSED',
-    `SSH connection to ${host} lost: ${describeCause(cause)} (${err.message})`,
-    {
-      cause,
-    },
-  );
-}
-
-/** The first host a connection to `h` reaches over TCP: its first ProxyJump hop, or itself. */
-function firstHop(
-  h: ResolvedHost,
-  resolveJump: (spec: string) => ResolvedHost | undefined,
-): { hostName: string; port: number } {
-  const hops = h.proxyJump && h.proxyJump !== 'none' ? parseJumpChain(h.proxyJump) : [];
-  if (hops.length === 0) return h;
-  const spec = parseJumpSpec(hops[0]!);
-  const jh = resolveJump(hops[0]!) ?? resolveHost({ host: spec.host, user: spec.user, port: spec.port });
-  return jh.proxyJump && hops.length === 1 ? firstHop(jh, resolveJump) : jh;
-}
-
-/** Host key errors name the command that fixes them (the relay's host name, not the address). */
-function withHostHint(host: string, err: unknown): unknown {
-  if (!(err instanceof PtyRelayError)) return err;
-  const details = { ...err.details, host };
-  if (err.code === 'HOSTKEY_UNKNOWN')
-    return new PtyRelayError(
-      err.code,
-      `${host}: ${err.message}; to trust it: ptyrelay hosts trust ${host}`,
-      details,
-    );
-  if (err.code === 'HOSTKEY_MISMATCH')
-    return new PtyRelayError(
-      err.code,
-      `${host}: ${err.message}; if the host was reinstalled: ptyrelay hosts trust ${host} --replace`,
-      details,
-    );
-  return new PtyRelayError(err.code, `${host}: ${err.message}`, details);
 }
 
 /**
