@@ -78,13 +78,17 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
       const s = e.state;
       const what = e.host === 'relay' ? 'the relay' : `host ${host}`;
       if (s.state === 'reconnecting') {
-        const cause = e.host === 'relay' ? 'relay' : (s.cause ?? 'link');
         const why = s.lastError ? `: ${s.lastError}` : '';
-        const next = `next attempt in ${(s.nextInMs / 1000).toFixed(1)} s`;
+        const next = `next attempt in ${(s.nextInMs / 1000).toFixed(1)} s (attempt ${s.attempt})`;
         // Most important first: the line is cut at the terminal's width.
-        status.show(
-          `ptyrelay: ${what} unreachable (${CAUSE_WORDS[cause] ?? cause}), ${next} (attempt ${s.attempt}); Ctrl-] detaches${why}`,
-        );
+        if (e.host === 'relay')
+          status.show(`ptyrelay: reconnecting to the relay, ${next}; Ctrl-] detaches${why}`);
+        else {
+          const cause = s.cause ?? 'link';
+          status.show(
+            `ptyrelay: ${what} unreachable (${CAUSE_WORDS[cause] ?? cause}), ${next}; Ctrl-] detaches${why}`,
+          );
+        }
       } else if (s.state === 'connected') status.clear(`ptyrelay: ${what} is back`);
       else if (s.state === 'lost' && e.host === 'relay') lost.abort();
     });
