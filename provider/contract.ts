@@ -192,12 +192,29 @@ export interface ShutdownOptions {
 export type Unsubscribe = () => void;
 
 /** State of the link between a provider and one host's daemon. */
+/** Options of one `write`. */
+export interface PtyWriteOptions {
+  /**
+   * Who typed it (e.g. a client instance). Input queued during an outage can be discarded per
+   * owner when that owner detaches or goes away; providers that do not queue ignore it.
+   */
+  owner?: string;
+}
+
 export type LinkState =
   | { state: 'idle' }
   | { state: 'connecting' }
   | { state: 'connected' }
-  | { state: 'reconnecting'; attempt: number; nextInMs: number; lastError?: string }
-  | { state: 'lost'; reason: string };
+  | { state: 'reconnecting'; attempt: number; nextInMs: number; lastError?: string; cause?: LinkCause }
+  | { state: 'lost'; reason: string; cause?: LinkCause };
+
+/**
+ * What an outage is down to, for people: `network` (timeouts, unreachable, name resolution),
+ * `sshd` (refused, closed or reset by the host: sshd or the machine is down), `auth`, `hostkey`,
+ * `daemon` (the stub daemon or its install), `relay` (the client's link to the relay), `link`
+ * (anything else).
+ */
+export type LinkCause = 'network' | 'sshd' | 'auth' | 'hostkey' | 'daemon' | 'relay' | 'link';
 
 export interface LinkStateEvent {
   host: string;
@@ -269,7 +286,7 @@ export interface IPtyProvider {
   /** Subscribe to an existing PTY: exact replay from `fromSeq` or a snapshot with a seq reset. */
   attach(id: string, opts?: PtyAttachOptions): Promise<PtyAttachResult>;
   /** Queue input for the PTY; resolves when the stub has accepted it. */
-  write(id: string, data: string | Uint8Array): Promise<void>;
+  write(id: string, data: string | Uint8Array, opts?: PtyWriteOptions): Promise<void>;
   resize(id: string, cols: number, rows: number): Promise<void>;
   /** End the PTY's process group: SIGHUP, SIGKILL after the deadline (or at once with `immediate`). */
   shutdown(id: string, opts?: ShutdownOptions): Promise<void>;
@@ -308,6 +325,11 @@ export interface IPtyProvider {
   agentSend?(id: string, data: string, opts: AgentSendOptions): Promise<AgentSendResult>;
   /** A page of the terminal's retained text as plain lines. Never waits behind a send. */
   agentRead?(id: string, opts?: AgentReadOptions): Promise<AgentReadResult>;
+  /**
+   * Discards input that `owner` wrote and that still waits for an outage to end (for terminal
+   * `id`, or all): it detached or went away. Those writes fail with INPUT_EXPIRED. Returns bytes.
+   */
+  dropQueuedInput?(owner: string, id: string | undefined, reason: 'detached' | 'gone'): number;
   /** Release connections and listeners. PTYs keep running in their daemon. */
   dispose(): Promise<void>;
 }

@@ -21,6 +21,7 @@ export const ErrorCodes = {
   INVALID_ARGUMENT: { phase: 'session', retryable: false },
   SEND_IN_PROGRESS: { phase: 'session', retryable: true },
   INPUT_QUEUE_FULL: { phase: 'session', retryable: true },
+  INPUT_EXPIRED: { phase: 'session', retryable: false },
   PROTOCOL_ERROR: { phase: 'protocol', retryable: false },
   VERSION_MISMATCH: { phase: 'protocol', retryable: false },
   LINK_CLOSED: { phase: 'connect', retryable: true },

@@ -58,8 +58,16 @@ class LineChecker {
   }
 }
 
+/**
+ * `repeat`: a 3 s refused outage, 2 s up, then the measured refused outage — long enough that the
+ * ladder alone would wait several seconds past the host's return (the reachability probe's case).
+ */
+const REPEAT_FIRST_OUTAGE_MS = 3000;
+const REPEAT_UP_MS = 2000;
+const REPEAT_OUTAGE_MS = 16_000;
+
 interface Trial {
-  mode: 'cut' | 'blackhole';
+  mode: 'cut' | 'blackhole' | 'repeat';
   outageMs: number;
   /** From the fault to the relay noticing (link state leaves `connected`). */
   detectMs: number | null;
@@ -114,8 +122,16 @@ async function trial(env: BenchEnv, mode: Trial['mode'], outageMs: number, waitM
     );
     await waitFor(() => bytes > 1_000_000, 10_000, 'flood started');
     await sleep(1000);
+    if (mode === 'repeat') {
+      proxy.refuse(true);
+      proxy.cut();
+      await sleep(REPEAT_FIRST_OUTAGE_MS);
+      proxy.restore();
+      await waitFor(() => states.at(-1)?.s.state === 'connected', waitMs, 'back after the first outage');
+      await sleep(REPEAT_UP_MS);
+    }
     const faultAt = now();
-    if (mode === 'cut') {
+    if (mode === 'cut' || mode === 'repeat') {
       proxy.refuse(true);
       proxy.cut();
     } else proxy.blackhole();
@@ -241,7 +257,13 @@ export async function reconnectScenario(env: BenchEnv, provider: SshPtyProvider)
   const plan: Array<[Trial['mode'], number]> = [
     ['cut', outageMs],
     ['blackhole', outageMs],
-    ...(env.opts.quick ? [] : ([['blackhole', 5000]] as Array<[Trial['mode'], number]>)),
+    // Full runs also time the recovery after a long outage that follows a short one (≈ 25 s).
+    ...(env.opts.quick
+      ? []
+      : ([
+          ['blackhole', 5000],
+          ['repeat', REPEAT_OUTAGE_MS],
+        ] as Array<[Trial['mode'], number]>)),
   ];
   for (const [mode, outage] of plan) {
     try {
@@ -280,10 +302,17 @@ export async function reconnectScenario(env: BenchEnv, provider: SshPtyProvider)
         value: t.restoreToFirstByteMs,
         reference: { label: 'fresh ssh login (session lost)', value: refLogin },
         better: 'lower',
-        target: {
-          text: '≤ 500 ms',
-          met: t.restoreToFirstByteMs === null ? false : t.restoreToFirstByteMs <= 500,
-        },
+        // After a long outage the issue's bound is 2 s from the host's return (the probe runs every second).
+        target:
+          t.mode === 'repeat'
+            ? {
+                text: '≤ 2000 ms',
+                met: t.restoreToFirstByteMs === null ? false : t.restoreToFirstByteMs <= 2000,
+              }
+            : {
+                text: '≤ 500 ms',
+                met: t.restoreToFirstByteMs === null ? false : t.restoreToFirstByteMs <= 500,
+              },
       },
       {
         scenario: 'reconnect',

@@ -32,6 +32,7 @@ import { RelayLink, type RelayReconnectOptions } from './relay-link.js';
 import {
   type HelloResult,
   type HostInfo,
+  type HostKeyInfo,
   type HostProgress,
   type InputAckParams,
   RelayMethod,
@@ -66,6 +67,8 @@ export interface RelayClientOptions {
   heartbeatMs?: number;
   /** How long a reconnect waits for sessions to re-attach before resending input (default 5 s). */
   reattachWaitMs?: number;
+  /** Input queued while the relay is unreachable for longer than this is discarded (default 30 s). */
+  maxQueueAgeMs?: number;
 }
 
 /**
@@ -93,7 +96,9 @@ export class RelayClient implements IPtyProvider {
     this.clientId = opts.clientId ?? `client-${randomUUID()}`;
     this.instanceId = opts.instanceId ?? randomUUID();
     this.manualAck = opts.manualAck === true;
-    this.input = new ClientInputQueue((frame) => this.link.sendBinary(frame));
+    this.input = new ClientInputQueue((frame) => this.link.sendBinary(frame), {
+      maxQueueAgeMs: opts.maxQueueAgeMs,
+    });
     this.link = new RelayLink(opts, {
       handshake: () => this.handshake(),
       notification: (m, p) => {
@@ -173,10 +178,20 @@ export class RelayClient implements IPtyProvider {
     }
   }
 
-  /** Stops receiving a session's events (the PTY keeps running). Not part of IPtyProvider. */
+  /**
+   * Stops receiving a session's events (the PTY keeps running). Input for it still queued during
+   * an outage, here or at the relay, is discarded (those writes fail with INPUT_EXPIRED). Not
+   * part of IPtyProvider.
+   */
   async detach(id: string): Promise<void> {
     this.streams.forget(globalId(id));
+    this.input.dropQueued({ id }, 'detached');
     await this.link.call(RelayMethod.detach, { id }, true);
+  }
+
+  /** Writes still waiting for the relay's acknowledgement. */
+  get pendingInputCount(): number {
+    return this.input.pendingCount;
   }
 
   async write(id: string, data: string | Uint8Array): Promise<void> {
@@ -236,6 +251,24 @@ export class RelayClient implements IPtyProvider {
   /** Terminals of every host (or one), with the relay's claim holder in `owner`. */
   async listTerminals(host?: string): Promise<RelayTerminalInfo[]> {
     return (await this.call<RelayResults['list']>(RelayMethod.list, host ? { host } : {}, true)).terminals;
+  }
+
+  /** The key an SSH host presents now (no login) and what the relay's known_hosts says about it. */
+  async hostKey(host: string): Promise<HostKeyInfo> {
+    return this.call<HostKeyInfo>(RelayMethod.hostKey, { host });
+  }
+
+  /** Records an SSH host's key at the relay, once a person confirmed `fingerprint`. */
+  async trustHostKey(
+    host: string,
+    fingerprint: string,
+    opts: { replace?: boolean } = {},
+  ): Promise<HostKeyInfo> {
+    return this.call<HostKeyInfo>(RelayMethod.trustHostKey, {
+      host,
+      fingerprint,
+      replace: opts.replace === true,
+    });
   }
 
   /** Configured hosts of the relay and the relay's link state to each. */

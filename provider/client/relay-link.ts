@@ -2,10 +2,10 @@ import WebSocket from 'ws';
 import type { LinkState } from '../contract.js';
 import { Emitter } from '../emitter.js';
 import { type ErrorCode, ErrorCodes, PtyRelayError } from '../errors.js';
+import { ReconnectLadder } from '../reconnect-ladder.js';
 
 /** Delays between reconnect attempts to the relay (the last one repeats), ±20 % jitter. */
 export const RELAY_RECONNECT_STEPS_MS = [100, 250, 500, 1000, 2000, 5000] as const;
-const JITTER = 0.2;
 /** A ping goes out this often; a link silent for two intervals is considered dead. */
 const HEARTBEAT_MS = 10_000;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -74,7 +74,7 @@ export class RelayLink {
   private nextId = 1;
   private readonly inflight = new Map<number, Pending>();
   private waiting: Pending[] = [];
-  private attempt = 0;
+  private readonly ladder: ReconnectLadder;
   /** Socket opens in a row that never completed a handshake. */
   private failures = 0;
   private everConnected = false;
@@ -89,7 +89,14 @@ export class RelayLink {
   constructor(
     private readonly opts: RelayLinkOptions,
     private readonly handlers: RelayLinkHandlers,
-  ) {}
+  ) {
+    const r = opts.reconnect ?? {};
+    this.ladder = new ReconnectLadder({
+      steps: r.steps ?? RELAY_RECONNECT_STEPS_MS,
+      ...(r.jitter !== undefined ? { jitter: r.jitter } : {}),
+      ...(r.random ? { random: r.random } : {}),
+    });
+  }
 
   get state(): LinkState {
     return this.current;
@@ -243,7 +250,7 @@ export class RelayLink {
       clearTimeout(timer);
     }
     if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return;
-    this.attempt = 0;
+    this.ladder.reset();
     this.failures = 0;
     this.everConnected = true;
     this.setState({ state: 'connected' });
@@ -310,12 +317,9 @@ export class RelayLink {
       this.lose(new PtyRelayError('CONNECT_FAILED', `${what} at ${this.opts.url}: ${reason}`));
       return;
     }
-    const steps = r.steps ?? RELAY_RECONNECT_STEPS_MS;
-    const base = steps[Math.min(this.attempt, steps.length - 1)];
-    const jitter = r.jitter ?? JITTER;
-    const delay = Math.max(0, Math.round(base * (1 + ((r.random ?? Math.random)() * 2 - 1) * jitter)));
-    this.attempt++;
-    this.setState({ state: 'reconnecting', attempt: this.attempt, nextInMs: delay, lastError: reason });
+    // No give-up count on the ladder itself: `failures` above decides when the link is lost.
+    const { attempt, delayMs: delay } = this.ladder.next()!;
+    this.setState({ state: 'reconnecting', attempt, nextInMs: delay, lastError: reason, cause: 'relay' });
     this.timer = setTimeout(() => {
       if (!this.disposed) this.open();
     }, delay);

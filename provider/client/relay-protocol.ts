@@ -43,7 +43,25 @@ export const RelayMethod = {
   agentSend: 'ptyrelay/agentSend',
   /** Agent read: `{ id, offset?, count? }` → AgentReadResult. */
   agentRead: 'ptyrelay/agentRead',
+  /** `{host}` → {@link HostKeyInfo}: the key a host presents now (no login) and what known_hosts says. */
+  hostKey: 'ptyrelay/hostKey',
+  /** `{host, fingerprint, replace?}` → {@link HostKeyInfo}: records the key the person confirmed. */
+  trustHostKey: 'ptyrelay/trustHostKey',
 } as const;
+
+/** A host's presented key and its standing in known_hosts (`ptyrelay/hostKey`, `ptyrelay/trustHostKey`). */
+export interface HostKeyInfo {
+  /** `host:port` the key was read from. */
+  address: string;
+  keyType: string;
+  /** SHA256 fingerprint of the presented key. */
+  presented: string;
+  verdict: 'ok' | 'unknown' | 'mismatch' | 'revoked';
+  /** Fingerprints known_hosts holds for the host (on a mismatch). */
+  known: string[];
+  /** The known_hosts file a trusted key is recorded in. */
+  file: string;
+}
 
 /** JSON-RPC notifications, in both directions. */
 export const RelayNotification = {

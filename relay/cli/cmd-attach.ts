@@ -1,11 +1,26 @@
 import type { PtyAttachResult, PtyExitInfo } from '../../provider/contract.js';
+import { isPtyRelayError } from '../../provider/errors.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
+import { withHostKeyPrompt } from './cmd-hosts.js';
 import type { Command } from './command.js';
 import { connectRelay } from './relay-connect.js';
 import { attachTty, type TtyAttachEnd } from './tty-attach.js';
 
 /** A status message wait this long before it is shown (a quick reconnect stays invisible). */
 const STATUS_DELAY_MS = 300;
+/** After a detach, how long to wait for the relay to settle input still queued (to count what was lost). */
+const DETACH_SETTLE_MS = 1000;
+
+/** What an outage's cause means to the person at the keyboard. */
+const CAUSE_WORDS: Record<string, string> = {
+  network: 'network',
+  sshd: 'sshd gone',
+  auth: 'authentication',
+  hostkey: 'host key',
+  daemon: 'stub daemon',
+  relay: 'relay',
+  link: 'link',
+};
 
 /**
  * One status line on stderr while the relay is unreachable. On a tty it is drawn on the bottom
@@ -57,25 +72,59 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
     const client = await connectRelay({ quiet: true });
     const status = statusLine();
     const lost = new AbortController();
+    const host = id.includes('/') ? id.slice(0, id.lastIndexOf('/')) : 'local';
     client.onLinkState((e) => {
-      if (e.host !== 'relay') return;
+      if (e.host !== 'relay' && e.host !== host) return;
       const s = e.state;
+      const what = e.host === 'relay' ? 'the relay' : `host ${host}`;
       if (s.state === 'reconnecting') {
-        const why = s.lastError ? ` — ${s.lastError}` : '';
-        status.show(`ptyrelay: reconnecting to the relay (attempt ${s.attempt})… Ctrl-] detaches${why}`);
-      } else if (s.state === 'connected') status.clear('ptyrelay: reconnected');
-      else if (s.state === 'lost') lost.abort();
+        const why = s.lastError ? `: ${s.lastError}` : '';
+        const next = `next attempt in ${(s.nextInMs / 1000).toFixed(1)} s (attempt ${s.attempt})`;
+        // Most important first: the line is cut at the terminal's width.
+        if (e.host === 'relay')
+          status.show(`ptyrelay: reconnecting to the relay, ${next}; Ctrl-] detaches${why}`);
+        else {
+          const cause = s.cause ?? 'link';
+          status.show(
+            `ptyrelay: ${what} unreachable (${CAUSE_WORDS[cause] ?? cause}), ${next}; Ctrl-] detaches${why}`,
+          );
+        }
+      } else if (s.state === 'connected') status.clear(`ptyrelay: ${what} is back`);
+      else if (s.state === 'lost' && e.host === 'relay') lost.abort();
     });
+    // Keystrokes typed during an outage that were not sent (too old, or the attach ended).
+    let unsent = 0;
+    const onInputLost = (bytes: number, err: unknown) => {
+      if (!isPtyRelayError(err, 'INPUT_EXPIRED')) return;
+      unsent += bytes;
+      status.show(`ptyrelay: ${unsent} bytes typed during the outage were not sent (too old)`);
+    };
     // Reaching a host can mean connecting and deploying its stub first: show each step.
     client.onHostProgress((p) =>
       p.step === 'link' ? status.clear() : status.show(`ptyrelay: host ${p.host}: ${p.message}`),
     );
     let result: { why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo };
     try {
-      result = await attachTty(client, () => client.attach(id), { signal: lost.signal });
+      result = await attachTty(
+        client,
+        () => withHostKeyPrompt(client, host, args.json, () => client.attach(id)),
+        {
+          signal: lost.signal,
+          onInputLost,
+        },
+      );
+      if (result.why === 'detached') {
+        // Input still queued for an outage is dropped with the detach; wait to hear how much.
+        await client.detach(result.attach.id).catch(() => {});
+        const until = Date.now() + DETACH_SETTLE_MS;
+        while (client.pendingInputCount > 0 && Date.now() < until)
+          await new Promise((r) => setTimeout(r, 20));
+      }
     } finally {
       status.clear();
     }
+    if (unsent > 0)
+      process.stderr.write(`\r\nptyrelay: ${unsent} bytes typed during the outage were not sent\r\n`);
     process.stderr.write(
       ending(result.why, result.attach.id, result.exit, `ptyrelay attach ${result.attach.id}`),
     );

@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { PtyRelayError } from '../../provider/errors.js';
 import { createLogger } from '../log.js';
 import { loadConfig } from '../service/config.js';
+import { createHostKeyExtension } from '../service/host-key-extension.js';
 import { createPtyExtension } from '../service/pty-extension.js';
 import { startRelayServer } from '../service/relay-server.js';
 import { TerminalRegistry } from '../service/terminal-registry.js';
@@ -54,6 +55,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       router,
       registry,
       extensions: [
+        createHostKeyExtension(router),
         createPtyExtension({
           router,
           registry,

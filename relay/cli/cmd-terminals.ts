@@ -1,7 +1,10 @@
 import xtermHeadless from '@xterm/headless';
 import type { RelayClient } from '../../provider/client/relay-client.js';
 import type { ScreenSnapshot } from '../../provider/contract.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import { trustHost, withHostKeyPrompt } from './cmd-hosts.js';
 import { type Command, type CommandArgs, output, table } from './command.js';
+import { withTimeouts } from './one-shot-timeout.js';
 import { connectRelay, describeLink, withAdoption } from './relay-connect.js';
 
 const { Terminal } = xtermHeadless;
@@ -35,10 +38,21 @@ function signalName(s: string): string {
 }
 
 const hosts: Command = {
-  usage: 'hosts',
-  summary: "The relay's hosts and the state of its link to each.",
+  usage: 'hosts [trust NAME [--replace] [--yes]]',
+  summary: "The relay's hosts and the state of its link to each; `hosts trust NAME` records a host's key.",
+  help: `  trust NAME   show the key NAME presents and record it in known_hosts once confirmed
+  --replace    replace a changed key (both fingerprints are shown first)
+  --yes        do not ask (check the fingerprint first)`,
+  positionals: [0, 2],
+  options: { replace: { type: 'boolean' }, yes: { type: 'boolean' } },
   run: (args) =>
     withClient(args, async (c) => {
+      if (args.positionals.length > 0) {
+        const [sub, name] = args.positionals;
+        if (sub !== 'trust' || !name)
+          throw new PtyRelayError('INVALID_ARGUMENT', `usage: ptyrelay ${hosts.usage}`);
+        return trustHost(c, args, name);
+      }
       const list = await c.hosts();
       output(args, { hosts: list }, () =>
         table([['HOST', 'LINK'], ...list.map((h) => [h.name, describeLink(h.state)])]),
@@ -92,14 +106,16 @@ The terminal keeps running after this command returns; \`ptyrelay attach ID\` to
       const host = args.positionals[0];
       const [command, ...cmdArgs] = args.rest;
       const size = (v: unknown, tty: number | undefined, d: number) => Number(v ?? 0) || tty || d;
-      const r = await c.spawn({
-        host,
-        cols: size(args.values.cols, process.stdout.columns, 80),
-        rows: size(args.values.rows, process.stdout.rows, 24),
-        ...(args.values.cwd ? { cwd: args.values.cwd as string } : {}),
-        ...(args.values.name ? { name: args.values.name as string } : {}),
-        ...(command ? { command, args: cmdArgs } : {}),
-      });
+      const r = await withHostKeyPrompt(c, host, args.json, () =>
+        c.spawn({
+          host,
+          cols: size(args.values.cols, process.stdout.columns, 80),
+          rows: size(args.values.rows, process.stdout.rows, 24),
+          ...(args.values.cwd ? { cwd: args.values.cwd as string } : {}),
+          ...(args.values.name ? { name: args.values.name as string } : {}),
+          ...(command ? { command, args: cmdArgs } : {}),
+        }),
+      );
       output(
         args,
         { id: r.id, pid: r.pid, incarnationId: r.incarnationId, cols: r.cols, rows: r.rows },
@@ -166,5 +182,12 @@ const kill: Command = {
     }),
 };
 
-/** The commands that act on the relay's hosts and terminals. */
-export const terminalCommands: Record<string, Command> = { hosts, ls, open, read, signal, kill };
+/** The commands that act on the relay's hosts and terminals (one-shot: each takes --timeout). */
+export const terminalCommands: Record<string, Command> = withTimeouts({
+  hosts,
+  ls,
+  open,
+  read,
+  signal,
+  kill,
+});

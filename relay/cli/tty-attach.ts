@@ -16,6 +16,8 @@ export interface TtyAttachOptions {
   stdout?: NodeJS.WriteStream;
   /** Ends the attach from outside (e.g. the link was lost for good); resolves with `lost`. */
   signal?: AbortSignal;
+  /** A write failed (e.g. INPUT_EXPIRED: typed during an outage and not sent); `bytes` were lost. */
+  onInputLost?: (bytes: number, err: unknown) => void;
 }
 
 /** Why an interactive attach ended. */
@@ -104,14 +106,16 @@ export async function attachTty(
       resolve({ why, attach, exit });
     };
     const onAbort = () => finish?.('lost');
+    const send = (data: Buffer) =>
+      void provider.write(termId, data).catch((err: unknown) => opts.onInputLost?.(data.length, err));
     const onInput = (chunk: Buffer) => {
       const k = chunk.indexOf(DETACH_KEY);
       if (k >= 0) {
-        if (k > 0) void provider.write(termId, chunk.subarray(0, k)).catch(() => {});
+        if (k > 0) send(chunk.subarray(0, k));
         finish?.('detached');
         return;
       }
-      provider.write(termId, chunk).catch(() => {});
+      send(chunk);
     };
     const onResize = () => {
       if (stdout.columns && stdout.rows)

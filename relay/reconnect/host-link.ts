@@ -1,11 +1,13 @@
 import type { LinkState } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { ReconnectLadder, type ReconnectLadderOptions } from '../../provider/reconnect-ladder.js';
 import type { Logger } from '../log.js';
 import type { StubClient } from '../stub-link/stub-client.js';
 import { AttemptRace, type RaceAttempt } from './attempt-race.js';
+import { linkCauseOf } from './link-cause.js';
 import { LinkHealth, type LinkHealthOptions } from './link-health.js';
-import { ReconnectLadder, type ReconnectLadderOptions } from './reconnect-ladder.js';
+import { PROBE_INTERVAL_MS, type ReachabilityProbe } from './reachability-probe.js';
 
 /** Health ticks: often enough to notice a dead link within a second of the deadline. */
 const HEALTH_TICK_MS = 1000;
@@ -18,6 +20,16 @@ export interface HostLinkOptions {
    * step that finds every pending attempt stalled starts a fresh one beside them. Default 1.
    */
   maxConcurrentAttempts?: number;
+  /**
+   * A first contact (no link yet in this process) fails its waiters at the first failed attempt,
+   * whatever the cause, instead of climbing the ladder: the ladder is for links that were up.
+   */
+  failFirstContact?: boolean;
+  /**
+   * Asked every second while reconnecting and the next ladder step is further away than that:
+   * when the host answers again after not answering, the next step runs at once.
+   */
+  probe?: ReachabilityProbe;
   log?: Logger;
   /** Runs after every successful (re)connect, before waiters get the client (reattach, resend input). */
   onConnected: (client: StubClient, reconnect: boolean) => Promise<void>;
@@ -47,6 +59,10 @@ export class HostLink {
   private healthTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private everConnected = false;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private probeAbort: AbortController | undefined;
+  /** The last probe's answer in this outage (undefined before the first). */
+  private hostAnswered: boolean | undefined;
 
   constructor(
     readonly host: string,
@@ -116,8 +132,10 @@ export class HostLink {
     });
     this.race = race;
     this.lastError = dropped;
-    if (reconnect) this.armStep();
-    else {
+    if (reconnect) {
+      this.armStep();
+      this.startProbing();
+    } else {
       this.setState({ state: 'connecting' });
       race.step();
     }
@@ -160,8 +178,10 @@ export class HostLink {
   private attemptFailed(err: Error, reconnect: boolean): void {
     const e = err instanceof PtyRelayError ? err : new PtyRelayError('CONNECT_FAILED', String(err));
     this.lastError = e;
-    // Configuration and trust problems do not heal by retrying: fail fast on first contact.
-    if (!reconnect && !e.retryable) {
+    // Configuration and trust problems do not heal by retrying: fail fast on first contact. A host
+    // that never answered is most likely misconfigured (address, port, name): so is any failure
+    // of a first contact where the provider says so.
+    if (!reconnect && (!e.retryable || this.opts.failFirstContact)) {
       this.stopConnecting();
       this.setState({ state: 'idle' });
       this.rejectWaiters(e);
@@ -213,18 +233,58 @@ export class HostLink {
     const lastError = this.lastError?.message;
     const c = this.current;
     if (c.state === 'reconnecting' && c.attempt === attempt && c.lastError === lastError) return;
-    this.setState({ state: 'reconnecting', attempt, nextInMs: Math.max(0, at - Date.now()), lastError });
+    const cause = this.lastError ? linkCauseOf(this.lastError) : undefined;
+    this.setState({
+      state: 'reconnecting',
+      attempt,
+      nextInMs: Math.max(0, at - Date.now()),
+      ...(lastError !== undefined ? { lastError } : {}),
+      ...(cause ? { cause } : {}),
+    });
+  }
+
+  /** While reconnecting: a probe a second; a host that answers again gets the next step at once. */
+  private startProbing(): void {
+    const probe = this.opts.probe;
+    if (!probe || this.probeTimer) return;
+    this.hostAnswered = undefined;
+    this.probeTimer = setInterval(() => {
+      const next = this.nextStep;
+      if (this.probeAbort || !next || next.at - Date.now() <= PROBE_INTERVAL_MS) return;
+      const abort = new AbortController();
+      this.probeAbort = abort;
+      void probe(abort.signal).then((answers) => {
+        if (this.probeAbort !== abort) return;
+        this.probeAbort = undefined;
+        const returned = answers && this.hostAnswered === false;
+        this.hostAnswered = answers;
+        if (!returned || !this.stepTimer) return;
+        this.opts.log?.info({ host: this.host }, 'host answers again: reconnecting now');
+        clearTimeout(this.stepTimer);
+        this.step();
+      });
+    }, PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
+  }
+
+  private stopProbing(): void {
+    clearInterval(this.probeTimer);
+    this.probeTimer = undefined;
+    this.probeAbort?.abort();
+    this.probeAbort = undefined;
   }
 
   private giveUp(): void {
     const reason = this.lastError?.message ?? 'no attempt succeeded';
+    const cause = this.lastError ? linkCauseOf(this.lastError) : undefined;
     this.stopConnecting();
-    this.setState({ state: 'lost', reason });
+    this.setState({ state: 'lost', reason, ...(cause ? { cause } : {}) });
     this.rejectWaiters(new PtyRelayError('LINK_CLOSED', `gave up on ${this.host}: ${reason}`));
   }
 
   /** Ends the race under way (its pending attempts are aborted) and the ladder's timer. */
   private stopConnecting(): void {
+    this.stopProbing();
     this.race?.abandon();
     this.race = undefined;
     clearTimeout(this.stepTimer);
@@ -246,7 +306,11 @@ export class HostLink {
       if (v === 'probe') client.ping().catch(() => {});
       else if (v === 'dead') {
         this.opts.log?.warn({ host: this.host }, 'link declared dead');
-        client.close();
+        client.close(
+          new PtyRelayError('LINK_CLOSED', `no answer from ${this.host}: the link went silent`, {
+            cause: 'timeout',
+          }),
+        );
       }
     }, HEALTH_TICK_MS);
     this.healthTimer.unref();

@@ -1,85 +1,64 @@
 import { randomUUID } from 'node:crypto';
-import { PtyRelayError } from '../../provider/errors.js';
-import type { InputAckMessage } from '../../provider/wire/messages.js';
+import { InputQueue } from '../../provider/input-queue.js';
 import type { StubClient } from '../stub-link/stub-client.js';
 
-/** Input held per session while the link is down (keystrokes and small pastes, not floods). */
-export const MAX_QUEUED_INPUT_BYTES = 64 * 1024;
-
-interface PendingInput {
-  seq: number;
-  id: string;
-  data: Uint8Array;
-  resolve: () => void;
-  reject: (e: Error) => void;
-}
+export { MAX_QUEUED_INPUT_BYTES } from '../../provider/input-queue.js';
 
 /**
- * Exactly-once input for one host across reconnects. Every write gets a sequence number of this
- * logical link; frames stay pending until the daemon acknowledges them, are resent in order on a
- * new connection, and the daemon drops any it had already applied.
+ * Exactly-once input for one host across reconnects: the shared {@link InputQueue} sending input
+ * frames over the host's stub link. Every write gets a sequence number of this logical link
+ * (`epoch`); frames stay pending until the daemon acknowledges them, are resent in order on a new
+ * connection, and the daemon drops any it had already applied. Input that waited longer than
+ * `maxQueueAgeMs` for the link, or whose owner detached, is discarded instead of sent.
  */
 export class InputChannel {
   /** Names this channel's sequence space at the daemon. */
   readonly epoch = randomUUID();
-  private nextSeq = 1;
-  private readonly pending: PendingInput[] = [];
+  private readonly queue: InputQueue;
   private client: StubClient | undefined;
   private offAck: (() => void) | undefined;
 
-  constructor(private readonly maxQueuedBytes = MAX_QUEUED_INPUT_BYTES) {}
+  constructor(opts: { maxQueuedBytes?: number; maxQueueAgeMs?: number } = {}) {
+    this.queue = new InputQueue({
+      send: (p) => {
+        if (!this.client?.isOpen) return false;
+        this.client.sendInputFrame(p.seq, p.id, p.data);
+        return true;
+      },
+      ...opts,
+    });
+  }
 
-  /** A fresh connection: resend everything unacknowledged, in order. */
+  /** A fresh connection: resend everything unacknowledged (and young enough), in order. */
   connect(client: StubClient): void {
     this.disconnect();
     this.client = client;
-    this.offAck = client.inputAcks.on((m) => this.onAck(m));
-    for (const p of this.pending) client.sendInputFrame(p.seq, p.id, p.data);
+    this.offAck = client.inputAcks.on((m) => this.queue.onAck(m));
+    this.queue.connected(this.epoch);
   }
 
   disconnect(): void {
     this.offAck?.();
     this.offAck = undefined;
     this.client = undefined;
+    this.queue.disconnected();
   }
 
-  submit(id: string, data: Uint8Array): Promise<void> {
-    const connected = this.client?.isOpen === true;
-    if (!connected) {
-      let queued = data.length;
-      for (const p of this.pending) if (p.id === id) queued += p.data.length;
-      if (queued > this.maxQueuedBytes) {
-        return Promise.reject(
-          new PtyRelayError(
-            'INPUT_QUEUE_FULL',
-            `more than ${this.maxQueuedBytes} bytes of input queued for ${id} while the link is down`,
-          ),
-        );
-      }
-    }
-    const seq = this.nextSeq++;
-    return new Promise((resolve, reject) => {
-      this.pending.push({ seq, id, data, resolve, reject });
-      if (connected) this.client!.sendInputFrame(seq, id, data);
-    });
+  submit(id: string, data: Uint8Array, owner?: string): Promise<void> {
+    return this.queue.submit(id, data, owner);
+  }
+
+  /** Discards input of `owner` (for local id `id`, or all) not yet sent; returns the bytes. */
+  dropQueued(which: { owner?: string; id?: string }, reason: 'detached' | 'gone'): number {
+    return this.queue.dropQueued(which, reason);
   }
 
   /** Fails every pending write (the host is given up for good). */
   failAll(err: Error): void {
-    for (const p of this.pending.splice(0)) p.reject(err);
+    this.queue.failAll(err);
   }
 
   get pendingCount(): number {
-    return this.pending.length;
-  }
-
-  private onAck(m: InputAckMessage): void {
-    const failed = new Map((m.failed ?? []).map((f) => [f.inputSeq, f.error]));
-    while (this.pending.length > 0 && this.pending[0].seq <= m.upTo) {
-      const p = this.pending.shift()!;
-      const err = failed.get(p.seq);
-      if (err) p.reject(PtyRelayError.from(err));
-      else p.resolve();
-    }
+    return this.queue.pendingCount;
   }
 }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_MAX_QUEUE_AGE_MS } from '../../provider/input-queue.js';
 import { type AgentsConfig, validateAgentsConfig } from '../agents/agent-config.js';
 import type { SshHostConfig } from '../ssh/host-config.js';
 import {
@@ -78,6 +79,25 @@ export interface RelayConfig {
   allowedOrigins: string[];
   /** Agent terminals: readiness tuning, bounds, owner grace (docs/config.md, `agents`). */
   agents: AgentsConfig;
+  /** Input typed during an outage (docs/config.md, `input`). */
+  input: InputConfig;
+}
+
+/** Input queued while a host is unreachable (docs/config.md, `input`). */
+export interface InputConfig {
+  /** Queued input older than this is discarded instead of sent, and its sender is told. */
+  maxQueueAgeMs: number;
+}
+
+export const DEFAULT_INPUT: InputConfig = { maxQueueAgeMs: DEFAULT_MAX_QUEUE_AGE_MS };
+
+function validateInput(raw: unknown): InputConfig {
+  const o = object(raw, 'input');
+  onlyKeys(o, Object.keys(DEFAULT_INPUT), 'input');
+  // At least a second (a keystroke in flight is older than that only during an outage); at most a day.
+  return {
+    maxQueueAgeMs: integer(o, 'maxQueueAgeMs', 'input', 1000, 86_400_000, DEFAULT_INPUT.maxQueueAgeMs),
+  };
 }
 
 export const DEFAULT_LIMITS: RelayLimits = {
@@ -101,7 +121,16 @@ export const DEFAULT_FLOW_CONTROL: FlowControlConfig = {
   stubPendingCap: 64 * MiB,
 };
 
-const TOP_KEYS = ['$schema', 'listen', 'hosts', 'limits', 'flowControl', 'allowedOrigins', 'agents'] as const;
+const TOP_KEYS = [
+  '$schema',
+  'listen',
+  'hosts',
+  'limits',
+  'flowControl',
+  'allowedOrigins',
+  'agents',
+  'input',
+] as const;
 const HOST_KEYS = [
   'host',
   'port',
@@ -149,7 +178,7 @@ function validateHost(name: string, raw: unknown): SshHostConfig {
     const v = optString(o, k, field);
     if (v !== undefined) out[k] = v;
   }
-  const policy = oneOf(o, 'hostKeyPolicy', field, ['strict', 'accept-new'] as const);
+  const policy = oneOf(o, 'hostKeyPolicy', field, ['strict', 'ask', 'accept-new', 'no'] as const);
   if (policy !== undefined) out.hostKeyPolicy = policy;
   const agent = optBoolean(o, 'useAgent', field);
   if (agent !== undefined) out.useAgent = agent;
@@ -283,6 +312,7 @@ export function validateConfig(raw: unknown): RelayConfig {
     flowControl,
     allowedOrigins: validateOrigins(top.allowedOrigins),
     agents: validateAgentsConfig(top.agents, limits.ringBytes),
+    input: validateInput(top.input),
   };
 }
 

@@ -42,7 +42,7 @@ export function createHostRouter(
   ];
   // The service acknowledges output for its consumers (relay/service/terminal-credit.ts), so a
   // program is paused only when every consumer that watches it is behind.
-  const link = { manualAck: true };
+  const link = { manualAck: true, maxInputAgeMs: config.input.maxQueueAgeMs };
   const local = new LocalPtyProvider({
     link,
     runtimeDir: opts.localRuntimeDir,
@@ -79,6 +79,14 @@ export function createHostRouter(
     },
     providers: () => [...all],
     onHostProgress: (listener) => progress.on(listener),
+    hostKeys(host: string) {
+      if (!ssh || !Object.hasOwn(config.hosts, host))
+        throw new PtyRelayError('UNKNOWN_HOST', `no SSH host named ${host} is configured`, { host });
+      return {
+        inspect: () => ssh.inspectHostKey(host),
+        trust: (fingerprint, replace) => ssh.trustHostKey(host, fingerprint, replace),
+      };
+    },
     async dispose() {
       await Promise.allSettled(all.map((p) => p.dispose()));
     },

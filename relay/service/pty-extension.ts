@@ -107,6 +107,8 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     fanout.dropSink(cs.conn);
     const slot = cs.slot;
     if (slot && slot.owner === cs) {
+      // Input this client typed during a host outage is not sent once it has gone away.
+      for (const p of router.providers()) p.dropQueuedInput?.(slot.key, undefined, 'gone');
       slot.owner = undefined;
       slot.ledger.sink = undefined;
       slot.expiry = setTimeout(() => ledgers.delete(slot.key), LEDGER_TTL_MS);
@@ -275,7 +277,8 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     const ledger = cs.slot?.ledger;
     if (!ledger) return void log?.warn({ conn: cs.conn.connectionId }, 'input before ptyrelay/hello dropped');
     if (!ledger.receive(inputSeq)) return;
-    const write = () => owned(cs, id).write(id, data);
+    const owner = ledger === cs.slot?.ledger ? cs.slot.key : undefined;
+    const write = () => owned(cs, id).write(id, data, { owner });
     // A restarted relay learns a terminal's claim from the client's re-attach; input the client
     // resends before that attach completed (e.g. first contact with a host deploying a new build)
     // waits for it instead of failing NOT_FOUND.
@@ -362,8 +365,12 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     [RelayMethod.spawn]: spawn,
     [RelayMethod.attach]: attach,
     [RelayMethod.detach]: async (conn, params) => {
-      const a = fanout.attachment(conn, termId(params.id));
+      const id = termId(params.id);
+      const a = fanout.attachment(conn, id);
       if (a) fanout.detach(a);
+      // What this client typed during an outage and is still queued goes with it (INPUT_EXPIRED).
+      const owner = state(conn).slot?.key;
+      if (owner) providerForId(id).dropQueuedInput?.(owner, id, 'detached');
       return {};
     },
     [RelayMethod.resize]: onTerminal((p, id, q) => p.resize(id, q.cols as number, q.rows as number)),

@@ -1,4 +1,4 @@
-import type { HostProgress } from '../../provider/client/relay-protocol.js';
+import type { HostKeyInfo, HostProgress } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider } from '../../provider/contract.js';
 import type { Logger } from '../log.js';
 
@@ -52,6 +52,14 @@ export interface HostRouter {
   providers(): IPtyProvider[];
   /** Steps of connecting to hosts and deploying their stubs, as they happen. */
   onHostProgress?(listener: (p: HostProgress) => void): () => void;
+  /** Host key inspection and trust of an SSH host (UNKNOWN_HOST for others). */
+  hostKeys?(host: string): HostKeyAdmin;
+}
+
+/** What `ptyrelay hosts trust` needs from the relay for one SSH host. */
+export interface HostKeyAdmin {
+  inspect(): Promise<HostKeyInfo>;
+  trust(fingerprint: string, replace: boolean): Promise<HostKeyInfo>;
 }
 
 export interface ServiceContext {

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { loadUserSshConfig } from './ssh-config.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import { expandTilde, expandTokens, loadUserSshConfig, SshConfigError } from './ssh-config.js';
 
 /** One SSH host as configured for SshPtyProvider (fixed shape). */
 export interface SshHostConfig {
@@ -9,14 +10,19 @@ export interface SshHostConfig {
   host: string;
   port?: number;
   user?: string;
+  /** Private key file; `~` and `%d %u %h %p %r` are expanded as in ~/.ssh/config. */
   identityFile?: string;
   passphrase?: string;
   /** Used only when configured. */
   password?: string;
-  /** Extra known_hosts file (checked with ~/.ssh/known_hosts; `accept-new` appends here). */
+  /** Extra known_hosts file (checked with ~/.ssh/known_hosts; new keys are recorded here); `~` and tokens expanded. */
   knownHostsFile?: string;
-  /** `strict` (default) refuses unknown keys; `accept-new` records them on first contact. */
-  hostKeyPolicy?: 'strict' | 'accept-new';
+  /**
+   * Unknown host keys: `ask` (the CLI asks, like ssh), `strict` refuses them, `accept-new`
+   * records them, `no` records them and also accepts a changed key (with a warning). Unset:
+   * StrictHostKeyChecking from ~/.ssh/config, else `ask`.
+   */
+  hostKeyPolicy?: HostKeyPolicy;
   /** `[user@]host[:port]` of a jump host, as in OpenSSH. */
   proxyJump?: string;
   /** Try ssh-agent ($SSH_AUTH_SOCK); default true when the socket is set. */
@@ -26,6 +32,17 @@ export interface SshHostConfig {
   /** SSH keepalive interval (default 15 s, or ServerAliveInterval). */
   keepaliveIntervalMs?: number;
 }
+
+/** How unknown and changed host keys are treated (StrictHostKeyChecking yes / ask / accept-new / no). */
+export type HostKeyPolicy = 'strict' | 'ask' | 'accept-new' | 'no';
+
+/** OpenSSH's StrictHostKeyChecking values (as ssh-config.ts normalises them) in ptyrelay's terms. */
+const POLICY_OF_STRICT_HOST_KEY_CHECKING: Record<string, HostKeyPolicy> = {
+  yes: 'strict',
+  ask: 'ask',
+  'accept-new': 'accept-new',
+  no: 'no',
+};
 
 /** What a connection actually uses after merging the config with ~/.ssh/config. */
 export interface ResolvedHost {
@@ -38,58 +55,89 @@ export interface ResolvedHost {
   password?: string;
   knownHostsFiles: string[];
   appendKnownHostsTo: string;
-  hostKeyPolicy: 'strict' | 'accept-new';
+  hostKeyPolicy: HostKeyPolicy;
   proxyJump?: string;
   useAgent: boolean;
+  /** IdentitiesOnly: only the identity files are offered (the agent is not used). */
+  identitiesOnly: boolean;
   connectTimeoutMs: number;
   keepaliveIntervalMs: number;
 }
 
-export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+/**
+ * TCP connect + SSH handshake limit when ConnectTimeout is not set: a first contact fails within
+ * it; long enough for a slow link's handshake, short enough that a wrong address is noticed soon.
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 /** SSH keepalive; three unanswered ones drop the link (ssh2 keepaliveCountMax). */
 export const DEFAULT_KEEPALIVE_MS = 15_000;
 const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
 
-/** Explicit settings win; ~/.ssh/config fills the rest, then OpenSSH's defaults. */
+/**
+ * Explicit settings win; ~/.ssh/config fills the rest, then OpenSSH's defaults. A malformed
+ * ~/.ssh/config fails with CONFIG_INVALID naming its file and line.
+ */
 export function resolveHost(cfg: SshHostConfig, home = process.env.HOME || homedir()): ResolvedHost {
   const localUser = userInfo().username;
-  let fromFile: ReturnType<typeof loadUserSshConfig> = { identityFiles: [] };
+  let fromFile: ReturnType<typeof loadUserSshConfig>;
   try {
     fromFile = loadUserSshConfig(home, cfg.host, localUser);
-  } catch {
-    // An unreadable ~/.ssh/config must not block an explicitly configured host.
+  } catch (err) {
+    if (err instanceof SshConfigError)
+      throw new PtyRelayError('CONFIG_INVALID', err.message, { host: cfg.host });
+    throw new PtyRelayError('CONFIG_INVALID', `cannot read ~/.ssh/config: ${(err as Error).message}`, {
+      host: cfg.host,
+    });
   }
+  const hostName = fromFile.hostName ?? cfg.host;
+  const port = cfg.port ?? fromFile.port ?? 22;
+  const user = cfg.user ?? fromFile.user ?? localUser;
+  // The relay's own paths get the same `~` and token expansion as ~/.ssh/config's.
+  const tokens = { h: hostName, n: cfg.host, u: localUser, r: user, p: String(port), d: home };
+  const expand = (p: string) => expandTokens(expandTilde(p, home), tokens);
+  const knownHostsFile = cfg.knownHostsFile !== undefined ? expand(cfg.knownHostsFile) : undefined;
   const userKnown = fromFile.userKnownHostsFiles ?? [join(home, '.ssh', 'known_hosts')];
   const identityFiles = cfg.identityFile
-    ? [cfg.identityFile]
+    ? [expand(cfg.identityFile)]
     : fromFile.identityFiles.length > 0
       ? fromFile.identityFiles
       : DEFAULT_IDENTITIES.map((f) => join(home, '.ssh', f)).filter((f) => existsSync(f));
+  const filePolicy = fromFile.strictHostKeyChecking
+    ? POLICY_OF_STRICT_HOST_KEY_CHECKING[fromFile.strictHostKeyChecking]
+    : undefined;
   return {
     alias: cfg.host,
-    hostName: fromFile.hostName ?? cfg.host,
-    port: cfg.port ?? fromFile.port ?? 22,
-    user: cfg.user ?? fromFile.user ?? localUser,
+    hostName,
+    port,
+    user,
     identityFiles,
     passphrase: cfg.passphrase,
     password: cfg.password,
-    knownHostsFiles: [...userKnown, ...(cfg.knownHostsFile ? [cfg.knownHostsFile] : [])],
-    appendKnownHostsTo: cfg.knownHostsFile ?? userKnown[0] ?? join(home, '.ssh', 'known_hosts'),
-    hostKeyPolicy: cfg.hostKeyPolicy ?? 'strict',
+    knownHostsFiles: [...userKnown, ...(knownHostsFile ? [knownHostsFile] : [])],
+    appendKnownHostsTo: knownHostsFile ?? userKnown[0] ?? join(home, '.ssh', 'known_hosts'),
+    hostKeyPolicy: cfg.hostKeyPolicy ?? filePolicy ?? 'ask',
     proxyJump: cfg.proxyJump ?? fromFile.proxyJump,
     useAgent: cfg.useAgent ?? Boolean(process.env.SSH_AUTH_SOCK),
-    connectTimeoutMs: fromFile.connectTimeoutSec
-      ? fromFile.connectTimeoutSec * 1000
-      : DEFAULT_CONNECT_TIMEOUT_MS,
-    keepaliveIntervalMs: fromFile.serverAliveIntervalSec
-      ? fromFile.serverAliveIntervalSec * 1000
-      : DEFAULT_KEEPALIVE_MS,
+    identitiesOnly: fromFile.identitiesOnly ?? false,
+    connectTimeoutMs:
+      cfg.connectTimeoutMs ??
+      (fromFile.connectTimeoutSec ? fromFile.connectTimeoutSec * 1000 : DEFAULT_CONNECT_TIMEOUT_MS),
+    keepaliveIntervalMs:
+      cfg.keepaliveIntervalMs ??
+      (fromFile.serverAliveIntervalSec ? fromFile.serverAliveIntervalSec * 1000 : DEFAULT_KEEPALIVE_MS),
   };
 }
 
-/** Parses `[user@]host[:port]` (first hop of a ProxyJump list). */
-export function parseJumpSpec(spec: string): { host: string; user?: string; port?: number } {
-  const first = spec.split(',')[0].trim();
+/** One hop of a ProxyJump list. */
+export interface JumpSpec {
+  host: string;
+  user?: string;
+  port?: number;
+}
+
+/** Parses one `[user@]host[:port]` or `ssh://[user@]host[:port]` hop. */
+export function parseJumpSpec(spec: string): JumpSpec {
+  const first = spec.trim().replace(/^ssh:\/\//, '');
   const at = first.lastIndexOf('@');
   const user = at >= 0 ? first.slice(0, at) : undefined;
   let rest = at >= 0 ? first.slice(at + 1) : first;
@@ -100,4 +148,24 @@ export function parseJumpSpec(spec: string): { host: string; user?: string; port
     port = Number(m[2]);
   }
   return { host: rest, user, port };
+}
+
+/** The hops of a ProxyJump list in connection order (`a,b`: a first, then b through a). */
+export function parseJumpChain(list: string): string[] {
+  return list
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/** The first host a connection to `h` reaches over TCP: its first ProxyJump hop, or itself. */
+export function firstHop(
+  h: ResolvedHost,
+  resolveJump: (spec: string) => ResolvedHost | undefined,
+): { hostName: string; port: number } {
+  const hops = h.proxyJump && h.proxyJump !== 'none' ? parseJumpChain(h.proxyJump) : [];
+  if (hops.length === 0) return h;
+  const spec = parseJumpSpec(hops[0]!);
+  const jh = resolveJump(hops[0]!) ?? resolveHost({ host: spec.host, user: spec.user, port: spec.port });
+  return jh.proxyJump && hops.length === 1 ? firstHop(jh, resolveJump) : jh;
 }

@@ -1,15 +1,16 @@
-import { readFileSync } from 'node:fs';
+import type { LookupFunction } from 'node:net';
 import { connect as tcpConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
-import ssh2, { type AnyAuthMethod, type ConnectConfig } from 'ssh2';
+import ssh2, { type ConnectConfig } from 'ssh2';
 
 // ssh2 is CommonJS: Node's ESM loader only offers its default export.
-const { Client, utils: sshUtils } = ssh2;
+const { Client } = ssh2;
 type Client = InstanceType<typeof Client>;
 
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
-import { parseJumpSpec, type ResolvedHost, resolveHost } from './host-config.js';
+import { socketError, timeoutError } from './connect-cause.js';
+import { parseJumpChain, parseJumpSpec, type ResolvedHost, resolveHost } from './host-config.js';
 import {
   appendKnownHost,
   fingerprintSha256,
@@ -18,6 +19,7 @@ import {
   readKnownHostsFiles,
   verifyHostKey,
 } from './known-hosts.js';
+import { authFailed, planAuth, type TriedCredential } from './ssh-auth.js';
 
 export interface ConnectOptions {
   log?: Logger;
@@ -27,49 +29,22 @@ export interface ConnectOptions {
   signal?: AbortSignal;
   /** Called for every chunk the host sends until the handshake is done (a sign the network carries it). */
   onReceive?: () => void;
+  /** Name resolver for the TCP connect (tests inject one so that no DNS query leaves the machine). */
+  lookup?: LookupFunction;
+  /**
+   * Only look at the target's host key: it is handed here and the handshake stops there (no
+   * authentication). Jump hosts are verified as usual.
+   */
+  inspectHostKey?: (key: Buffer) => void;
 }
+
+/** ProxyJump hops followed at most (a loop in ~/.ssh/config must not recurse forever). */
+const MAX_JUMP_DEPTH = 8;
 
 /** Runs `fn` once if `signal` aborts; returns the unsubscribe. */
 function onAbort(signal: AbortSignal | undefined, fn: () => void): () => void {
   signal?.addEventListener('abort', fn, { once: true });
   return () => signal?.removeEventListener('abort', fn);
-}
-
-/** Loads the identity files that parse (with the passphrase when encrypted). */
-function loadKeys(h: ResolvedHost, log?: Logger): { path: string; key: Buffer }[] {
-  const keys: { path: string; key: Buffer }[] = [];
-  for (const path of h.identityFiles) {
-    let data: Buffer;
-    try {
-      data = readFileSync(path);
-    } catch {
-      continue;
-    }
-    const parsed = sshUtils.parseKey(data, h.passphrase);
-    if (parsed instanceof Error) {
-      log?.warn({ path, err: parsed.message }, 'identity file not usable');
-      continue;
-    }
-    keys.push({ path, key: data });
-  }
-  return keys;
-}
-
-function authMethods(h: ResolvedHost, log?: Logger): AnyAuthMethod[] {
-  const methods: AnyAuthMethod[] = [];
-  const username = h.user;
-  if (h.useAgent && process.env.SSH_AUTH_SOCK)
-    methods.push({ type: 'agent', username, agent: process.env.SSH_AUTH_SOCK });
-  for (const k of loadKeys(h, log)) {
-    methods.push({
-      type: 'publickey',
-      username,
-      key: k.key,
-      ...(h.passphrase ? { passphrase: h.passphrase } : {}),
-    });
-  }
-  if (h.password !== undefined) methods.push({ type: 'password', username, password: h.password });
-  return methods;
 }
 
 /** Checks the presented host key; records why it refused so the caller gets a typed error. */
@@ -85,6 +60,13 @@ function hostVerifier(h: ResolvedHost, refuse: (e: PtyRelayError) => void, log?:
         refuse(new PtyRelayError('HOSTKEY_REVOKED', `host key ${presented} of ${h.hostName} is revoked`));
         return false;
       case 'mismatch':
+        if (h.hostKeyPolicy === 'no') {
+          log?.warn(
+            { host: h.hostName, port: h.port, presented, known: verdict.knownFingerprints },
+            'HOST KEY CHANGED and StrictHostKeyChecking is no: connecting anyway',
+          );
+          return true;
+        }
         refuse(
           new PtyRelayError(
             'HOSTKEY_MISMATCH',
@@ -94,16 +76,17 @@ function hostVerifier(h: ResolvedHost, refuse: (e: PtyRelayError) => void, log?:
         );
         return false;
       case 'unknown':
-        if (h.hostKeyPolicy === 'accept-new') {
+        if (h.hostKeyPolicy === 'accept-new' || h.hostKeyPolicy === 'no') {
           appendKnownHost(h.appendKnownHostsTo, formatKnownHostsLine(h.hostName, h.port, type, key));
           log?.info({ host: h.hostName, port: h.port, fingerprint: presented }, 'accepted new host key');
+          if (h.hostKeyPolicy === 'no') log?.warn({ host: h.hostName }, 'StrictHostKeyChecking is no');
           return true;
         }
         refuse(
           new PtyRelayError(
             'HOSTKEY_UNKNOWN',
-            `host key ${presented} of ${h.hostName}:${h.port} is not in known_hosts (hostKeyPolicy: 'accept-new' records it)`,
-            { presented },
+            `host key ${presented} (${type}) of ${h.hostName}:${h.port} is not in known_hosts`,
+            { presented, keyType: type, policy: h.hostKeyPolicy },
           ),
         );
         return false;
@@ -114,28 +97,26 @@ function hostVerifier(h: ResolvedHost, refuse: (e: PtyRelayError) => void, log?:
 function mapError(
   err: Error & { level?: string; code?: string },
   h: ResolvedHost,
+  tried: readonly TriedCredential[],
   refused?: PtyRelayError,
 ): PtyRelayError {
   if (refused) return refused;
   if (err instanceof PtyRelayError) return err;
   const where = `${h.user}@${h.hostName}:${h.port}`;
-  if (err.level === 'client-authentication') {
-    return new PtyRelayError(
-      'AUTH_FAILED',
-      `authentication to ${where} failed (tried agent, keys, password as configured)`,
-    );
-  }
+  if (err.level === 'client-authentication') return authFailed(where, tried);
   if (err.level === 'client-timeout' || /Timed out/i.test(err.message)) {
-    return new PtyRelayError('TIMEOUT', `connecting to ${where} timed out`);
+    return timeoutError('SSH handshake', where, h.connectTimeoutMs);
   }
+  if (err.code) return socketError(err, where);
   return new PtyRelayError('CONNECT_FAILED', `cannot connect to ${where}: ${err.message}`, {
-    cause: err.code,
+    cause: 'closed',
   });
 }
 
-function openSocket(h: ResolvedHost, signal?: AbortSignal): Promise<Duplex> {
+function openSocket(h: ResolvedHost, signal?: AbortSignal, lookup?: LookupFunction): Promise<Duplex> {
   return new Promise((resolve, reject) => {
-    const s = tcpConnect({ host: h.hostName, port: h.port });
+    const where = `${h.hostName}:${h.port}`;
+    const s = tcpConnect({ host: h.hostName, port: h.port, ...(lookup ? { lookup } : {}) });
     const fail = (e: unknown) => {
       clearTimeout(timer);
       off();
@@ -143,7 +124,7 @@ function openSocket(h: ResolvedHost, signal?: AbortSignal): Promise<Duplex> {
       reject(e);
     };
     const timer = setTimeout(
-      () => fail(new PtyRelayError('TIMEOUT', `TCP connect to ${h.hostName}:${h.port} timed out`)),
+      () => fail(timeoutError('TCP connect', where, h.connectTimeoutMs)),
       h.connectTimeoutMs,
     );
     const off = onAbort(signal, () => fail(signal?.reason));
@@ -154,9 +135,7 @@ function openSocket(h: ResolvedHost, signal?: AbortSignal): Promise<Duplex> {
       s.setNoDelay(true);
       resolve(s);
     });
-    s.once('error', (e) =>
-      fail(new PtyRelayError('CONNECT_FAILED', `cannot connect to ${h.hostName}:${h.port}: ${e.message}`)),
-    );
+    s.once('error', (e: NodeJS.ErrnoException) => fail(socketError(e, where)));
   });
 }
 
@@ -172,16 +151,35 @@ export interface SshConnection {
  * Connects and authenticates to one host (through a ProxyJump hop when configured), with host
  * key checking, keepalive and TCP_NODELAY.
  */
-export async function connectSsh(h: ResolvedHost, opts: ConnectOptions = {}): Promise<SshConnection> {
+export async function connectSsh(
+  h: ResolvedHost,
+  opts: ConnectOptions = {},
+  depth = 0,
+): Promise<SshConnection> {
   opts.signal?.throwIfAborted();
   let jump: SshConnection | undefined;
   let sock: Duplex;
-  if (h.proxyJump && h.proxyJump !== 'none') {
-    const spec = parseJumpSpec(h.proxyJump);
-    const jh =
-      opts.resolveJump?.(h.proxyJump) ??
-      resolveHost({ host: spec.host, user: spec.user, port: spec.port, hostKeyPolicy: h.hostKeyPolicy });
-    jump = await connectSsh({ ...jh, proxyJump: undefined }, opts);
+  const hops = h.proxyJump && h.proxyJump !== 'none' ? parseJumpChain(h.proxyJump) : [];
+  if (hops.length > 0) {
+    if (depth >= MAX_JUMP_DEPTH)
+      throw new PtyRelayError(
+        'CONFIG_INVALID',
+        `ProxyJump of ${h.alias} goes deeper than ${MAX_JUMP_DEPTH} hops (a loop?)`,
+      );
+    // `a,b`: b is reached through a, the target through b (as `ssh -J a,b` does).
+    const last = hops[hops.length - 1]!;
+    const spec = parseJumpSpec(last);
+    const jh = opts.resolveJump?.(last) ?? resolveHost({ host: spec.host, user: spec.user, port: spec.port });
+    const before = hops.slice(0, -1);
+    jump = await connectSsh(
+      { ...jh, proxyJump: before.length > 0 ? before.join(',') : jh.proxyJump },
+      { ...opts, inspectHostKey: undefined },
+      depth + 1,
+    ).catch((err: unknown) => {
+      if (err instanceof PtyRelayError && err.details?.hop === undefined)
+        throw new PtyRelayError(err.code, `jump host ${last}: ${err.message}`, { ...err.details, hop: last });
+      throw err;
+    });
     let off = () => {};
     sock = await new Promise<Duplex>((resolve, reject) => {
       off = onAbort(opts.signal, () => reject(opts.signal?.reason));
@@ -190,7 +188,8 @@ export async function connectSsh(h: ResolvedHost, opts: ConnectOptions = {}): Pr
           reject(
             new PtyRelayError(
               'CONNECT_FAILED',
-              `jump host cannot reach ${h.hostName}:${h.port}: ${err.message}`,
+              `jump host ${last} cannot reach ${h.hostName}:${h.port}: ${err.message}`,
+              { cause: /refused/i.test(err.message) ? 'refused' : 'unreachable', hop: last },
             ),
           );
         else resolve(stream);
@@ -202,24 +201,31 @@ export async function connectSsh(h: ResolvedHost, opts: ConnectOptions = {}): Pr
       })
       .finally(off);
   } else {
-    sock = await openSocket(h, opts.signal);
+    sock = await openSocket(h, opts.signal, opts.lookup);
   }
   const client = new Client();
   let refused: PtyRelayError | undefined;
+  const auth = planAuth(h, opts.log);
   const config: ConnectConfig = {
     sock: sock as ConnectConfig['sock'],
     username: h.user,
     readyTimeout: h.connectTimeoutMs,
     keepaliveInterval: h.keepaliveIntervalMs,
     keepaliveCountMax: 3,
-    authHandler: authMethods(h, opts.log),
-    hostVerifier: hostVerifier(
-      h,
-      (e) => {
-        refused = e;
-      },
-      opts.log,
-    ),
+    authHandler: auth.methods,
+    hostVerifier: opts.inspectHostKey
+      ? (key: Buffer) => {
+          opts.inspectHostKey?.(key);
+          refused = new PtyRelayError('ABORTED', 'host key inspected; not connecting');
+          return false;
+        }
+      : hostVerifier(
+          h,
+          (e) => {
+            refused = e;
+          },
+          opts.log,
+        ),
   };
   // ssh2 may emit more than one error (e.g. handshake loss after a timeout); none may go unhandled.
   let settled = false;
@@ -233,9 +239,9 @@ export async function connectSsh(h: ResolvedHost, opts: ConnectOptions = {}): Pr
       off = onAbort(opts.signal, () => reject(opts.signal?.reason));
       opts.signal?.throwIfAborted();
       client.once('ready', () => resolve());
-      client.once('error', (e) => reject(mapError(e, h, refused)));
+      client.once('error', (e) => reject(mapError(e, h, auth.tried, refused)));
       client.once('close', () =>
-        reject(mapError(new Error('connection closed during handshake'), h, refused)),
+        reject(mapError(new Error('connection closed during handshake'), h, auth.tried, refused)),
       );
       client.connect(config);
       // After connect(): ssh2 has paused the socket, so this listener does not start the flow early.

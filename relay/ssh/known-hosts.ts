@@ -6,7 +6,17 @@
  * written by `ssh`, `ssh-keyscan` or `ssh-keygen -H` verifies the same way here.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 
 /** Outcome of checking a presented host key against known_hosts entries. */
@@ -250,4 +260,32 @@ function endsWithoutNewline(path: string): boolean {
 
 function isErrnoCode(err: unknown, code: string): boolean {
   return typeof err === 'object' && err !== null && (err as NodeJS.ErrnoException).code === code;
+}
+
+/**
+ * Removes the plain entries (not `@revoked` / `@cert-authority`) that name `host:port` from a
+ * known_hosts file, keeping every other line as it was; writes a temp file and renames it over.
+ * Returns how many lines were removed (0 when the file does not exist).
+ */
+export function removeKnownHost(path: string, host: string, port: number): number {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if (isErrnoCode(err, 'ENOENT')) return 0;
+    throw err;
+  }
+  const lookupName = hostLookupName(host, port);
+  let removed = 0;
+  const kept = text.split('\n').filter((line, i) => {
+    const entry = parseLine(line, i + 1);
+    const drop = entry !== undefined && entry.marker === null && entryMatchesHost(entry, lookupName);
+    if (drop) removed++;
+    return !drop;
+  });
+  if (removed === 0) return 0;
+  const tmp = `${path}.ptyrelay-${process.pid}.tmp`;
+  writeFileSync(tmp, kept.join('\n'), { mode: KNOWN_HOSTS_FILE_MODE });
+  renameSync(tmp, path);
+  return removed;
 }

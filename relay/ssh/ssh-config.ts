@@ -3,13 +3,15 @@
  *
  * Follows `readconf.c`: case-insensitive keywords, `Key value` / `Key=value`, quoting, `Host` pattern
  * lists with negation, first obtained value wins (IdentityFile accumulates), and `Include` evaluated in
- * place. Limitations: `Match` blocks are never applied (everything under one is skipped until the next
- * `Host`/`Match`), keywords outside the {@link SshConfigHost} subset are ignored, and `~user` paths and
- * unknown `%` tokens are left as written.
+ * place, and `Match` blocks with the `all`, `host`, `originalhost`, `user` and `localuser` criteria
+ * (ssh-config-match.ts). Limitations: other `Match` criteria (`exec`, `canonical`, `final`, …) never
+ * match, keywords outside the {@link SshConfigHost} subset are ignored, and `~user` paths and unknown
+ * `%` tokens are left as written. Errors name the file and line.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { matchPatternList, matchWildcard } from './known-hosts.js';
+import { matchCriteria, SshConfigError, validateMatch } from './ssh-config-match.js';
 
 /** Effective settings for one destination alias; fields the config does not set stay undefined. */
 export interface SshConfigHost {
@@ -30,6 +32,8 @@ export interface SshConfigDirective {
   keyword: string;
   args: string[];
   line: number;
+  /** The file it came from (errors say `file:line`); absent for text parsed without a name. */
+  file?: string;
 }
 
 /**
@@ -42,6 +46,7 @@ export interface SshConfigBlock {
   patterns: string[];
   directives: SshConfigDirective[];
   line: number;
+  file?: string;
 }
 
 /** Context needed to expand `~`, tokens and Include paths. */
@@ -51,9 +56,7 @@ export interface SshConfigContext {
 }
 
 /** Raised for configuration text OpenSSH would also refuse (bad quoting, invalid numbers, include loops). */
-export class SshConfigError extends Error {
-  override name = 'SshConfigError';
-}
+export { SshConfigError };
 
 /** OpenSSH's READCONF_MAX_DEPTH: deeper Include nesting is an error. */
 const MAX_INCLUDE_DEPTH = 16;
@@ -63,34 +66,42 @@ const NONE = 'none';
 const USER_CONFIG_DIR = '.ssh';
 const USER_CONFIG_FILE = 'config';
 
+/** `file:line` (or `line N` for unnamed text), the prefix of every config error. */
+export function configWhere(file: string | undefined, line: number): string {
+  return file ? `${file}:${line}` : `line ${line}`;
+}
+
 /** Parses config text into blocks without evaluating anything (Include is kept as a directive). */
-export function parseSshConfig(text: string): SshConfigBlock[] {
-  const blocks: SshConfigBlock[] = [{ kind: 'global', patterns: [], directives: [], line: 0 }];
+export function parseSshConfig(text: string, file?: string): SshConfigBlock[] {
+  const blocks: SshConfigBlock[] = [{ kind: 'global', patterns: [], directives: [], line: 0, file }];
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
     const lineNo = i + 1;
-    const parsed = splitDirective(lines[i]!, lineNo);
+    const parsed = splitDirective(lines[i]!, configWhere(file, lineNo));
     if (!parsed) continue;
     const { keyword, args } = parsed;
     if (keyword === 'host' || keyword === 'match') {
-      blocks.push({ kind: keyword, patterns: args, directives: [], line: lineNo });
+      if (keyword === 'match') validateMatch(args, configWhere(file, lineNo));
+      if (keyword === 'host' && args.length === 0)
+        throw new SshConfigError(`${configWhere(file, lineNo)}: Host needs at least one pattern`);
+      blocks.push({ kind: keyword, patterns: args, directives: [], line: lineNo, file });
     } else {
-      blocks[blocks.length - 1]!.directives.push({ keyword, args, line: lineNo });
+      blocks[blocks.length - 1]!.directives.push({ keyword, args, line: lineNo, file });
     }
   }
   return blocks;
 }
 
-function splitDirective(rawLine: string, line: number): { keyword: string; args: string[] } | undefined {
+function splitDirective(rawLine: string, where: string): { keyword: string; args: string[] } | undefined {
   const text = rawLine.trim();
   if (text === '' || text.startsWith('#')) return undefined;
   const m = /^([^\s=]+)\s*(?:=\s*)?(.*)$/.exec(text);
   if (!m) return undefined;
-  return { keyword: m[1]!.toLowerCase(), args: splitArgs(m[2]!, line) };
+  return { keyword: m[1]!.toLowerCase(), args: splitArgs(m[2]!, where) };
 }
 
 /** Word splitting like OpenSSH `argv_split` with comment termination. */
-function splitArgs(text: string, line: number): string[] {
+function splitArgs(text: string, where: string): string[] {
   const args: string[] = [];
   let i = 0;
   while (i < text.length) {
@@ -114,7 +125,7 @@ function splitArgs(text: string, line: number): string[] {
         arg += c;
       }
     }
-    if (quote !== '') throw new SshConfigError(`line ${line}: unterminated quote`);
+    if (quote !== '') throw new SshConfigError(`${where}: unterminated quote`);
     args.push(arg);
   }
   return args;
@@ -160,13 +171,13 @@ function evaluate(
     if (block.kind === 'global') active = startActive;
     // An Include reached while inactive must not let its own Host lines activate anything.
     else if (block.kind === 'host') active = startActive && matchPatternList(alias, block.patterns);
-    else active = false;
+    else active = startActive && matchCriteria(block.patterns, matchSubject(acc, alias, ctx));
     for (const d of block.directives) {
       if (d.keyword === 'include') {
         if (depth + 1 > MAX_INCLUDE_DEPTH)
-          throw new SshConfigError(`line ${d.line}: Include nested too deep`);
+          throw new SshConfigError(`${configWhere(d.file, d.line)}: Include nested too deep`);
         for (const file of expandIncludes(d.args, ctx)) {
-          evaluate(parseSshConfig(readFileSync(file, 'utf8')), alias, ctx, acc, active, depth + 1);
+          evaluate(parseSshConfig(readFileSync(file, 'utf8'), file), alias, ctx, acc, active, depth + 1);
         }
       } else if (active) {
         apply(acc, d);
@@ -174,6 +185,30 @@ function evaluate(
     }
   }
 }
+
+/**
+ * What `Match` compares, as OpenSSH's `match_cfg_line` sees it at that point of the file: the
+ * HostName obtained so far (its `%h` expanded) or the alias, and the remote user obtained so far.
+ */
+function matchSubject(acc: Accumulated, alias: string, ctx: SshConfigContext) {
+  return {
+    host: acc.hostName !== undefined ? expandTokens(acc.hostName, { h: alias }) : alias,
+    originalHost: alias,
+    user: acc.user ?? ctx.localUser,
+    localUser: ctx.localUser,
+  };
+}
+
+/** StrictHostKeyChecking values OpenSSH accepts, by what they mean. */
+const STRICT_HOST_KEY_VALUES: Record<string, string> = {
+  yes: 'yes',
+  true: 'yes',
+  no: 'no',
+  false: 'no',
+  off: 'no',
+  ask: 'ask',
+  'accept-new': 'accept-new',
+};
 
 function apply(acc: Accumulated, d: SshConfigDirective): void {
   const value = d.args[0];
@@ -208,16 +243,22 @@ function apply(acc: Accumulated, d: SshConfigDirective): void {
     case 'userknownhostsfile':
       acc.userKnownHostsFiles ??= d.args;
       break;
-    case 'stricthostkeychecking':
-      acc.strictHostKeyChecking ??= value.toLowerCase();
+    case 'stricthostkeychecking': {
+      const v = STRICT_HOST_KEY_VALUES[value.toLowerCase()];
+      if (v === undefined)
+        throw new SshConfigError(
+          `${configWhere(d.file, d.line)}: bad StrictHostKeyChecking value '${value}' (yes, no, ask or accept-new)`,
+        );
+      acc.strictHostKeyChecking ??= v;
       break;
+    }
   }
 }
 
 function parseInteger(value: string, d: SshConfigDirective, min: number, max: number): number {
   const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw new SshConfigError(`line ${d.line}: bad ${d.keyword} value '${value}'`);
+    throw new SshConfigError(`${configWhere(d.file, d.line)}: bad ${d.keyword} value '${value}'`);
   }
   return n;
 }
@@ -226,7 +267,7 @@ function parseYesNo(value: string, d: SshConfigDirective): boolean {
   const v = value.toLowerCase();
   if (v === 'yes' || v === 'true') return true;
   if (v === 'no' || v === 'false') return false;
-  throw new SshConfigError(`line ${d.line}: bad ${d.keyword} value '${value}'`);
+  throw new SshConfigError(`${configWhere(d.file, d.line)}: bad ${d.keyword} value '${value}'`);
 }
 
 function finish(acc: Accumulated, alias: string, ctx: SshConfigContext): SshConfigHost {
@@ -261,11 +302,11 @@ function finish(acc: Accumulated, alias: string, ctx: SshConfigContext): SshConf
 }
 
 /** Expands `%x` tokens from the table and `%%`; unknown tokens are kept verbatim. */
-function expandTokens(text: string, tokens: Record<string, string>): string {
+export function expandTokens(text: string, tokens: Record<string, string>): string {
   return text.replace(/%(.)/g, (whole, key: string) => (key === '%' ? '%' : (tokens[key] ?? whole)));
 }
 
-function expandTilde(path: string, homeDir: string): string {
+export function expandTilde(path: string, homeDir: string): string {
   if (path === '~') return homeDir;
   if (path.startsWith('~/')) return join(homeDir, path.slice(2));
   return path;
@@ -310,11 +351,12 @@ function globLastSegment(path: string): string[] {
  * OpenSSH's default identity files are not added; callers choose their own fallbacks.
  */
 export function loadUserSshConfig(homeDir: string, alias: string, localUser: string): SshConfigHost {
+  const file = join(homeDir, USER_CONFIG_DIR, USER_CONFIG_FILE);
   let text = '';
   try {
-    text = readFileSync(join(homeDir, USER_CONFIG_DIR, USER_CONFIG_FILE), 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  return resolveSshConfig(parseSshConfig(text), alias, { homeDir, localUser });
+  return resolveSshConfig(parseSshConfig(text, file), alias, { homeDir, localUser });
 }

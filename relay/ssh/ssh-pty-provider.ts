@@ -1,3 +1,4 @@
+import type { LookupFunction } from 'node:net';
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { shellQuote } from '../deploy/shell-quote.js';
@@ -5,10 +6,13 @@ import { collectStubArtifacts, type StubPlatform } from '../deploy/stub-artifact
 import { type DeployProgress, type DeployResult, StubDeployer } from '../deploy/stub-deployer.js';
 import { createLogger, type Logger } from '../log.js';
 import type { RaceAttempt } from '../reconnect/attempt-race.js';
+import { type ReachabilityProbe, sshBannerProbe } from '../reconnect/reachability-probe.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
-import { resolveHost, type SshHostConfig } from './host-config.js';
+import { firstHop, type ResolvedHost, resolveHost, type SshHostConfig } from './host-config.js';
 import { connectSsh, type SshConnection } from './host-connection.js';
+import { sshLost, withHostHint } from './host-errors.js';
+import { type HostKeyStatus, inspectHostKey, trustHostKey } from './host-key-trust.js';
 import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
 
 /**
@@ -42,6 +46,8 @@ export interface SshPtyProviderOptions {
   relayId?: string;
   /** Stub bundle to deploy (default: this package's `dist/stub/stub.cjs`); tests deploy other builds. */
   stubPath?: string;
+  /** Name resolver for host names (default: the system's; tests inject one so no DNS query leaves). */
+  lookup?: LookupFunction;
 }
 
 interface HostLink {
@@ -64,6 +70,7 @@ export class SshPtyProvider extends StubBackedProvider {
   private readonly knownSocket = new Map<string, string>();
   protected readonly log: Logger;
   protected override readonly reconnectAttempts = RACING_RECONNECT_ATTEMPTS;
+  protected override readonly failFirstContact = true;
 
   constructor(private readonly opts: SshPtyProviderOptions) {
     super();
@@ -152,6 +159,9 @@ export class SshPtyProvider extends StubBackedProvider {
       resolveJump,
       signal: attempt.signal,
       onReceive: () => attempt.progress(),
+      lookup: this.opts.lookup,
+    }).catch((err: unknown) => {
+      throw withHostHint(host, err);
     });
     progress(host, { step: 'connected', message: `connected in ${Date.now() - t0} ms` });
     const closeOnAbort = () => ssh.close();
@@ -197,6 +207,54 @@ export class SshPtyProvider extends StubBackedProvider {
     }
   }
 
+  /** What `host` presents now (no login) and what known_hosts says about it. */
+  async inspectHostKey(host: string): Promise<HostKeyStatus> {
+    const { key: _key, ...status } = await inspectHostKey(this.resolved(host), this.connectOptions(host));
+    return status;
+  }
+
+  /** Records `host`'s key once a person confirmed `fingerprint` (`replace`: over a changed one). */
+  trustHostKey(host: string, fingerprint: string, replace: boolean): Promise<HostKeyStatus> {
+    return trustHostKey(this.resolved(host), fingerprint, replace, this.connectOptions(host));
+  }
+
+  private resolved(host: string): ResolvedHost {
+    const cfg = this.opts.hosts[host];
+    if (!cfg) throw new PtyRelayError('UNKNOWN_HOST', `no host named ${host} is configured`, { host });
+    return resolveHost(cfg);
+  }
+
+  private connectOptions(host: string) {
+    return {
+      log: this.log.child({ host }),
+      lookup: this.opts.lookup,
+      resolveJump: (spec: string) => {
+        const named = this.opts.hosts[spec];
+        return named ? resolveHost(named) : undefined;
+      },
+    };
+  }
+
+  /** An SSH banner from the host, or its first jump host, says it is back. */
+  protected override reachabilityProbe(host: string): ReachabilityProbe | undefined {
+    const cfg = this.opts.hosts[host];
+    if (!cfg) return undefined;
+    const lookup = this.opts.lookup;
+    return (signal) => {
+      let first: { hostName: string; port: number };
+      try {
+        first = firstHop(resolveHost(cfg), (spec) => {
+          const named = this.opts.hosts[spec];
+          return named ? resolveHost(named) : undefined;
+        });
+      } catch (err) {
+        this.log.debug({ host, err: (err as Error).message }, 'no reachability probe');
+        return Promise.resolve(false);
+      }
+      return sshBannerProbe(first.hostName, first.port, lookup)(signal);
+    };
+  }
+
   /** Makes a won attempt's connection the host's link (one at a time: the race has one winner). */
   private register(host: string, link: HostLink, channel: StubChannel): void {
     this.deployed.set(host, link.deploy);
@@ -207,12 +265,25 @@ export class SshPtyProvider extends StubBackedProvider {
       channel.legacy.map((l) => l.buildId),
     );
     this.links.set(host, link);
+    // Why the link went, for the status a person sees: the SSH connection's own error, or the host
+    // closing it (sshd gone), rather than "stub link closed".
+    let sshError: Error | undefined;
+    let sshClosed = false;
+    const reason = (): PtyRelayError | undefined =>
+      sshError ? sshLost(host, sshError) : sshClosed ? sshLost(host) : undefined;
+    link.client.closeReason = reason;
+    link.ssh.client.on('error', (e) => {
+      sshError ??= e;
+    });
     const drop = () => {
       if (this.links.get(host) === link) this.links.delete(host);
-      link.client.close();
+      link.client.close(reason());
       link.ssh.close();
     };
-    link.ssh.client.once('close', drop);
+    link.ssh.client.once('close', () => {
+      sshClosed = true;
+      drop();
+    });
     link.client.closed.on(drop);
   }
 

@@ -10,4 +10,6 @@ export interface LinkPolicy {
    * acknowledges as it delivers events.
    */
   manualAck?: boolean;
+  /** Input queued during an outage older than this is discarded instead of sent (default 30 s). */
+  maxInputAgeMs?: number;
 }

@@ -17,6 +17,7 @@ import type {
   PtyReattachEvent,
   PtySpawnOptions,
   PtySpawnResult,
+  PtyWriteOptions,
   ScreenSnapshot,
   ShutdownOptions,
   Unsubscribe,
@@ -33,6 +34,7 @@ import type { Logger } from '../log.js';
 import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { HostLink } from '../reconnect/host-link.js';
 import { InputChannel } from '../reconnect/input-channel.js';
+import type { ReachabilityProbe } from '../reconnect/reachability-probe.js';
 import { AckScheduler } from './ack-scheduler.js';
 import { HostDaemons } from './host-daemons.js';
 import type { LinkPolicy } from './link-policy.js';
@@ -99,12 +101,19 @@ export abstract class StubBackedProvider implements IPtyProvider {
    * than one where an attempt can hang on a network that swallows packets (SSH).
    */
   protected readonly reconnectAttempts: number = 1;
+  /** A first contact fails at its first failed attempt instead of retrying (HostLinkOptions). */
+  protected readonly failFirstContact: boolean = false;
   /**
    * Opens a fresh stub link to `host` (connect, deploy, handshake). Called again on every reconnect,
    * possibly for several racing attempts at once: an attempt stops when `attempt.signal` aborts, and
    * calls `attempt.claim()` before it registers anything shared about the link.
    */
   protected abstract openLink(host: string, attempt: RaceAttempt): Promise<StubClient>;
+
+  /** How to tell, cheaply and often, that `host` answers again after an outage (none by default). */
+  protected reachabilityProbe(_host: string): ReachabilityProbe | undefined {
+    return undefined;
+  }
 
   /** The connected client of `host`, connecting or waiting for a reconnect as needed. */
   protected link(host: string): Promise<StubClient> {
@@ -122,7 +131,11 @@ export abstract class StubBackedProvider implements IPtyProvider {
         // rides on the host's connection, so its attempts never race.
         ...(legacy
           ? { ladder: { ...this.linkPolicy.ladder, giveUpAfter: LEGACY_RETRIES } }
-          : { maxConcurrentAttempts: this.reconnectAttempts }),
+          : {
+              maxConcurrentAttempts: this.reconnectAttempts,
+              failFirstContact: this.failFirstContact,
+              probe: this.reachabilityProbe(host),
+            }),
         log: this.log,
         onConnected: (c, reconnect) => this.onConnected(host, c, reconnect),
         onDisconnected: () => this.inputChannel(host).disconnect(),
@@ -141,7 +154,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
   protected inputChannel(host: string): InputChannel {
     let c = this.inputs.get(host);
     if (!c) {
-      c = new InputChannel();
+      c = new InputChannel({ maxQueueAgeMs: this.linkPolicy.maxInputAgeMs });
       this.inputs.set(host, c);
     }
     return c;
@@ -294,7 +307,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
     return this.toResult(host, result, blob);
   }
 
-  async write(id: string, data: string | Uint8Array): Promise<void> {
+  async write(id: string, data: string | Uint8Array, opts: PtyWriteOptions = {}): Promise<void> {
     let { host, localId } = this.resolve(id);
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     const link = this.hostLink(host);
@@ -302,7 +315,22 @@ export abstract class StubBackedProvider implements IPtyProvider {
     if (link.state.state === 'idle' || link.state.state === 'connecting') await link.get();
     // Known ids go straight to their queue, so writes keep their order.
     if (this.daemons.unrouted(id)) ({ host, localId } = await this.locate(id));
-    await this.inputChannel(host).submit(localId, bytes);
+    await this.inputChannel(host).submit(localId, bytes, opts.owner);
+  }
+
+  /**
+   * Discards input queued during an outage and not sent yet, of `owner` (for terminal `id`, or
+   * on every host): it detached (`detached`) or its connection went away (`gone`). Returns the
+   * bytes discarded; their writes fail with INPUT_EXPIRED.
+   */
+  dropQueuedInput(owner: string, id: string | undefined, reason: 'detached' | 'gone'): number {
+    if (id !== undefined) {
+      const { host, localId } = this.resolve(id);
+      return this.inputs.get(host)?.dropQueued({ owner, id: localId }, reason) ?? 0;
+    }
+    let bytes = 0;
+    for (const c of this.inputs.values()) bytes += c.dropQueued({ owner }, reason);
+    return bytes;
   }
 
   protected async call<T>(

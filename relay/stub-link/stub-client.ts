@@ -65,6 +65,11 @@ export class StubClient {
   readonly background = new Emitter<BackgroundEventMessage>();
   readonly closed = new Emitter<PtyRelayError>();
   /**
+   * Set by the transport: why the link really went (e.g. the SSH connection's error), preferred
+   * over the stream's own "closed" when the stream ends.
+   */
+  closeReason: (() => PtyRelayError | undefined) | undefined;
+  /**
    * Spawn/attach results, emitted synchronously as the response is decoded: data frames that
    * follow in the same chunk are decoded before any promise continuation could record the
    * new incarnation, so whoever guards incarnations must learn it here.
@@ -107,9 +112,10 @@ export class StubClient {
     );
     (stream as { setNoDelay?: (v: boolean) => void }).setNoDelay?.(true);
     stream.on('data', (c: Buffer) => this.onChunk(c));
-    stream.on('error', (e) => this.fail(new PtyRelayError('LINK_CLOSED', `stub link error: ${e.message}`)));
-    stream.on('close', () => this.fail(new PtyRelayError('LINK_CLOSED', 'stub link closed')));
-    stream.on('end', () => this.fail(new PtyRelayError('LINK_CLOSED', 'stub link ended')));
+    const lost = (err: PtyRelayError) => this.fail(this.closeReason?.() ?? err);
+    stream.on('error', (e) => lost(new PtyRelayError('LINK_CLOSED', `stub link error: ${e.message}`)));
+    stream.on('close', () => lost(new PtyRelayError('LINK_CLOSED', 'stub link closed')));
+    stream.on('end', () => lost(new PtyRelayError('LINK_CLOSED', 'stub link ended')));
     stream.write(
       encodeJsonFrame({
         t: 'hello',
@@ -188,8 +194,9 @@ export class StubClient {
     });
   }
 
-  close(): void {
-    this.fail(new PtyRelayError('LINK_CLOSED', 'stub link closed by the relay'));
+  /** Closes the link; `err` says why (what `closed` emits), default "closed by the relay". */
+  close(err?: PtyRelayError): void {
+    this.fail(err ?? new PtyRelayError('LINK_CLOSED', 'stub link closed by the relay'));
   }
 
   private fail(err: PtyRelayError): void {

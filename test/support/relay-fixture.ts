@@ -2,6 +2,7 @@ import { RelayClient, type RelayClientOptions } from '../../provider/client/rela
 import { PtyRelayError } from '../../provider/errors.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { validateConfig } from '../../relay/service/config.js';
+import { createHostKeyExtension } from '../../relay/service/host-key-extension.js';
 import { createHostRouter } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
@@ -62,7 +63,7 @@ export async function startRelay(
       token: TEST_TOKEN,
       router,
       registry,
-      extensions: [createPtyExtension({ router, registry })],
+      extensions: [createHostKeyExtension(router), createPtyExtension({ router, registry })],
     });
     return { router, registry, server };
   };

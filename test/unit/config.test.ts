@@ -65,7 +65,7 @@ describe('validateConfig', () => {
     );
     expect(invalid({ hosts: { build1: { port: 22 } } })).toMatch(/^hosts\.build1\.host is required/);
     expect(invalid({ hosts: { build1: { host: 'b', hostKeyPolicy: 'yolo' } } })).toMatch(
-      /^hosts\.build1\.hostKeyPolicy must be one of strict, accept-new/,
+      /^hosts\.build1\.hostKeyPolicy must be one of strict, ask, accept-new, no/,
     );
     expect(invalid({ hosts: { build1: { host: 'b', useAgent: 'yes' } } })).toMatch(
       /^hosts\.build1\.useAgent must be true or false/,

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { RECONNECT_STEPS_MS, ReconnectLadder } from '../../provider/reconnect-ladder.js';
 import { LinkHealth } from '../../relay/reconnect/link-health.js';
-import {
-  RECONNECT_STEPS_MS,
-  ReconnectLadder,
-  STABLE_RESET_MS,
-} from '../../relay/reconnect/reconnect-ladder.js';
 
 describe('ReconnectLadder', () => {
   it('climbs the steps, repeats the last one, and applies bounded jitter', () => {
@@ -24,16 +20,17 @@ describe('ReconnectLadder', () => {
     for (let i = 0; i < 1000; i++) expect(forever.next()).toBeDefined();
   });
 
-  it('resets after a stable period, not after a short one', () => {
+  it('starts from the bottom after any successful connect, however short the link stayed up', () => {
     const l = new ReconnectLadder({ random: () => 0.5 });
-    l.next();
-    l.next();
+    for (let i = 0; i < 30; i++) l.next();
+    expect(l.next()!.delayMs).toBe(RECONNECT_STEPS_MS.at(-1));
     l.connected(0);
-    l.disconnected(STABLE_RESET_MS - 1);
-    expect(l.next()!.delayMs).toBe(RECONNECT_STEPS_MS[2]);
-    l.connected(100_000);
-    l.disconnected(100_000 + STABLE_RESET_MS);
+    l.disconnected(1);
     expect(l.next()!.delayMs).toBe(RECONNECT_STEPS_MS[0]);
+    expect(l.next()!.delayMs).toBe(RECONNECT_STEPS_MS[1]);
+    // Failed attempts without a connect in between keep climbing.
+    l.disconnected(2);
+    expect(l.next()!.delayMs).toBe(RECONNECT_STEPS_MS[2]);
   });
 });
 

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseJumpChain, parseJumpSpec } from '../../relay/ssh/host-config.js';
 import {
   loadUserSshConfig,
   parseSshConfig,
@@ -115,10 +116,41 @@ describe('resolveSshConfig', () => {
     expect(resolve('Host !a\n  User x', 'b').user).toBeUndefined();
   });
 
-  it('skips Match blocks until the next Host', () => {
-    const text = 'Match all\n  User matched\n  Port 1\nHost *\n  User host';
-    expect(resolve(text, 'x')).toMatchObject({ user: 'host' });
-    expect(resolve(text, 'x').port).toBeUndefined();
+  it('applies Match all / host / originalhost / user / localuser blocks, with negation', () => {
+    const text = [
+      'Host box',
+      '  HostName box.example',
+      'Match host box.example user deploy',
+      '  Port 2201',
+      'Match originalhost box !localuser bob',
+      '  ConnectTimeout 5',
+      'Match user root',
+      '  Port 9',
+      'Match exec "true"',
+      '  IdentityFile /never',
+      'Match all',
+      '  User deploy',
+    ].join('\n');
+    // `Match user deploy` compares the user obtained so far: not yet set when it is read.
+    expect(resolve(text, 'box')).toEqual({
+      hostName: 'box.example',
+      connectTimeoutSec: 5,
+      user: 'deploy',
+      identityFiles: [],
+    });
+    expect(resolve(`User deploy\n${text}`, 'box').port).toBe(2201);
+    expect(
+      resolveSshConfig(parseSshConfig(text), 'box', { homeDir: home, localUser: 'bob' }).connectTimeoutSec,
+    ).toBeUndefined();
+  });
+
+  it('names the file and line of a bad line', () => {
+    expect(() => parseSshConfig('Host a\nMatch bogus x', '/etc/x.conf')).toThrow(
+      '/etc/x.conf:2: unsupported Match criterion',
+    );
+    expect(() => parseSshConfig('Match host', 'f')).toThrow('f:1: Match host needs an argument');
+    expect(() => resolveSshConfig(parseSshConfig('\n\nPort abc', '/c'), 'x', ctx)).toThrow('/c:3: bad port');
+    expect(() => resolve('StrictHostKeyChecking sometimes', 'x')).toThrow(/bad StrictHostKeyChecking/);
   });
 
   it('expands ~ and %h %u %r %p %d %n %% in IdentityFile, and %h in HostName', () => {
@@ -254,4 +286,81 @@ describe.skipIf(!haveSsh)('agrees with ssh -G', () => {
       expect(ours.proxyJump).toBe(g.get('proxyjump')?.[0]);
     }
   });
+});
+
+describe.skipIf(!haveSsh)('agrees with ssh -G on the options ptyrelay applies', () => {
+  /** `ssh -G` of one alias as a map of keyword → values. */
+  function sshG(file: string, alias: string): Map<string, string[]> {
+    const res = spawnSync(SSH_CLIENT, ['-G', '-F', file, alias], { encoding: 'utf8' });
+    expect(res.status, res.stderr).toBe(0);
+    const g = new Map<string, string[]>();
+    for (const line of res.stdout.split('\n')) {
+      const [k, ...v] = line.split(' ');
+      if (k) g.set(k, [...(g.get(k) ?? []), v.join(' ')]);
+    }
+    return g;
+  }
+  /** ssh -G prints StrictHostKeyChecking yes/no as true/false. */
+  const G_STRICT: Record<string, string> = {
+    true: 'yes',
+    false: 'no',
+    ask: 'ask',
+    'accept-new': 'accept-new',
+  };
+  const cases: Record<string, string[]> = {
+    'Match host (after HostName) and user': [
+      'Host m1',
+      '  HostName real.example',
+      '  User ops',
+      'Match host real.example user ops',
+      '  Port 2202',
+      '  StrictHostKeyChecking accept-new',
+    ],
+    'Match originalhost and negated user': [
+      'Match originalhost m2 !user root',
+      '  IdentitiesOnly yes',
+      '  ConnectTimeout 4',
+      'Match user root',
+      '  StrictHostKeyChecking no',
+    ],
+    'StrictHostKeyChecking yes and a ProxyJump chain': [
+      'Host m3',
+      '  StrictHostKeyChecking yes',
+      '  ProxyJump a@j1:2222,j2,ssh://j3:2200',
+      '  IdentitiesOnly no',
+    ],
+    'StrictHostKeyChecking off and ask (first wins)': [
+      'Host m4',
+      '  StrictHostKeyChecking off',
+      'Host *',
+      '  StrictHostKeyChecking ask',
+    ],
+    'defaults (ask, IdentitiesOnly no)': ['Host other', '  Port 1'],
+  };
+  for (const [name, lines] of Object.entries(cases)) {
+    it(name, () => {
+      const file = join(home, 'gopts.conf');
+      writeFileSync(file, `${lines.join('\n')}\n`);
+      for (const alias of ['m1', 'm2', 'm3', 'm4', 'm5']) {
+        for (const localUser of ['root']) {
+          const g = sshG(file, alias);
+          const ours = resolveSshConfig(parseSshConfig(readFileSync(file, 'utf8'), file), alias, {
+            homeDir: home,
+            localUser,
+          });
+          expect(ours.hostName ?? alias).toBe(g.get('hostname')![0]);
+          expect(ours.user ?? localUser).toBe(g.get('user')![0]);
+          expect(String(ours.port ?? 22)).toBe(g.get('port')![0]);
+          expect(ours.strictHostKeyChecking ?? 'ask').toBe(G_STRICT[g.get('stricthostkeychecking')![0]!]);
+          expect(ours.identitiesOnly ?? false).toBe(g.get('identitiesonly')![0] === 'yes');
+          // ssh -G prints the hops normalised ([user@]host[:port]); compare them hop by hop.
+          const hops = (list: string | undefined) =>
+            list === undefined ? undefined : parseJumpChain(list).map(parseJumpSpec);
+          expect(hops(ours.proxyJump)).toEqual(hops(g.get('proxyjump')?.[0]));
+          if (alias === 'm3' && name.includes('ProxyJump')) expect(hops(ours.proxyJump)).toHaveLength(3);
+          expect(String(ours.connectTimeoutSec ?? 'none')).toBe(g.get('connecttimeout')![0]);
+        }
+      }
+    });
+  }
 });

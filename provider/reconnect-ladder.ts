@@ -21,8 +21,6 @@ export const RECONNECT_STEPS_MS: readonly number[] = [
   10_000,
   30_000,
 ];
-/** A link that stayed up this long starts the ladder from the bottom again. */
-export const STABLE_RESET_MS = 60_000;
 /** ±20 % jitter so many relays do not hammer a recovering host in lockstep. */
 export const RECONNECT_JITTER = 0.2;
 
@@ -34,7 +32,11 @@ export interface ReconnectLadderOptions {
   random?: () => number;
 }
 
-/** Pure schedule of reconnect attempts: which attempt comes next and after how long. */
+/**
+ * Pure schedule of reconnect attempts: which attempt comes next and after how long. The one
+ * backoff of the codebase: the relay's host links (with {@link RECONNECT_STEPS_MS}) and
+ * RelayClient's link to the relay (with its own steps) both use it.
+ */
 export class ReconnectLadder {
   private attempt = 0;
   private connectedAt: number | undefined;
@@ -61,9 +63,12 @@ export class ReconnectLadder {
     this.connectedAt = now;
   }
 
-  /** Call when the link drops: a long stable period resets the ladder. */
-  disconnected(now: number): void {
-    if (this.connectedAt !== undefined && now - this.connectedAt >= STABLE_RESET_MS) this.attempt = 0;
+  /**
+   * Call when the link drops. Every outage of a link that was up starts the ladder from the bottom:
+   * an outage soon after the last one must not begin at the 30 s step (the early steps are cheap).
+   */
+  disconnected(_now: number): void {
+    if (this.connectedAt !== undefined) this.attempt = 0;
     this.connectedAt = undefined;
   }
 
