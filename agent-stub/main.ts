@@ -83,6 +83,7 @@ async function main(argv: string[]): Promise<void> {
       creditWindowMax: numFlag(args, '--credit-window-max'),
       keepTailMin: numFlag(args, '--keep-tail'),
       pendingCap: numFlag(args, '--pending-cap'),
+      batching: flag(args, '--output-batching') === 'timer' ? 'timer' : 'backpressure',
     });
     return;
   }

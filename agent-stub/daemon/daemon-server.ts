@@ -8,6 +8,7 @@ import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';
 import { acquirePidLock, releasePidLock } from './daemon-lock.js';
+import type { BatchingMode } from './output-batcher.js';
 import { StubRequestHandler } from './request-handler.js';
 import { StubConnection } from './stub-connection.js';
 
@@ -28,6 +29,8 @@ export interface DaemonOptions {
   keepTailMin?: number;
   pendingCap?: number;
   buildId?: string;
+  /** `--output-batching timer`: the old 4 ms batcher, for the bench's A/B only. */
+  batching?: BatchingMode;
 }
 
 function log(msg: string, extra: Record<string, unknown> = {}): void {
@@ -147,6 +150,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       inputLedger,
       keepTailMin: limits.keepTailMin,
       pendingCap: limits.pendingCap,
+      batching: opts.batching,
       totalBuffered: () => {
         let n = 0;
         for (const c of connections) n += c.buffered;

@@ -184,6 +184,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   /** Subscribes this provider to a new link's events. */
   protected wireLink(host: string, client: StubClient): void {
+    client.beforeWrite = () => this.acks.rideWith((id) => this.tracker.get(id)?.host === host);
     client.attached.on(({ result, blob }) => this.onAttachReply(host, result, blob));
     client.data.on((e) => this.deliver(globalTerminalId(host, e.id), e.incarnationId, e.seq, e.data));
     client.fact.on((e) => {
