@@ -2,6 +2,17 @@ import type { PtySession } from '../session/pty-session.js';
 
 /** A session's batch goes out as soon as it reaches this size, backlog or not. */
 export const BATCH_MAX_BYTES = 64 * 1024;
+/**
+ * A PTY read this large emptied a full line-discipline buffer (Linux n_tty hands out at most
+ * 4095 bytes while the writer is blocked on it): more output is already waiting in the kernel,
+ * so the batch waits for the next read. An echo, a prompt, the end of any burst is shorter.
+ */
+export const PTY_FULL_READ_BYTES = 4095;
+/**
+ * A batch held for a full read goes out after this long if no read follows (output that ended
+ * exactly on the buffer's boundary). Never armed for short reads, so never on an echo.
+ */
+export const FULL_READ_HOLD_MS = 2;
 /** The timer of the `timer` mode (the batcher before issue 17), kept for the bench's A/B only. */
 export const LEGACY_BATCH_WINDOW_MS = 4;
 
@@ -15,18 +26,22 @@ interface Pending {
   seq: number;
   chunks: Uint8Array[];
   bytes: number;
+  /** The last read was full: the kernel holds more for this session. */
+  more: boolean;
 }
 
 /**
- * Merges a connection's live output per session, never on a timer: what a turn of the event
- * loop produced goes out at the end of that turn when the link has nothing queued, so an echo
- * leaves at once at any key rate. While earlier frames still wait to be written (the socket has a
- * backlog), chunks pile up per session and go out as one frame when it drains, so a flood
- * batches itself, as much as the link is behind. Credit needs nothing here: a session out of
- * credit is paused (its producer reads nothing).
+ * Merges a connection's live output per session while output is known to be waiting, never on
+ * a timer: what a turn of the event loop produced goes out at the end of that turn, so an echo
+ * leaves at once at any key rate. Chunks pile up per session (one frame, ≤ 64 KiB) while earlier
+ * frames still wait to be written (the socket has a backlog; sent when it drains) and while the
+ * PTY itself has more queued (the last read was full; sent with the next short read). Credit
+ * needs nothing here: a session out of credit is paused (its producer reads nothing).
  */
 export class OutputBatcher {
   private readonly pending = new Map<PtySession, Pending>();
+  private holdTimer: NodeJS.Timeout | undefined;
+  private pushedThisTurn = false;
 
   constructor(
     private readonly send: SendBatch,
@@ -41,18 +56,35 @@ export class OutputBatcher {
   push(s: PtySession, seq: number, data: Uint8Array): void {
     let p = this.pending.get(s);
     if (!p) {
-      p = { seq, chunks: [], bytes: 0 };
+      p = { seq, chunks: [], bytes: 0, more: false };
       this.pending.set(s, p);
     }
     p.chunks.push(data);
     p.bytes += data.length;
+    p.more = data.length >= PTY_FULL_READ_BYTES;
+    this.pushedThisTurn = true;
     if (p.bytes >= BATCH_MAX_BYTES) this.sendOne(s, p);
     else this.armTurn();
   }
 
-  /** The turn is over: send unless earlier frames still wait (then {@link drained} sends). */
+  /**
+   * The turn is over: send what is not known to grow, unless earlier frames still wait (then
+   * {@link drained} sends).
+   */
   turnEnded(backlog: boolean): void {
-    if (!backlog) this.flush();
+    const pushed = this.pushedThisTurn;
+    this.pushedThisTurn = false;
+    if (backlog) return;
+    let held = false;
+    for (const [s, p] of [...this.pending]) {
+      if (p.more) held = true;
+      else this.sendOne(s, p);
+    }
+    // The safety net counts from the last read: it fires only when reads stopped.
+    if (held && (pushed || !this.holdTimer)) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = setTimeout(() => this.flush(), FULL_READ_HOLD_MS);
+    }
   }
 
   /** Everything written earlier reached the kernel. */
@@ -62,6 +94,8 @@ export class OutputBatcher {
 
   /** Sends everything pending, in order; call before any other frame of the connection. */
   flush(): void {
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
     if (this.pending.size === 0) return;
     const all = [...this.pending];
     this.pending.clear();
@@ -75,6 +109,8 @@ export class OutputBatcher {
   }
 
   dispose(): void {
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
     this.pending.clear();
   }
 

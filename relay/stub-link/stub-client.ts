@@ -80,6 +80,8 @@ export class StubClient {
   beforeWrite: () => void = () => {};
   /** Writes handed to the stream: one per turn of the event loop that sent anything. */
   writes = 0;
+  /** Chunks received (over SSH: one per channel data packet). */
+  reads = 0;
   private parts: Uint8Array[] = [];
   private turnArmed = false;
   /** The daemon's hello (protocol, build id, pid). */
@@ -236,6 +238,7 @@ export class StubClient {
   }
 
   private onChunk(chunk: Buffer): void {
+    this.reads++;
     this.onReceive();
     let frames: Frame[];
     try {

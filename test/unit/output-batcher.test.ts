@@ -2,7 +2,12 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CONTROL_HOLD_MS, ConnectionOutput } from '../../agent-stub/daemon/connection-output.js';
-import { BATCH_MAX_BYTES, LEGACY_BATCH_WINDOW_MS } from '../../agent-stub/daemon/output-batcher.js';
+import {
+  BATCH_MAX_BYTES,
+  FULL_READ_HOLD_MS,
+  LEGACY_BATCH_WINDOW_MS,
+  PTY_FULL_READ_BYTES,
+} from '../../agent-stub/daemon/output-batcher.js';
 import type { PtySession } from '../../agent-stub/session/pty-session.js';
 import { type Frame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 
@@ -168,6 +173,35 @@ describe('ConnectionOutput and OutputBatcher', () => {
         next = f.seq + f.data.length;
       }
     }
+    out.close();
+  });
+
+  it('a flood of full PTY reads coalesces with an idle socket; the burst’s short last read sends it', () => {
+    const { socket, out } = setup();
+    let seq = 0;
+    const sizes: number[] = [];
+    for (let burst = 0; burst < 10; burst++) {
+      for (let i = 0; i < 30; i++) sizes.push(PTY_FULL_READ_BYTES);
+      sizes.push(100);
+    }
+    for (const n of sizes) {
+      out.data(A, seq, Buffer.alloc(n, 0x78));
+      seq += n;
+      nextTurn();
+    }
+    const frames = socket.writes.flatMap((w) => w.frames);
+    const bytes = frames.reduce((n, f) => n + (f.type === FrameType.Data ? f.data.length : 0), 0);
+    expect(bytes).toBe(seq);
+    // 310 reads; 64 KiB frames: about two per burst of 30 full reads plus its short end.
+    expect(frames.length).toBeLessThanOrEqual(30);
+    // A full read with nothing after it goes out after FULL_READ_HOLD_MS.
+    const before = socket.writes.length;
+    out.data(A, seq, Buffer.alloc(PTY_FULL_READ_BYTES, 0x79));
+    nextTurn();
+    expect(socket.writes.length).toBe(before);
+    vi.advanceTimersByTime(FULL_READ_HOLD_MS);
+    nextTurn();
+    expect(socket.writes.length).toBe(before + 1);
     out.close();
   });
 
