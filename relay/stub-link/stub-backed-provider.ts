@@ -19,12 +19,12 @@ import type {
 } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { AckScheduler } from '../../provider/flow/ack-scheduler.js';
 import type { StubAttachResult, StubSpawnParams } from '../../provider/wire/messages.js';
 import type { Logger } from '../log.js';
 import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { HostLink } from '../reconnect/host-link.js';
 import { InputChannel } from '../reconnect/input-channel.js';
-import { AckScheduler } from './ack-scheduler.js';
 import type { LinkPolicy } from './link-policy.js';
 import { reattachSessions } from './reattach-sessions.js';
 import { SessionTracker } from './session-tracker.js';

@@ -4,7 +4,7 @@ import {
   ACK_MAX_BYTES,
   ACK_MIN_BYTES,
   AckScheduler,
-} from '../../relay/stub-link/ack-scheduler.js';
+} from '../../provider/flow/ack-scheduler.js';
 
 describe('AckScheduler', () => {
   it('acks a slow session every 64 KiB and a fast one after ~5 ms of its output', () => {

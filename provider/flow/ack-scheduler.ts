@@ -1,4 +1,4 @@
-import { RateMeter } from '../../provider/rate-meter.js';
+import { RateMeter } from './rate-meter.js';
 
 /** A slow session's ack goes out at once after this much new credit (a quarter of the stub's smallest window). */
 export const ACK_MIN_BYTES = 64 * 1024;
