@@ -52,12 +52,9 @@ export class EchoTarget {
     const sentAt: number[] = [];
     const t0 = now();
     for (let i = 0; i < keys.length; i++) {
-      const due = t0 + i * spacingMs;
-      const wait = due - now();
-      if (wait > 1) await sleep(wait - 1);
-      while (now() < due) {
-        // Spin the last millisecond: timers are ~1 ms coarse.
-      }
+      // Timers only (no spinning: the relay of the provider targets runs on this thread).
+      const wait = t0 + i * spacingMs - now();
+      if (wait > 0) await sleep(wait);
       sentAt.push(now());
       this.write(keys[i]!);
     }
