@@ -4,12 +4,12 @@ import { constants as osConstants } from 'node:os';
 import * as pty from 'node-pty';
 import type { PtyExitInfo, PtyFact, ScreenSnapshot, ShutdownOptions } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from './credit-window.js';
+import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from '../flow/credit-window.js';
+import { ProducerGate } from '../flow/producer-gate.js';
 import { FactScanner, type ScanResult } from './fact-scanner.js';
 import { ModelFeeder } from './model-feeder.js';
 import { OutputRing } from './output-ring.js';
 import { descendantPids, foregroundGroup } from './proc-info.js';
-import { ProducerGate } from './producer-gate.js';
 import type { ScreenModelHost } from './screen-model.js';
 
 /** A partial escape sequence held by the scanner is released after this long without more output. */
