@@ -49,7 +49,7 @@ const SCENARIOS = [
   'slow-clients',
 ] as const;
 /** A scenario that runs longer than this is abandoned (its figures are missing, the run goes on). */
-const SCENARIO_TIMEOUT_MS = { quick: 90_000, full: 300_000 };
+const SCENARIO_TIMEOUT_MS = { quick: 90_000, full: 480_000 };
 
 function positiveInt(flag: string, v: string | undefined): number {
   const n = Number(v);
