@@ -10,6 +10,7 @@ import { FactScanner, type ScanResult } from './fact-scanner.js';
 import { ModelFeeder } from './model-feeder.js';
 import { OutputRing } from './output-ring.js';
 import { descendantPids, foregroundGroup } from './proc-info.js';
+import { PtyInputWriter } from './pty-input-writer.js';
 import type { ScreenModelHost } from './screen-model.js';
 
 /** A partial escape sequence held by the scanner is released after this long without more output. */
@@ -101,6 +102,7 @@ export class PtySession {
   readonly gate: ProducerGate;
   readonly credits: CreditWindow;
   private readonly proc: pty.IPty;
+  private readonly input: PtyInputWriter;
   private readonly scanner: FactScanner;
   private readonly sinks = new Set<SessionSink>();
   private readonly exitWaiters: Array<() => void> = [];
@@ -134,6 +136,7 @@ export class PtySession {
       encoding: null,
     } as pty.IPtyForkOptions);
     this.pid = this.proc.pid;
+    this.input = new PtyInputWriter(this.proc);
     this.gate = new ProducerGate(
       () => this.proc.pause(),
       () => this.proc.resume(),
@@ -204,7 +207,7 @@ export class PtySession {
 
   write(data: Uint8Array): void {
     if (!this.alive) throw new PtyRelayError('SESSION_EXITED', `${this.id} has exited`);
-    if (data.length > 0) this.proc.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    if (data.length > 0) this.input.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
   }
 
   resize(cols: number, rows: number): void {
