@@ -33,16 +33,20 @@ describe('one keystroke, one segment on the WebSocket hop (Nagle on)', () => {
   });
 
   it('sends input with the credit for the last echo, and the echo with its input acknowledgement', async () => {
-    let text = '';
-    let id = '';
+    // Output can be emitted before spawn() resolves: collect per id, pick ours after.
+    const texts = new Map<string, string>();
     client.onData((e) => {
-      if (e.id !== id) return;
-      text += Buffer.from(e.data).toString('latin1');
+      texts.set(e.id, (texts.get(e.id) ?? '') + Buffer.from(e.data).toString('latin1'));
       client.acknowledgeDataEvent(e.id, e.data.length);
     });
     const r = await client.spawn({ host: 'local', cols: 80, rows: 24, command: 'sh', args: ['-c', RAW_CAT] });
-    id = r.id;
-    if (r.replay) text += Buffer.from(r.replay).toString('latin1');
+    const id = r.id;
+    if (r.replay) texts.set(id, Buffer.from(r.replay).toString('latin1') + (texts.get(id) ?? ''));
+    let text = '';
+    client.onData((e) => {
+      if (e.id === id) text = texts.get(id) ?? '';
+    });
+    text = texts.get(id) ?? '';
     await waitFor(() => text.includes('READY'), 15_000, 'READY');
     proxy.delay(ONE_WAY_MS);
     const type = async (ch: string) => {

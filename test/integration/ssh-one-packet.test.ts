@@ -31,14 +31,16 @@ interface Typist {
 }
 
 async function typist(p: SshPtyProvider): Promise<Typist> {
-  let text = '';
-  let id = '';
-  p.onData((e) => {
-    if (e.id === id) text += Buffer.from(e.data).toString('latin1');
-  });
+  // Output can be emitted before spawn() resolves: collect per id, pick ours after.
+  const texts = new Map<string, string>();
+  p.onData((e) => texts.set(e.id, (texts.get(e.id) ?? '') + Buffer.from(e.data).toString('latin1')));
   const r = await p.spawn({ host: 'h', cols: 80, rows: 24, command: 'sh', args: ['-c', RAW_CAT] });
-  id = r.id;
-  if (r.replay) text += Buffer.from(r.replay).toString('latin1');
+  const id = r.id;
+  if (r.replay) texts.set(id, Buffer.from(r.replay).toString('latin1') + (texts.get(id) ?? ''));
+  let text = texts.get(id) ?? '';
+  p.onData((e) => {
+    if (e.id === id) text = texts.get(id) ?? '';
+  });
   await waitFor(() => text.includes('READY'), 15_000, 'READY');
   return {
     id,
