@@ -91,6 +91,7 @@ async function main(argv: string[]): Promise<void> {
         inferredIdleMs: numFlag(args, '--agent-idle-ms'),
         maxReadBytes: numFlag(args, '--max-read-bytes'),
       },
+      batching: flag(args, '--output-batching') === 'timer' ? 'timer' : 'backpressure',
     });
     return;
   }

@@ -35,11 +35,21 @@ import { scaleScenario } from './scenarios/scale.js';
 import { slowClientsScenario } from './scenarios/slow-clients.js';
 import { snapshotScenario } from './scenarios/snapshot.js';
 import { typingScenario } from './scenarios/typing.js';
+import { typingHopScenario } from './scenarios/typing-hop.js';
 
 // Memory first: the relay's RSS is this process's, and later scenarios leave their heap behind.
-const SCENARIOS = ['memory', 'flood', 'typing', 'reconnect', 'scale', 'snapshot', 'slow-clients'] as const;
+const SCENARIOS = [
+  'memory',
+  'flood',
+  'typing',
+  'typing-hop',
+  'reconnect',
+  'scale',
+  'snapshot',
+  'slow-clients',
+] as const;
 /** A scenario that runs longer than this is abandoned (its figures are missing, the run goes on). */
-const SCENARIO_TIMEOUT_MS = { quick: 90_000, full: 300_000 };
+const SCENARIO_TIMEOUT_MS = { quick: 90_000, full: 480_000 };
 
 function positiveInt(flag: string, v: string | undefined): number {
   const n = Number(v);
@@ -60,7 +70,7 @@ function parseArgs(argv: string[]): BenchOptions {
     else if (a === '--flood-mb') opts.floodMb = positiveInt(a, argv[++i]);
     else
       throw new Error(
-        `unknown argument ${a} (use --quick, --only a,b, --out DIR, --flood-variants ssh,ssh-provider,node-pty,local-provider, --flood-rounds N, --flood-mb N, --profile-stub DIR)`,
+        `unknown argument ${a} (use --quick, --only a,b, --out DIR, --flood-variants ssh,ssh-provider,ssh-provider-timer,node-pty,local-provider,relay-client, --flood-rounds N, --flood-mb N, --profile-stub DIR)`,
       );
   }
   for (const s of opts.only ?? []) {
@@ -143,6 +153,7 @@ export async function main(argv: string[]): Promise<number> {
     const run: Record<(typeof SCENARIOS)[number], () => Promise<ScenarioResult>> = {
       flood: () => floodScenario(env, provider),
       typing: () => typingScenario(env, provider),
+      'typing-hop': () => typingHopScenario(env),
       reconnect: () => reconnectScenario(env, provider),
       memory: () => memoryScenario(env, provider),
       scale: () => scaleScenario(env, provider),
@@ -198,8 +209,11 @@ export async function main(argv: string[]): Promise<number> {
   } finally {
     await provider.shutdownDaemon('h').catch(() => {});
     await provider.dispose();
-    const leftover = await cleanupRuntimeDir(env.runtimeDir);
-    if (leftover.length > 0) warnings.push(`ended ${leftover.length} daemon(s) left in ${env.runtimeDir}`);
+    // The flood's A/B runs the old batcher's daemon in a runtime dir of its own.
+    for (const dir of [env.runtimeDir, `${env.runtimeDir}-timer`]) {
+      const leftover = await cleanupRuntimeDir(dir);
+      if (leftover.length > 0) warnings.push(`ended ${leftover.length} daemon(s) left in ${dir}`);
+    }
     await sshd.stop();
     dirs.cleanup();
   }

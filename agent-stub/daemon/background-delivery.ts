@@ -1,5 +1,5 @@
 import type { PtyExitInfo, PtyFact } from '../../provider/contract.js';
-import { KeepTailThinner, type ThinnedEvent } from '../session/keep-tail-thinner.js';
+import { KeepTailThinner, type ThinnedEvent } from '../flow/keep-tail-thinner.js';
 import type { PtySession } from '../session/pty-session.js';
 
 /** A background session's tail crosses the link at most this often. */

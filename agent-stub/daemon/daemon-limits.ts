@@ -1,4 +1,4 @@
-import { DEFAULT_CREDIT_WINDOW, DEFAULT_CREDIT_WINDOW_MAX } from '../session/credit-window.js';
+import { DEFAULT_CREDIT_WINDOW, DEFAULT_CREDIT_WINDOW_MAX } from '../flow/credit-window.js';
 import { KEEP_TAIL_MIN } from './background-delivery.js';
 
 export const DEFAULT_RING_BYTES = 4 * 1024 * 1024;

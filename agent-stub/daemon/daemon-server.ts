@@ -10,6 +10,7 @@ import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';
 import { acquirePidLock, releasePidLock } from './daemon-lock.js';
+import type { BatchingMode } from './output-batcher.js';
 import { StubRequestHandler } from './request-handler.js';
 import { StubConnection } from './stub-connection.js';
 import { TerminalIdAllocator } from './terminal-id-allocator.js';
@@ -35,6 +36,8 @@ export interface DaemonOptions {
   buildId?: string;
   /** Agent send tuning (flags --agent-poll-ms, --agent-prompt-grace-ms, --agent-idle-ms, --max-read-bytes). */
   readiness?: Partial<ReadinessConfig>;
+  /** `--output-batching timer`: the old 4 ms batcher, for the bench's A/B only. */
+  batching?: BatchingMode;
 }
 
 function log(msg: string, extra: Record<string, unknown> = {}): void {
@@ -161,6 +164,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       inputLedger,
       keepTailMin: limits.keepTailMin,
       pendingCap: limits.pendingCap,
+      batching: opts.batching,
       totalBuffered: () => {
         let n = 0;
         for (const c of connections) n += c.buffered;

@@ -1,57 +1,102 @@
 import type { PtySession } from '../session/pty-session.js';
 
-/** A PTY read is at most ~4 KiB; during a flood, reads arriving within this window go out as one frame. */
-export const BATCH_WINDOW_MS = 4;
-/** A session's batch is sent at once when it reaches this size. */
+/** A session's batch goes out as soon as it reaches this size, backlog or not. */
 export const BATCH_MAX_BYTES = 64 * 1024;
+/**
+ * A PTY read this large emptied a full line-discipline buffer (Linux n_tty hands out at most
+ * 4095 bytes while the writer is blocked on it): more output is already waiting in the kernel,
+ * so the batch waits for the next read. An echo, a prompt, the end of any burst is shorter.
+ */
+export const PTY_FULL_READ_BYTES = 4095;
+/**
+ * A batch held for a full read goes out after this long if no read follows (output that ended
+ * exactly on the buffer's boundary). Never armed for short reads, so never on an echo.
+ */
+export const FULL_READ_HOLD_MS = 2;
+/** The timer of the `timer` mode (the batcher before issue 17), kept for the bench's A/B only. */
+export const LEGACY_BATCH_WINDOW_MS = 4;
+
+/** How output is merged: `backpressure` (the product) or `timer` (the old 4 ms window, bench A/B). */
+export type BatchingMode = 'backpressure' | 'timer';
+
+/** Sends `chunks` (together `bytes` long) of `s`, starting at `seq`, as one DATA frame. */
+export type SendBatch = (s: PtySession, seq: number, chunks: readonly Uint8Array[], bytes: number) => void;
 
 interface Pending {
   seq: number;
   chunks: Uint8Array[];
   bytes: number;
+  /** The last read was full: the kernel holds more for this session. */
+  more: boolean;
 }
 
 /**
- * Coalesces a connection's live output during floods without delaying interactive output: the
- * first chunk after a quiet period goes out at once (typing echo), later chunks within
- * BATCH_WINDOW_MS are merged per session. Fewer, larger frames cost less on every hop (stub
- * socket, sshd, ssh2, the relay's decoder and listeners).
+ * Merges a connection's live output per session while output is known to be waiting, never on
+ * a timer: what a turn of the event loop produced goes out at the end of that turn, so an echo
+ * leaves at once at any key rate. Chunks pile up per session (one frame, ≤ 64 KiB) while earlier
+ * frames still wait to be written (the socket has a backlog; sent when it drains) and while the
+ * PTY itself has more queued (the last read was full; sent with the next short read). Credit
+ * needs nothing here: a session out of credit is paused (its producer reads nothing).
  */
 export class OutputBatcher {
   private readonly pending = new Map<PtySession, Pending>();
-  private timer: NodeJS.Timeout | undefined;
-  private lastSend = Number.NEGATIVE_INFINITY;
+  private holdTimer: NodeJS.Timeout | undefined;
+  private pushedThisTurn = false;
 
   constructor(
-    /** Sends `chunks` (together `bytes` long) as one frame. */
-    private readonly send: (s: PtySession, seq: number, chunks: readonly Uint8Array[], bytes: number) => void,
-    private readonly now: () => number = () => performance.now(),
+    private readonly send: SendBatch,
+    /** Asks for {@link turnEnded} at the end of this turn of the event loop. */
+    private readonly armTurn: () => void,
   ) {}
 
+  get hasPending(): boolean {
+    return this.pending.size > 0;
+  }
+
   push(s: PtySession, seq: number, data: Uint8Array): void {
-    const t = this.now();
-    if (!this.timer && this.pending.size === 0 && t - this.lastSend >= BATCH_WINDOW_MS) {
-      this.lastSend = t;
-      this.send(s, seq, [data], data.length);
-      return;
-    }
     let p = this.pending.get(s);
     if (!p) {
-      p = { seq, chunks: [], bytes: 0 };
+      p = { seq, chunks: [], bytes: 0, more: false };
       this.pending.set(s, p);
     }
     p.chunks.push(data);
     p.bytes += data.length;
-    if (p.bytes >= BATCH_MAX_BYTES) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), BATCH_WINDOW_MS);
+    p.more = data.length >= PTY_FULL_READ_BYTES;
+    this.pushedThisTurn = true;
+    if (p.bytes >= BATCH_MAX_BYTES) this.sendOne(s, p);
+    else this.armTurn();
+  }
+
+  /**
+   * The turn is over: send what is not known to grow, unless earlier frames still wait (then
+   * {@link drained} sends).
+   */
+  turnEnded(backlog: boolean): void {
+    const pushed = this.pushedThisTurn;
+    this.pushedThisTurn = false;
+    if (backlog) return;
+    let held = false;
+    for (const [s, p] of [...this.pending]) {
+      if (p.more) held = true;
+      else this.sendOne(s, p);
+    }
+    // The safety net counts from the last read: it fires only when reads stopped.
+    if (held && (pushed || !this.holdTimer)) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = setTimeout(() => this.flush(), FULL_READ_HOLD_MS);
+    }
+  }
+
+  /** Everything written earlier reached the kernel. */
+  drained(): void {
+    this.flush();
   }
 
   /** Sends everything pending, in order; call before any other frame of the connection. */
   flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
     if (this.pending.size === 0) return;
-    this.lastSend = this.now();
     const all = [...this.pending];
     this.pending.clear();
     // The chunks go to the socket as they are (one writev), not copied into one buffer first.
@@ -64,8 +109,59 @@ export class OutputBatcher {
   }
 
   dispose(): void {
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    this.pending.clear();
+  }
+
+  private sendOne(s: PtySession, p: Pending): void {
+    this.pending.delete(s);
+    this.send(s, p.seq, p.chunks, p.bytes);
+  }
+}
+
+/**
+ * The batcher before issue 17: the first chunk after a quiet period at once, later chunks within
+ * LEGACY_BATCH_WINDOW_MS held for that timer. It delays an echo that follows another within
+ * 4 ms; it stays only so the bench can measure old against new in one run (`--output-batching timer`).
+ */
+export class TimerOutputBatcher extends OutputBatcher {
+  private timer: NodeJS.Timeout | undefined;
+  private lastSend = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    send: SendBatch,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    super(
+      (s, seq, chunks, bytes) => {
+        this.lastSend = this.now();
+        send(s, seq, chunks, bytes);
+      },
+      () => {},
+    );
+  }
+
+  override push(s: PtySession, seq: number, data: Uint8Array): void {
+    const quiet = !this.timer && !this.hasPending && this.now() - this.lastSend >= LEGACY_BATCH_WINDOW_MS;
+    super.push(s, seq, data);
+    if (quiet) this.flush();
+    else if (this.hasPending) this.timer ??= setTimeout(() => this.flush(), LEGACY_BATCH_WINDOW_MS);
+  }
+
+  override turnEnded(): void {}
+
+  override drained(): void {}
+
+  override flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.pending.clear();
+    super.flush();
+  }
+
+  override dispose(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    super.dispose();
   }
 }

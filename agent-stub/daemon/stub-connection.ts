@@ -2,7 +2,6 @@ import type { Socket } from 'node:net';
 import type { PtyExitInfo, PtyFact } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import {
-  encodeDataFrameHead,
   encodeJsonBlobFrame,
   encodeJsonFrame,
   type Frame,
@@ -18,11 +17,9 @@ import {
 } from '../../provider/wire/messages.js';
 import type { PtySession, SessionSink } from '../session/pty-session.js';
 import { BackgroundDelivery } from './background-delivery.js';
-import { OutputBatcher } from './output-batcher.js';
+import { ConnectionOutput } from './connection-output.js';
+import type { BatchingMode } from './output-batcher.js';
 import { type HandlerOutput, REPLIED, type StubRequestHandler } from './request-handler.js';
-
-/** Socket output buffered beyond this pauses the sessions feeding this connection. */
-const SOCKET_HIGH_WATER = 4 * 1024 * 1024;
 
 /** Input sequence spaces remembered (one per relay provider instance and host). */
 const INPUT_LEDGER_MAX = 4096;
@@ -41,6 +38,8 @@ export interface ConnectionContext {
   keepTailMin: number;
   /** Daemon-wide cap on output buffered in connection sockets. */
   pendingCap: number;
+  /** How live output is merged (`timer` only for the bench's A/B of the old batcher). */
+  batching?: BatchingMode;
   totalBuffered(): number;
   log(msg: string, extra?: Record<string, unknown>): void;
 }
@@ -56,15 +55,11 @@ export class StubConnection implements SessionSink {
   private hello: HelloMessage | undefined;
   private linkId = '';
   private inputKey = '';
-  private ackScheduled = false;
   private readonly failedInputs: { inputSeq: number; error: ReturnType<PtyRelayError['toJSON']> }[] = [];
-  private blocked = false;
   private saidGoodbye = false;
   private closed = false;
   private readonly background: BackgroundDelivery;
-  private readonly batcher = new OutputBatcher((s, seq, chunks, bytes) =>
-    this.writeData(s, seq, chunks, bytes),
-  );
+  private readonly out: ConnectionOutput;
 
   constructor(
     private readonly socket: Socket,
@@ -78,16 +73,28 @@ export class StubConnection implements SessionSink {
       },
       ctx.keepTailMin,
     );
+    this.out = new ConnectionOutput(
+      socket,
+      {
+        blocked: () => {
+          for (const s of this.attached) s.gate.hold(this.gateReason);
+        },
+        unblocked: () => {
+          for (const s of this.attached) s.gate.release(this.gateReason);
+        },
+        overCap: () => ctx.totalBuffered() > ctx.pendingCap,
+      },
+      ctx.batching,
+    );
     socket.setNoDelay?.(true);
     socket.on('data', (chunk) => this.onChunk(chunk));
-    socket.on('drain', () => this.unblock());
     socket.on('close', () => this.close());
     socket.on('error', () => this.close());
   }
 
   /** Output written to the socket and not yet flushed to the kernel. */
   get buffered(): number {
-    return this.socket.writableLength;
+    return this.out.buffered;
   }
 
   get gateReason(): string {
@@ -95,15 +102,11 @@ export class StubConnection implements SessionSink {
   }
 
   send(message: unknown): void {
-    if (this.closed) return;
-    this.batcher.flush();
-    this.write(encodeJsonFrame(message));
+    if (!this.closed) this.out.frame(encodeJsonFrame(message));
   }
 
   sendWithBlob(message: unknown, blob: Uint8Array): void {
-    if (this.closed) return;
-    this.batcher.flush();
-    this.write(encodeJsonBlobFrame(message, blob));
+    if (!this.closed) this.out.frame(encodeJsonBlobFrame(message, blob));
   }
 
   /** Starts streaming `s` to this connection; everything before `fromSeq` was sent in the reply. */
@@ -111,13 +114,13 @@ export class StubConnection implements SessionSink {
     this.attached.add(s);
     s.addSink(this);
     s.credits.register(this.linkId, fromSeq);
-    if (this.blocked) s.gate.hold(this.gateReason);
+    if (this.out.isBlocked) s.gate.hold(this.gateReason);
     s.refreshRingLimit();
   }
 
   /** Stops streaming `s`. A deliberate detach also drops this link's credit claim. */
   detach(s: PtySession, deliberate = true): void {
-    this.batcher.drop(s);
+    this.out.batcher.drop(s);
     this.background.stop(s);
     this.attached.delete(s);
     s.removeSink(this);
@@ -128,7 +131,7 @@ export class StubConnection implements SessionSink {
   }
 
   data(s: PtySession, seq: number, data: Uint8Array): void {
-    if (!this.background.data(s, seq, data) && !this.closed) this.batcher.push(s, seq, data);
+    if (!this.background.data(s, seq, data) && !this.closed) this.out.data(s, seq, data);
   }
 
   fact(s: PtySession, seq: number, fact: PtyFact): void {
@@ -142,7 +145,7 @@ export class StubConnection implements SessionSink {
 
   /** Background mode on: keep-tail thinning, and this link stops holding the producer. */
   setBackground(s: PtySession): void {
-    this.batcher.flush();
+    this.out.batcher.flush();
     s.credits.forget(this.linkId);
     this.background.start(s);
     s.refreshRingLimit();
@@ -160,17 +163,7 @@ export class StubConnection implements SessionSink {
   }
 
   sendData(s: PtySession, seq: number, data: Uint8Array): void {
-    if (this.closed) return;
-    this.batcher.flush();
-    this.writeData(s, seq, [data], data.length);
-  }
-
-  private writeData(s: PtySession, seq: number, chunks: readonly Uint8Array[], bytes: number): void {
-    this.socket.cork();
-    this.socket.write(encodeDataFrameHead(s.id, s.incarnationId, seq, bytes));
-    for (let i = 0; i < chunks.length - 1; i++) this.socket.write(chunks[i]);
-    this.write(chunks[chunks.length - 1]);
-    this.socket.uncork();
+    if (!this.closed) this.out.dataNow(s, seq, data);
   }
 
   sendFact(s: PtySession, seq: number, fact: PtyFact): void {
@@ -184,28 +177,11 @@ export class StubConnection implements SessionSink {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.batcher.dispose();
+    this.out.close();
     this.background.dispose();
     for (const s of this.attached) this.detach(s, this.saidGoodbye);
     this.socket.destroy();
     this.ctx.onClose(this);
-  }
-
-  private write(buf: Uint8Array): void {
-    this.socket.write(buf);
-    if (
-      !this.blocked &&
-      (this.socket.writableLength > SOCKET_HIGH_WATER || this.ctx.totalBuffered() > this.ctx.pendingCap)
-    ) {
-      this.blocked = true;
-      for (const s of this.attached) s.gate.hold(this.gateReason);
-    }
-  }
-
-  private unblock(): void {
-    if (!this.blocked) return;
-    this.blocked = false;
-    for (const s of this.attached) s.gate.release(this.gateReason);
   }
 
   private onChunk(chunk: Buffer): void {
@@ -230,6 +206,7 @@ export class StubConnection implements SessionSink {
   private failProtocol(message: string): void {
     this.ctx.log('closing connection after protocol error', { cid: this.cid, message });
     this.send({ t: 'error', error: { code: 'PROTOCOL_ERROR', message } });
+    this.out.flushNow();
     this.socket.end();
     setTimeout(() => this.close(), 100).unref();
   }
@@ -346,17 +323,14 @@ export class StubConnection implements SessionSink {
         this.failedInputs.push({ inputSeq, error: e.toJSON() });
       }
     }
-    if (!this.ackScheduled) {
-      this.ackScheduled = true;
-      setImmediate(() => {
-        this.ackScheduled = false;
-        const failed = this.failedInputs.splice(0);
-        this.send({
-          t: 'inputAck',
-          upTo: this.ctx.inputLedger.get(this.inputKey) ?? 0,
-          ...(failed.length ? { failed } : {}),
-        });
-      });
-    }
+    // The acknowledgement rides with the echo (one write, one packet), or goes alone shortly.
+    this.out.owe(() => {
+      const failed = this.failedInputs.splice(0);
+      return {
+        t: 'inputAck',
+        upTo: this.ctx.inputLedger.get(this.inputKey) ?? 0,
+        ...(failed.length ? { failed } : {}),
+      };
+    });
   }
 }

@@ -10,12 +10,13 @@ import type {
   ShutdownOptions,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from './credit-window.js';
+import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from '../flow/credit-window.js';
+import { ProducerGate } from '../flow/producer-gate.js';
 import { FactScanner, type ScannerFact, type ScanResult } from './fact-scanner.js';
 import { ModelFeeder } from './model-feeder.js';
 import { OutputRing } from './output-ring.js';
 import { descendantPids, foregroundGroup } from './proc-info.js';
-import { ProducerGate } from './producer-gate.js';
+import { PtyInputWriter } from './pty-input-writer.js';
 import type { ScreenModelHost } from './screen-model.js';
 
 /** A partial escape sequence held by the scanner is released after this long without more output. */
@@ -114,6 +115,7 @@ export class PtySession {
   readonly gate: ProducerGate;
   readonly credits: CreditWindow;
   private readonly proc: pty.IPty;
+  private readonly input: PtyInputWriter;
   private readonly scanner: FactScanner;
   private readonly sinks = new Set<SessionSink>();
   private readonly watchers = new Set<SessionWatcher>();
@@ -155,6 +157,7 @@ export class PtySession {
     } as pty.IPtyForkOptions);
     this.pid = this.proc.pid;
     this.ttyPath = (this.proc as unknown as { ptsName?: string }).ptsName;
+    this.input = new PtyInputWriter(this.proc);
     this.gate = new ProducerGate(
       () => this.proc.pause(),
       () => this.proc.resume(),
@@ -231,7 +234,7 @@ export class PtySession {
 
   write(data: Uint8Array): void {
     if (!this.alive) throw new PtyRelayError('SESSION_EXITED', `${this.id} has exited`);
-    if (data.length > 0) this.proc.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    if (data.length > 0) this.input.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
   }
 
   resize(cols: number, rows: number): void {

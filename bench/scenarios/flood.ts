@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as pty from 'node-pty';
 import type { IPtyProvider } from '../../provider/contract.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
-import { type BenchEnv, localProvider, sshArgs } from '../lib/env.js';
+import { type BenchEnv, hostConfig, localProvider, sshArgs, sshProvider } from '../lib/env.js';
 import { runCommandStream, runProviderStream, type StreamStats } from '../lib/pty-run.js';
 import { startBenchRelay } from '../lib/relay.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
@@ -105,6 +105,11 @@ interface FloodRun {
   /** How long the machine stayed busy before this run started (work left over by the previous one). */
   settleMs?: number;
 }
+
+/** The flood variant that runs the batcher before issue 17 (`--output-batching timer`). */
+const OLD_BATCHER = 'SshPtyProvider, old 4 ms batcher';
+/** Paired rounds of new ÷ old batching whose median is at least this count as no drop (noise ±0.15 per round). */
+const NO_DROP_RATIO = 0.95;
 
 /** Share of all cores under which the machine counts as settled between flood runs. */
 const SETTLE_BUSY_PERCENT = 15;
@@ -256,6 +261,14 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
   const want = (v: string) => !env.opts.floodVariants || env.opts.floodVariants.has(v);
   const local = want('local-provider') ? await localProvider(env) : undefined;
   const relay = want('relay-client') ? await startBenchRelay(env) : undefined;
+  // The batcher before issue 17 (4 ms timer), in a daemon of its own, for the A/B in this run.
+  const oldBatcher = want('ssh-provider-timer')
+    ? sshProvider(
+        env,
+        { h: hostConfig(env.sshd) },
+        { daemonArgs: ['--runtime-dir', `${env.runtimeDir}-timer`, '--output-batching', 'timer'] },
+      )
+    : undefined;
   const runs: FloodRun[] = [];
   try {
     await provider.listProcesses();
@@ -270,6 +283,10 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
         run.cpuMs = cpuDelta(before, after);
         return run;
       });
+    }
+    if (oldBatcher) {
+      await oldBatcher.listProcesses();
+      variants.push(() => viaProvider(OLD_BATCHER, oldBatcher, 'h', file, verify));
     }
     if (want('node-pty')) variants.push(() => viaNodePty(file, verify));
     if (local) variants.push(() => viaProvider('LocalPtyProvider', local, undefined, file, verify));
@@ -302,6 +319,8 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       }
     }
   } finally {
+    await oldBatcher?.shutdownDaemon('h').catch(() => {});
+    await oldBatcher?.dispose();
     await relay?.close();
     await local?.shutdownDaemon().catch(() => {});
     await local?.dispose();
@@ -326,8 +345,11 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
     v === null || ref === null || ref === 0 ? null : v / ref >= min;
   const metZero = (v: number | null) => (v === null ? null : v === 0);
   /** Each round's ratio of `variant` to `ssh -tt` (both ran in the same round, next to each other). */
-  const roundRatios = (variant: string): { min: number; median: number; max: number } | null => {
-    const ref = runs.filter((r) => r.variant === 'ssh -tt');
+  const roundRatios = (
+    variant: string,
+    refVariant = 'ssh -tt',
+  ): { min: number; median: number; max: number } | null => {
+    const ref = runs.filter((r) => r.variant === refVariant);
     const xs = runs
       .filter((r) => r.variant === variant)
       .map((r, i) => (ref[i] ? r.mbPerSec / ref[i]!.mbPerSec : NaN))
@@ -346,6 +368,22 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       reference: { label: 'ssh -tt', value: med('ssh -tt') },
       better: 'higher',
       target: { text: '≥ 0.8× ssh -tt', met: ratioAtLeast(med('SshPtyProvider'), med('ssh -tt'), 0.8) },
+    },
+    {
+      scenario: 'flood',
+      metric: `${label} throughput: batching A/B`,
+      unit: 'MB/s',
+      subject: 'SshPtyProvider',
+      value: med('SshPtyProvider'),
+      reference: { label: OLD_BATCHER, value: med(OLD_BATCHER) },
+      better: 'higher',
+      target: {
+        text: `no drop (median of paired rounds ≥ ${NO_DROP_RATIO}×)`,
+        met: (() => {
+          const r = roundRatios('SshPtyProvider', OLD_BATCHER);
+          return r ? r.median >= NO_DROP_RATIO : null;
+        })(),
+      },
     },
     {
       scenario: 'flood',
@@ -397,7 +435,10 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       sha256Verified: verify,
       notes,
       medianMbPerSec: Object.fromEntries(
-        ['ssh -tt', 'SshPtyProvider', 'node-pty local', 'LocalPtyProvider'].map((v) => [v, med(v)]),
+        ['ssh -tt', 'SshPtyProvider', OLD_BATCHER, 'node-pty local', 'LocalPtyProvider'].map((v) => [
+          v,
+          med(v),
+        ]),
       ),
       bestMbPerSec: Object.fromEntries(
         ['ssh -tt', 'SshPtyProvider', 'node-pty local', 'LocalPtyProvider'].map((v) => [v, best(v)]),
@@ -407,6 +448,8 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
         SshPtyProvider: roundRatios('SshPtyProvider'),
         'RelayClient over WebSocket': roundRatios('RelayClient over WebSocket'),
       },
+      /** New batching (backpressure and full PTY reads) against the old 4 ms timer, per round. */
+      roundRatiosToOldBatcher: roundRatios('SshPtyProvider', OLD_BATCHER),
       runs,
     },
     errors,

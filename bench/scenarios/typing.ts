@@ -1,107 +1,27 @@
-import * as pty from 'node-pty';
-import type { IPtyProvider } from '../../provider/contract.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
+import { type EchoTarget, nodePtyTarget, providerTarget, RAW_CAT } from '../lib/echo-target.js';
 import { type BenchEnv, localProvider, sshArgs } from '../lib/env.js';
 import { startBenchRelay } from '../lib/relay.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
-import { now, round, sleep, summarize, waitFor } from '../lib/util.js';
+import { now, round, sleep, summarize } from '../lib/util.js';
 
-/** Raw mode without echo: every byte typed comes back exactly once, from cat. */
-const RAW_CAT = 'stty raw -echo; printf READY; exec cat';
 const WARMUP = 20;
-const SAMPLE_TIMEOUT_MS = 2000;
 /** Pause between keystrokes (plus jitter), roughly a fast typist; keeps samples independent. */
 const GAP_MS = 8;
+/** Key spacings typed without waiting for echoes: fast key repeat or a program driving the terminal, and a slow typist. */
+const SPACINGS_MS = [2, 30] as const;
+/** Keys per burst at each spacing (a burst goes to one target, then the next). */
+const BURST_KEYS: Record<(typeof SPACINGS_MS)[number], number> = { 2: 50, 30: 20 };
+const PASTE_BYTES = 4096;
+/** Within the budget of issue 17: p50 ≤ ssh + 0.5 ms, p99 ≤ ssh + 1 ms at every spacing. */
+const P50_MARGIN_MS = 0.5;
+const P99_MARGIN_MS = 1;
 
-/** One place to type into and read back from. */
-interface EchoTarget {
-  label: string;
-  write(ch: string): void;
-  close(): Promise<void>;
-  /** Filled by the target's data handler. */
-  text: string;
-  expect: string | undefined;
-  tEnd: number;
-  onEcho: (() => void) | undefined;
-}
-
-function newTarget(label: string): EchoTarget {
-  return {
-    label,
-    write: () => {},
-    close: async () => {},
-    text: '',
-    expect: undefined,
-    tEnd: 0,
-    onEcho: undefined,
-  };
-}
-
-/** Runs in the data callback, so the timestamp is taken when the byte is handed to the consumer. */
-function feed(t: EchoTarget, chunk: string): void {
-  if (t.expect !== undefined) {
-    if (chunk.includes(t.expect)) {
-      t.tEnd = now();
-      t.expect = undefined;
-      t.onEcho?.();
-    }
-    return;
-  }
-  if (t.text.length < 4096) t.text += chunk;
-}
-
-async function providerTarget(label: string, p: IPtyProvider, host?: string): Promise<EchoTarget> {
-  const t = newTarget(label);
-  let id: string | undefined;
-  const decoder = new TextDecoder();
-  const off = p.onData((e) => {
-    if (e.id === id || id === undefined) feed(t, decoder.decode(e.data, { stream: true }));
-  });
-  const r = await p.spawn({ host, cols: 80, rows: 24, command: 'sh', args: ['-c', RAW_CAT] });
-  id = r.id;
-  if (r.replay) feed(t, decoder.decode(r.replay, { stream: true }));
-  t.write = (ch) => {
-    p.write(r.id, ch).catch(() => {});
-  };
-  t.close = async () => {
-    off();
-    await p.shutdown(r.id, { immediate: true }).catch(() => {});
-  };
-  return t;
-}
-
-function nodePtyTarget(label: string, file: string, args: string[]): EchoTarget {
-  const t = newTarget(label);
-  const proc = pty.spawn(file, args, {
-    name: 'xterm-256color',
-    cols: 80,
-    rows: 24,
-    cwd: '/',
-    env: process.env as Record<string, string>,
-  });
-  proc.onData((d) => feed(t, d));
-  t.write = (ch) => proc.write(ch);
-  t.close = async () => {
-    proc.kill('SIGKILL');
-  };
-  return t;
-}
-
-async function sample(t: EchoTarget, ch: string): Promise<number | undefined> {
-  t.expect = ch;
-  const done = new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), SAMPLE_TIMEOUT_MS);
-    t.onEcho = () => {
-      clearTimeout(timer);
-      resolve(true);
-    };
-  });
-  const t0 = now();
-  t.write(ch);
-  const ok = await done;
-  t.onEcho = undefined;
-  t.expect = undefined;
-  return ok ? t.tEnd - t0 : undefined;
+/** 4 KiB of printable text, different per paste so no echo is mistaken for another. */
+function pasteText(n: number): string {
+  let s = '';
+  while (s.length < PASTE_BYTES) s += String.fromCharCode(0x21 + ((s.length * 7 + n) % 94));
+  return s;
 }
 
 export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): Promise<ScenarioResult> {
@@ -119,20 +39,42 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
     targets.push(await providerTarget('LocalPtyProvider', local));
     targets.push(nodePtyTarget('node-pty local', 'sh', ['-c', RAW_CAT]));
     targets.push(await providerTarget('RelayClient over WebSocket', relay.client, 'h'));
-    for (const t of targets) {
-      await waitFor(() => t.text.includes('READY'), 15_000, `${t.label} ready`);
-      latencies.set(t.label, []);
-      timeouts.set(t.label, 0);
-    }
+    for (const t of targets) await t.waitReady();
+    const record = (mode: string, label: string, xs: (number | undefined)[]) => {
+      const key = `${mode}|${label}`;
+      if (!latencies.has(key)) latencies.set(key, []);
+      for (const x of xs) {
+        if (x === undefined) timeouts.set(key, (timeouts.get(key) ?? 0) + 1);
+        else latencies.get(key)!.push(x);
+      }
+    };
     await sleep(100);
     for (let i = 0; i < WARMUP + samples; i++) {
       const ch = String.fromCharCode(0x61 + (i % 26));
       // Round-robin: every target sees the same moment of the machine, within a few ms.
       for (const t of targets) {
-        const dt = await sample(t, ch);
-        if (dt === undefined) timeouts.set(t.label, timeouts.get(t.label)! + 1);
-        else if (i >= WARMUP) latencies.get(t.label)!.push(dt);
+        const xs = await t.burst(ch, 0);
+        if (i >= WARMUP) record('closed', t.label, xs);
         await sleep(GAP_MS + Math.random() * 4);
+      }
+    }
+    for (const spacing of SPACINGS_MS) {
+      const keys = BURST_KEYS[spacing];
+      const rounds = Math.ceil(samples / keys);
+      for (let r = 0; r < rounds; r++) {
+        let text = '';
+        for (let i = 0; i < keys; i++) text += String.fromCharCode(0x61 + ((r + i) % 26));
+        for (const t of targets) {
+          record(`${spacing}ms`, t.label, await t.burst(text, spacing));
+          await sleep(20);
+        }
+      }
+    }
+    const pastes = Math.max(10, Math.round(samples / 15));
+    for (let n = 0; n < pastes; n++) {
+      for (const t of targets) {
+        record('paste', t.label, [await t.paste(pasteText(n))]);
+        await sleep(20);
       }
     }
   } finally {
@@ -141,17 +83,46 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
     await local.shutdownDaemon().catch(() => {});
     await local.dispose();
   }
-  for (const [label, n] of timeouts) if (n > 0) errors.push(`${label}: ${n} keystrokes never came back`);
+  for (const [key, n] of timeouts) if (n > 0) errors.push(`${key}: ${n} keystrokes never came back`);
   const stats = Object.fromEntries(
     [...latencies].map(([label, xs]) => [
       label,
       Object.fromEntries(Object.entries(summarize(xs)).map(([k, v]) => [k, round(v, 3)])),
     ]),
   );
-  const p = (label: string, q: 'p50' | 'p99'): number | null => {
-    const v = (stats[label] as Record<string, number> | undefined)?.[q];
+  const p = (label: string, q: 'p50' | 'p99', mode = 'closed'): number | null => {
+    const v = (stats[`${mode}|${label}`] as Record<string, number> | undefined)?.[q];
     return v === undefined || Number.isNaN(v) ? null : v;
   };
+  /** SshPtyProvider against ssh -tt at one key rate, with issue 17's margins. */
+  const rateRows = (mode: string, what: string): Row[] =>
+    (['p50', 'p99'] as const).map((q) => {
+      const v = p('SshPtyProvider', q, mode);
+      const ref = p('ssh -tt', q, mode);
+      const margin = q === 'p50' ? P50_MARGIN_MS : P99_MARGIN_MS;
+      return {
+        scenario: 'typing',
+        metric: `${what} ${q}`,
+        unit: 'ms',
+        subject: 'SshPtyProvider',
+        value: v,
+        reference: { label: 'ssh -tt', value: ref },
+        better: 'lower',
+        target: {
+          text: `≤ ssh ${q} + ${margin} ms`,
+          met: v === null || ref === null ? null : v <= ref + margin,
+        },
+      };
+    });
+  const relayRow = (mode: string, what: string): Row => ({
+    scenario: 'typing',
+    metric: `${what} p50`,
+    unit: 'ms',
+    subject: 'RelayClient over WebSocket',
+    value: p('RelayClient over WebSocket', 'p50', mode),
+    reference: { label: 'ssh -tt', value: p('ssh -tt', 'p50', mode) },
+    better: 'lower',
+  });
   const sshP50 = p('ssh -tt', 'p50');
   const relayP50 = p('SshPtyProvider', 'p50');
   const relayP99 = p('SshPtyProvider', 'p99');
@@ -206,6 +177,12 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
       reference: { label: 'ssh -tt', value: p('ssh -tt', 'p99') },
       better: 'lower',
     },
+    ...rateRows('2ms', 'keystrokes 2 ms apart: echo'),
+    relayRow('2ms', 'keystrokes 2 ms apart: echo'),
+    ...rateRows('30ms', 'keystrokes 30 ms apart: echo'),
+    relayRow('30ms', 'keystrokes 30 ms apart: echo'),
+    ...rateRows('paste', `${PASTE_BYTES / 1024} KiB paste: whole echo`),
+    relayRow('paste', `${PASTE_BYTES / 1024} KiB paste: whole echo`),
   ];
   return {
     name: 'typing',
@@ -214,6 +191,8 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
       samples,
       warmup: WARMUP,
       gapMs: GAP_MS,
+      spacingsMs: SPACINGS_MS,
+      pasteBytes: PASTE_BYTES,
       stats,
       raw: Object.fromEntries([...latencies].map(([k, xs]) => [k, xs.map((x) => round(x, 3))])),
     },

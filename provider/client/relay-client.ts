@@ -25,6 +25,7 @@ import type {
 } from '../contract.js';
 import { Emitter } from '../emitter.js';
 import { PtyRelayError } from '../errors.js';
+import { AckScheduler } from '../flow/ack-scheduler.js';
 import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
 import { ClientInputQueue } from './client-input.js';
 import { ClientStreams, type StreamTrack } from './client-streams.js';
@@ -45,7 +46,6 @@ import {
 
 /** Host name under which RelayClient reports its own link to the relay. */
 export const RELAY_HOST = 'relay';
-const ACK_FLUSH_MS = 5;
 const REATTACH_WAIT_MS = 5000;
 const REATTACH_RETRY_MS = 2000;
 
@@ -86,9 +86,12 @@ export class RelayClient implements IPtyProvider {
   private readonly linkStates = new Emitter<LinkStateEvent>();
   private readonly hostProgress = new Emitter<HostProgress>();
   private readonly manualAck: boolean;
-  private readonly pendingAcks = new Map<string, number>();
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
-  private ackTimer: NodeJS.Timeout | undefined;
+  /** Credit to the relay: much at once, little with the next input (one segment per keystroke). */
+  private readonly acks = new AckScheduler((id, seq) => {
+    this.link.notify(RelayNotification.ack, { id, seq });
+    return true;
+  });
   private serverInstance: string | undefined;
   private disposed = false;
 
@@ -96,9 +99,13 @@ export class RelayClient implements IPtyProvider {
     this.clientId = opts.clientId ?? `client-${randomUUID()}`;
     this.instanceId = opts.instanceId ?? randomUUID();
     this.manualAck = opts.manualAck === true;
-    this.input = new ClientInputQueue((frame) => this.link.sendBinary(frame), {
-      maxQueueAgeMs: opts.maxQueueAgeMs,
-    });
+    this.input = new ClientInputQueue(
+      (frame) => {
+        this.acks.rideWith(() => true);
+        return this.link.sendBinary(frame);
+      },
+      { maxQueueAgeMs: opts.maxQueueAgeMs },
+    );
     this.link = new RelayLink(opts, {
       handshake: () => this.handshake(),
       notification: (m, p) => {
@@ -309,13 +316,7 @@ export class RelayClient implements IPtyProvider {
     const t = this.streams.get(globalId(id));
     if (!t) return;
     t.consumerSeq = Math.min(t.consumerSeq + bytes, t.seq);
-    this.pendingAcks.set(t.id, t.consumerSeq);
-    this.ackTimer ??= setTimeout(() => {
-      this.ackTimer = undefined;
-      for (const [ackId, seq] of this.pendingAcks)
-        this.link.notify(RelayNotification.ack, { id: ackId, seq });
-      this.pendingAcks.clear();
-    }, ACK_FLUSH_MS);
+    this.acks.queue(t.id, t.consumerSeq);
   }
 
   onData(listener: (e: PtyDataEvent) => void): Unsubscribe {
@@ -356,7 +357,7 @@ export class RelayClient implements IPtyProvider {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    clearTimeout(this.ackTimer);
+    this.acks.dispose();
     for (const t of this.retryTimers.values()) clearTimeout(t);
     this.link.dispose();
     this.input.failAll(new PtyRelayError('DISPOSED', 'RelayClient was disposed'));

@@ -1,7 +1,9 @@
+import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import type { LinkState } from '../contract.js';
 import { Emitter } from '../emitter.js';
 import { type ErrorCode, ErrorCodes, PtyRelayError } from '../errors.js';
+import { corkPerTurn } from '../flow/turn-cork.js';
 import { ReconnectLadder } from '../reconnect-ladder.js';
 
 /** Delays between reconnect attempts to the relay (the last one repeats), ±20 % jitter. */
@@ -71,6 +73,8 @@ export class RelayLink {
   readonly states = new Emitter<LinkState>();
   private current: LinkState = { state: 'idle' };
   private ws: WebSocket | undefined;
+  /** Corks the socket for the rest of the turn (one write per turn, see corkPerTurn). */
+  private beforeSend: () => void = () => {};
   private nextId = 1;
   private readonly inflight = new Map<number, Pending>();
   private waiting: Pending[] = [];
@@ -158,13 +162,15 @@ export class RelayLink {
 
   /** A notification; dropped when no socket is open. */
   notify(method: string, params: unknown): void {
-    if (this.ws?.readyState === WebSocket.OPEN)
-      this.ws.send(JSON.stringify({ jsonrpc: '2.0', method, params }));
+    if (this.ws?.readyState !== WebSocket.OPEN) return;
+    this.beforeSend();
+    this.ws.send(JSON.stringify({ jsonrpc: '2.0', method, params }));
   }
 
   /** One binary message on the open socket; false when there is none. */
   sendBinary(data: Uint8Array): boolean {
     if (this.ws?.readyState !== WebSocket.OPEN) return false;
+    this.beforeSend();
     this.ws.send(data, () => {});
     return true;
   }
@@ -196,6 +202,7 @@ export class RelayLink {
   private send(p: Pending): void {
     const id = this.nextId++;
     this.inflight.set(id, p);
+    this.beforeSend();
     this.ws!.send(JSON.stringify({ jsonrpc: '2.0', id, method: p.method, params: p.params }), () => {});
   }
 
@@ -208,6 +215,10 @@ export class RelayLink {
     });
     ws.binaryType = 'nodebuffer';
     this.ws = ws;
+    this.beforeSend = () => {};
+    ws.on('upgrade', (res: IncomingMessage) => {
+      if (this.ws === ws) this.beforeSend = corkPerTurn(res.socket);
+    });
     let lastError: Error | undefined;
     ws.on('open', () => void this.onOpen(ws));
     ws.on('message', (data: Buffer, isBinary: boolean) => {

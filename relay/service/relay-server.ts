@@ -154,6 +154,7 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
       const conn = new WsRpcConnection(ws, table, {
         log,
         onSent: (kind, bytes) => metrics.sent(kind, bytes),
+        socket,
       });
       metrics.connectionOpened();
       metrics.track(conn);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { isPtyRelayError } from '../../provider/errors.js';
+import { type Corkable, corkPerTurn } from '../../provider/flow/turn-cork.js';
 import type { Logger } from '../log.js';
 import { JsonRpcErrorCodes, RpcError } from './rpc-error.js';
 import type { RpcConnection, RpcExtension, RpcMethodHandler, RpcNotificationHandler } from './rpc-types.js';
@@ -56,6 +57,8 @@ export interface ConnectionHooks {
   log: Logger;
   /** Bytes handed to the socket. */
   onSent?(kind: 'text' | 'binary', bytes: number): void;
+  /** The connection's socket: what one turn of the event loop sends leaves as one write. */
+  socket?: Corkable;
 }
 
 /**
@@ -68,12 +71,14 @@ export class WsRpcConnection implements ClosableRpcConnection {
   readonly state = new Map<string, unknown>();
   private readonly closeCallbacks: Array<() => void> = [];
   private closed = false;
+  private readonly beforeSend: () => void;
 
   constructor(
     private readonly ws: WebSocket,
     private readonly table: RpcDispatchTable,
     private readonly hooks: ConnectionHooks,
   ) {
+    this.beforeSend = corkPerTurn(hooks.socket);
     ws.on('message', (data, isBinary) => this.onMessage(data as Buffer | Buffer[] | ArrayBuffer, isBinary));
     ws.on('close', () => this.onSocketClose());
     ws.on('error', (err) => hooks.log.debug({ err: err.message, conn: this.connectionId }, 'ws error'));
@@ -89,6 +94,7 @@ export class WsRpcConnection implements ClosableRpcConnection {
 
   sendRawText(text: string): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
+    this.beforeSend();
     this.ws.send(text);
     this.hooks.onSent?.('text', Buffer.byteLength(text));
   }
@@ -100,6 +106,7 @@ export class WsRpcConnection implements ClosableRpcConnection {
   sendBinary(parts: Uint8Array[]): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
     const buf = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    this.beforeSend();
     this.ws.send(buf, { binary: true });
     this.hooks.onSent?.('binary', buf.length);
   }

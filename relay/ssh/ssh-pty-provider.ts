@@ -91,11 +91,19 @@ export class SshPtyProvider extends StubBackedProvider {
   }
 
   /** How the host's link is carried, when connected. */
-  linkInfo(
-    host: string,
-  ): { via: 'streamlocal' | 'exec'; deploy: DeployResult; daemonPid?: number } | undefined {
+  linkInfo(host: string):
+    | {
+        via: 'streamlocal' | 'exec';
+        deploy: DeployResult;
+        daemonPid?: number;
+        /** Writes the relay made on the link's channel and data packets it received (counters). */
+        packets: { sent: number; received: number };
+      }
+    | undefined {
     const l = this.links.get(host);
-    return l ? { via: l.via, deploy: l.deploy, daemonPid: l.client.daemonHello?.pid } : undefined;
+    if (!l) return undefined;
+    const packets = { sent: l.client.writes, received: l.client.reads };
+    return { via: l.via, deploy: l.deploy, daemonPid: l.client.daemonHello?.pid, packets };
   }
 
   protected openLink(key: string, attempt: RaceAttempt): Promise<StubClient> {

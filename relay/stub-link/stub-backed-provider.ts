@@ -24,6 +24,7 @@ import type {
 } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { AckScheduler } from '../../provider/flow/ack-scheduler.js';
 import {
   agentReadResultSchema,
   agentSendResultSchema,
@@ -35,7 +36,6 @@ import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { HostLink } from '../reconnect/host-link.js';
 import { InputChannel } from '../reconnect/input-channel.js';
 import type { ReachabilityProbe } from '../reconnect/reachability-probe.js';
-import { AckScheduler } from './ack-scheduler.js';
 import { HostDaemons } from './host-daemons.js';
 import type { LinkPolicy } from './link-policy.js';
 import { reattachSessions } from './reattach-sessions.js';
@@ -221,6 +221,7 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   /** Subscribes this provider to a new link's events. */
   protected wireLink(host: string, client: StubClient): void {
+    client.beforeWrite = () => this.acks.rideWith((id) => this.tracker.get(id)?.host === host);
     client.attached.on(({ result, blob }) => this.onAttachReply(host, result, blob));
     client.data.on((e) => this.deliver(this.daemons.globalId(host, e.id), e.incarnationId, e.seq, e.data));
     client.fact.on((e) => {

@@ -79,6 +79,17 @@ export class StubClient {
   /** Called for every chunk received and every frame sent that expects an answer (link health). */
   onReceive: () => void = () => {};
   onExpectAnswer: () => void = () => {};
+  /**
+   * Runs as the frames of a turn are about to be written: what is owed to the daemon (credit)
+   * joins them, so one keystroke is one write, one SSH packet.
+   */
+  beforeWrite: () => void = () => {};
+  /** Writes handed to the stream: one per turn of the event loop that sent anything. */
+  writes = 0;
+  /** Chunks received (over SSH: one per channel data packet). */
+  reads = 0;
+  private parts: Uint8Array[] = [];
+  private turnArmed = false;
   /** The daemon's hello (protocol, build id, pid). */
   readonly ready: Promise<HelloMessage>;
   private readonly decoder = new FrameDecoder();
@@ -116,7 +127,7 @@ export class StubClient {
     stream.on('error', (e) => lost(new PtyRelayError('LINK_CLOSED', `stub link error: ${e.message}`)));
     stream.on('close', () => lost(new PtyRelayError('LINK_CLOSED', 'stub link closed')));
     stream.on('end', () => lost(new PtyRelayError('LINK_CLOSED', 'stub link ended')));
-    stream.write(
+    this.put(
       encodeJsonFrame({
         t: 'hello',
         protocol: STUB_PROTOCOL_VERSION,
@@ -152,7 +163,7 @@ export class StubClient {
       }, timeoutMs);
       this.pending.set(rid, { method, resolve: resolve as Pending['resolve'], reject, timer });
       this.onExpectAnswer();
-      this.stream.write(encodeJsonFrame({ t: 'req', rid, method, params }));
+      this.put(encodeJsonFrame({ t: 'req', rid, method, params }));
     });
   }
 
@@ -168,17 +179,20 @@ export class StubClient {
   sendInputFrame(inputSeq: number, id: string, data: Uint8Array): void {
     if (this.isClosed) return;
     this.onExpectAnswer();
-    this.stream.write(encodeInputFrame(id, inputSeq, data));
+    this.put(encodeInputFrame(id, inputSeq, data));
   }
 
   /** Credit acknowledgement for one session (see CreditWindow in the stub). */
   ack(id: string, seq: number): void {
-    if (!this.isClosed) this.stream.write(encodeJsonFrame({ t: 'ack', id, seq }));
+    if (!this.isClosed) this.put(encodeJsonFrame({ t: 'ack', id, seq }));
   }
 
   /** Tell the daemon this link leaves on purpose, then close. */
   goodbye(): void {
-    if (!this.isClosed) this.stream.write(encodeJsonFrame({ t: 'goodbye' }));
+    if (!this.isClosed) {
+      this.put(encodeJsonFrame({ t: 'goodbye' }));
+      this.writeTurn();
+    }
     this.close();
   }
 
@@ -190,7 +204,7 @@ export class StubClient {
     this.onExpectAnswer();
     return new Promise((resolve) => {
       this.pings.set(n, () => resolve(performance.now() - t0));
-      this.stream.write(encodeJsonFrame({ t: 'ping', n }));
+      this.put(encodeJsonFrame({ t: 'ping', n }));
     });
   }
 
@@ -199,9 +213,29 @@ export class StubClient {
     this.fail(err ?? new PtyRelayError('LINK_CLOSED', 'stub link closed by the relay'));
   }
 
+  /** Frames of one turn of the event loop leave as one write at its end (one SSH packet). */
+  private put(frame: Uint8Array): void {
+    this.parts.push(frame);
+    if (this.turnArmed) return;
+    this.turnArmed = true;
+    setImmediate(this.writeTurn);
+  }
+
+  private readonly writeTurn = (): void => {
+    if (this.isClosed) return;
+    this.beforeWrite();
+    this.turnArmed = false;
+    const parts = this.parts;
+    if (parts.length === 0) return;
+    this.parts = [];
+    this.writes++;
+    this.stream.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  };
+
   private fail(err: PtyRelayError): void {
     if (this.isClosed) return;
     this.isClosed = true;
+    this.parts = [];
     this.rejectHello(err);
     for (const p of this.pending.values()) {
       clearTimeout(p.timer);
@@ -214,6 +248,7 @@ export class StubClient {
   }
 
   private onChunk(chunk: Buffer): void {
+    this.reads++;
     this.onReceive();
     let frames: Frame[];
     try {

@@ -27,6 +27,10 @@ export interface FaultProxyStats {
   bytesDown: number;
   /** Connections reset by {@link FaultProxy.cut}. */
   cuts: number;
+  /** Reads from clients (client → target): with small, spaced writes, one per TCP segment. */
+  readsUp: number;
+  /** Reads from the target (target → client). */
+  readsDown: number;
 }
 
 /** The proxy-wide fault settings every pipe consults. */
@@ -69,6 +73,7 @@ class Pipe {
     private readonly faults: Faults,
     private readonly stats: FaultProxyStats,
     private readonly counter: 'bytesUp' | 'bytesDown',
+    private readonly reads: 'readsUp' | 'readsDown',
   ) {
     this.resetBucket();
     src.on('data', (chunk: Buffer) => this.onData(chunk));
@@ -105,6 +110,7 @@ class Pipe {
 
   private onData(chunk: Buffer): void {
     if (this.dead || this.faults.blackholed) return;
+    this.stats[this.reads]++;
     const f = this.faults;
     if (this.queue.length === 0 && !this.blocked && f.delayMs === 0 && f.rate === 0) {
       this.write(chunk);
@@ -230,8 +236,8 @@ class Link {
     faults: Faults,
     stats: FaultProxyStats,
   ) {
-    this.up = new Pipe(client, upstream, faults, stats, 'bytesUp');
-    this.down = new Pipe(upstream, client, faults, stats, 'bytesDown');
+    this.up = new Pipe(client, upstream, faults, stats, 'bytesUp', 'readsUp');
+    this.down = new Pipe(upstream, client, faults, stats, 'bytesDown', 'readsDown');
     const closedOne = (sock: Socket, peer: Socket, into: Pipe) =>
       new Promise<void>((resolve) => {
         sock.on('error', noop);
@@ -265,7 +271,15 @@ class Link {
 export class FaultProxy {
   private readonly links = new Set<Link>();
   private readonly faults: Faults = { blackholed: false, delayMs: 0, rate: 0 };
-  private readonly counters = { connections: 0, active: 0, bytesUp: 0, bytesDown: 0, cuts: 0 };
+  private readonly counters = {
+    connections: 0,
+    active: 0,
+    bytesUp: 0,
+    bytesDown: 0,
+    cuts: 0,
+    readsUp: 0,
+    readsDown: 0,
+  };
   private refusing = false;
   private closing: Promise<void> | undefined;
 
@@ -274,6 +288,7 @@ export class FaultProxy {
     private readonly target: { host: string; port: number },
     /** The port the proxy listens on, on 127.0.0.1. */
     readonly port: number,
+    private readonly nagle: boolean,
   ) {
     server.on('connection', (sock) => this.accept(sock));
     server.on('error', noop);
@@ -282,17 +297,19 @@ export class FaultProxy {
   /**
    * Starts a proxy on 127.0.0.1 forwarding to `target`.
    * @param opts.listenPort - port to listen on; an ephemeral port by default.
+   * @param opts.nagle - leave Nagle's algorithm on for the proxy's own sockets, as many TCP hops
+   *   do (bastions, ProxyJump forwarders, corporate proxies); by default TCP_NODELAY is set.
    */
   static async start(
     target: { host: '127.0.0.1' | string; port: number },
-    opts: { listenPort?: number } = {},
+    opts: { listenPort?: number; nagle?: boolean } = {},
   ): Promise<FaultProxy> {
     const server = createServer({ allowHalfOpen: true });
     server.listen({ host: LISTEN_HOST, port: opts.listenPort ?? 0 });
     await once(server, 'listening');
     const addr = server.address();
     if (addr === null || typeof addr === 'string') throw new Error('fault-proxy: unexpected server address');
-    return new FaultProxy(server, { host: target.host, port: target.port }, addr.port);
+    return new FaultProxy(server, { host: target.host, port: target.port }, addr.port, opts.nagle === true);
   }
 
   /** RSTs both sides of every current connection; new connections are still accepted unless {@link refuse}d. */
@@ -377,9 +394,9 @@ export class FaultProxy {
       return;
     }
     this.counters.connections++;
-    client.setNoDelay(true);
+    client.setNoDelay(!this.nagle);
     const upstream = createConnection({ ...this.target, allowHalfOpen: true });
-    upstream.setNoDelay(true);
+    upstream.setNoDelay(!this.nagle);
     const link = new Link(client, upstream, this.faults, this.counters);
     this.links.add(link);
     void link.closed.then(() => this.links.delete(link));

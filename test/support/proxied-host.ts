@@ -26,10 +26,11 @@ export async function startProxiedHost(
   tag: string,
   host: Partial<SshHostConfig> = {},
   extra: Partial<SshPtyProviderOptions> = {},
+  proxyOpts: { nagle?: boolean } = {},
 ): Promise<ProxiedHost> {
   const home = relayHome();
   const sshd = await startSshd();
-  const proxy = await FaultProxy.start({ host: '127.0.0.1', port: sshd.port });
+  const proxy = await FaultProxy.start({ host: '127.0.0.1', port: sshd.port }, proxyOpts);
   const kh = join(home.home, 'proxy_known_hosts');
   writeFileSync(kh, `[127.0.0.1]:${proxy.port} ${sshd.hostPublicKey}\n`);
   const runtimeDir = remoteRuntimeDir(tag);

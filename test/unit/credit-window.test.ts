@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CreditWindow } from '../../agent-stub/session/credit-window.js';
-import { ProducerGate } from '../../agent-stub/session/producer-gate.js';
+import { CreditWindow } from '../../agent-stub/flow/credit-window.js';
+import { ProducerGate } from '../../agent-stub/flow/producer-gate.js';
 import { ringLimitFor } from '../../agent-stub/session/pty-session.js';
 
 function setup(window = 100, grace = 1000) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KeepTailThinner, type ThinnedEvent } from '../../agent-stub/session/keep-tail-thinner.js';
+import { KeepTailThinner, type ThinnedEvent } from '../../agent-stub/flow/keep-tail-thinner.js';
 
 const b = (s: string) => Buffer.from(s);
 const show = (events: ThinnedEvent[]) =>

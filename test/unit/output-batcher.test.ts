@@ -1,58 +1,227 @@
-import { describe, expect, it } from 'vitest';
-import { BATCH_MAX_BYTES, OutputBatcher } from '../../agent-stub/daemon/output-batcher.js';
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { CONTROL_HOLD_MS, ConnectionOutput } from '../../agent-stub/daemon/connection-output.js';
+import {
+  BATCH_MAX_BYTES,
+  FULL_READ_HOLD_MS,
+  LEGACY_BATCH_WINDOW_MS,
+  PTY_FULL_READ_BYTES,
+} from '../../agent-stub/daemon/output-batcher.js';
 import type { PtySession } from '../../agent-stub/session/pty-session.js';
+import { type Frame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 
-const A = { id: 'a' } as unknown as PtySession;
-const B = { id: 'b' } as unknown as PtySession;
+const A = { id: 'a', incarnationId: 'i' } as unknown as PtySession;
+const B = { id: 'b', incarnationId: 'i' } as unknown as PtySession;
+const KEY_SPACING_MS = 2;
 
-function setup() {
-  let t = 0;
-  const sent: string[] = [];
-  const b = new OutputBatcher(
-    (s, seq, chunks, bytes) => {
-      const d = Buffer.concat(chunks);
-      expect(d.length).toBe(bytes);
-      sent.push(`${(s as unknown as { id: string }).id}@${seq}:${d.toString()}`);
-    },
-    () => t,
-  );
-  return { b, sent, advance: (ms: number) => (t += ms) };
+/**
+ * A socket as the daemon sees it: writes between cork() and uncork() are one write (writev);
+ * `kernelFull` makes the kernel take nothing, so writes wait (writableLength > 0, callbacks held)
+ * until `drainKernel()`.
+ */
+class FakeSocket extends EventEmitter {
+  /** One entry per write that reached the kernel: when, and the frames in it. */
+  readonly writes: { at: number; frames: Frame[] }[] = [];
+  kernelFull = false;
+  private corked = 0;
+  private batch: { buf: Uint8Array; cb?: () => void }[] = [];
+  private waiting: { bufs: Uint8Array[]; cbs: (() => void)[] }[] = [];
+  private readonly decoder = new FrameDecoder();
+  destroyed = false;
+
+  get writableLength(): number {
+    let n = 0;
+    for (const w of this.waiting) for (const b of w.bufs) n += b.length;
+    for (const b of this.batch) n += b.buf.length;
+    return n;
+  }
+  cork(): void {
+    this.corked++;
+  }
+  uncork(): void {
+    if (--this.corked === 0) this.commit();
+  }
+  write(buf: Uint8Array, cb?: () => void): boolean {
+    this.batch.push({ buf, cb });
+    if (this.corked === 0) this.commit();
+    return true;
+  }
+  drainKernel(): void {
+    this.kernelFull = false;
+    for (const w of this.waiting.splice(0)) this.deliver(w.bufs, w.cbs);
+  }
+  private commit(): void {
+    const bufs = this.batch.map((b) => b.buf);
+    const cbs = this.batch.flatMap((b) => (b.cb ? [b.cb] : []));
+    this.batch = [];
+    if (this.kernelFull) this.waiting.push({ bufs, cbs });
+    else this.deliver(bufs, cbs);
+  }
+  private deliver(bufs: Uint8Array[], cbs: (() => void)[]): void {
+    this.writes.push({ at: Date.now(), frames: this.decoder.push(Buffer.concat(bufs)) });
+    for (const cb of cbs) cb();
+  }
 }
 
-describe('OutputBatcher', () => {
-  it('sends the first chunk after a quiet period at once (typing echo)', () => {
-    const { b, sent, advance } = setup();
-    advance(100);
-    b.push(A, 0, Buffer.from('x'));
-    expect(sent).toEqual(['a@0:x']);
-    b.dispose();
+function setup(mode: 'backpressure' | 'timer' = 'backpressure') {
+  const socket = new FakeSocket();
+  const out = new ConnectionOutput(
+    socket as unknown as Socket,
+    { blocked: () => {}, unblocked: () => {}, overCap: () => false },
+    mode,
+  );
+  return { socket, out };
+}
+
+/** Runs what is due now (immediates) without moving the clock. */
+const settle = () => vi.advanceTimersByTime(0);
+/** The next turn of the loop, 1 ms on (a fake clock runs an immediate queued at the same instant only once). */
+const nextTurn = () => vi.advanceTimersByTime(1);
+
+describe('ConnectionOutput and OutputBatcher', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000, toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'Date'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
   });
 
-  it('merges a burst per session and flushes in order before anything else', () => {
-    const { b, sent, advance } = setup();
-    advance(100);
-    b.push(A, 0, Buffer.from('1'));
-    b.push(A, 1, Buffer.from('23'));
-    b.push(B, 7, Buffer.from('z'));
-    b.push(A, 3, Buffer.from('4'));
-    expect(sent).toEqual(['a@0:1']);
-    b.flush();
-    expect(sent).toEqual(['a@0:1', 'a@1:234', 'b@7:z']);
-    b.dispose();
+  it('sends a burst of keystroke echoes 2 ms apart one write each, with no added delay', () => {
+    const { socket, out } = setup();
+    const pushedAt: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      pushedAt.push(Date.now());
+      out.data(A, i, Buffer.from([0x61 + i]));
+      settle();
+      vi.advanceTimersByTime(KEY_SPACING_MS);
+    }
+    expect(socket.writes.map((w) => w.at)).toEqual(pushedAt);
+    expect(socket.writes.map((w) => w.frames.length)).toEqual(pushedAt.map(() => 1));
+    out.close();
   });
 
-  it('sends a session batch as soon as it is large, and drops a detached session', () => {
-    const { b, sent, advance } = setup();
-    advance(100);
-    b.push(A, 0, Buffer.from('a'));
-    b.push(A, 1, Buffer.alloc(BATCH_MAX_BYTES - 1, 0x61));
-    expect(sent).toHaveLength(1);
-    b.push(A, BATCH_MAX_BYTES, Buffer.from('b'));
-    expect(sent).toHaveLength(2);
-    b.push(B, 0, Buffer.from('gone'));
-    b.drop(B);
-    b.flush();
-    expect(sent.join('')).not.toContain('gone');
-    b.dispose();
+  it('the old 4 ms batcher held the same burst back (what the first test guards against)', () => {
+    const { socket, out } = setup('timer');
+    for (let i = 0; i < 20; i++) {
+      out.data(A, i, Buffer.from([0x61 + i]));
+      settle();
+      vi.advanceTimersByTime(KEY_SPACING_MS);
+    }
+    vi.advanceTimersByTime(LEGACY_BATCH_WINDOW_MS);
+    expect(socket.writes.length).toBeLessThan(20);
+    out.close();
+  });
+
+  it('an input acknowledgement rides in the echo’s write, or goes alone after a few ms', () => {
+    const { socket, out } = setup();
+    out.owe(() => ({ t: 'inputAck', upTo: 1 }));
+    settle();
+    expect(socket.writes).toHaveLength(0);
+    vi.advanceTimersByTime(1);
+    out.data(A, 0, Buffer.from('x'));
+    settle();
+    expect(socket.writes).toHaveLength(1);
+    expect(socket.writes[0]!.frames.map((f) => f.type)).toEqual([FrameType.Data, FrameType.Json]);
+    // No output follows: it goes alone after CONTROL_HOLD_MS.
+    out.owe(() => ({ t: 'inputAck', upTo: 2 }));
+    vi.advanceTimersByTime(CONTROL_HOLD_MS - 1);
+    expect(socket.writes).toHaveLength(1);
+    vi.advanceTimersByTime(1);
+    nextTurn();
+    expect(socket.writes).toHaveLength(2);
+    expect(socket.writes[1]!.frames).toMatchObject([{ type: FrameType.Json, message: { upTo: 2 } }]);
+    out.close();
+  });
+
+  it('a flood behind a full socket coalesces into frames of at most 64 KiB, in order', () => {
+    const { socket, out } = setup();
+    const chunk = 4095;
+    const reads = 400;
+    socket.kernelFull = true;
+    let seq = 0;
+    for (let i = 0; i < reads; i++) {
+      out.data(i % 7 === 3 ? B : A, seq, Buffer.alloc(chunk, i & 0xff));
+      seq += chunk;
+      nextTurn();
+      if (i % 50 === 49) {
+        socket.drainKernel();
+        socket.kernelFull = true;
+        nextTurn();
+      }
+    }
+    socket.drainKernel();
+    nextTurn();
+    const frames = socket.writes.flatMap((w) => w.frames).filter((f) => f.type === FrameType.Data);
+    let bytes = 0;
+    for (const f of frames) {
+      if (f.type !== FrameType.Data) continue;
+      expect(f.data.length).toBeLessThanOrEqual(BATCH_MAX_BYTES + chunk);
+      bytes += f.data.length;
+    }
+    expect(bytes).toBe(reads * chunk);
+    // One frame per read would be 400; the backlog merges them ~16 to a frame.
+    expect(frames.length).toBeLessThan(reads / 8);
+    expect(socket.writes.length).toBeLessThan(reads / 8);
+    // Per session, seqs are contiguous and in order.
+    for (const id of ['a', 'b']) {
+      const mine = frames.filter((f) => f.type === FrameType.Data && f.id === id);
+      let next = -1;
+      for (const f of mine) {
+        if (f.type !== FrameType.Data) continue;
+        if (next >= 0) expect(f.seq).toBeGreaterThanOrEqual(next);
+        next = f.seq + f.data.length;
+      }
+    }
+    out.close();
+  });
+
+  it('a flood of full PTY reads coalesces with an idle socket; the burst’s short last read sends it', () => {
+    const { socket, out } = setup();
+    let seq = 0;
+    const sizes: number[] = [];
+    for (let burst = 0; burst < 10; burst++) {
+      for (let i = 0; i < 30; i++) sizes.push(PTY_FULL_READ_BYTES);
+      sizes.push(100);
+    }
+    for (const n of sizes) {
+      out.data(A, seq, Buffer.alloc(n, 0x78));
+      seq += n;
+      nextTurn();
+    }
+    const frames = socket.writes.flatMap((w) => w.frames);
+    const bytes = frames.reduce((n, f) => n + (f.type === FrameType.Data ? f.data.length : 0), 0);
+    expect(bytes).toBe(seq);
+    // 310 reads; 64 KiB frames: about two per burst of 30 full reads plus its short end.
+    expect(frames.length).toBeLessThanOrEqual(30);
+    // A full read with nothing after it goes out after FULL_READ_HOLD_MS.
+    const before = socket.writes.length;
+    out.data(A, seq, Buffer.alloc(PTY_FULL_READ_BYTES, 0x79));
+    nextTurn();
+    expect(socket.writes.length).toBe(before);
+    vi.advanceTimersByTime(FULL_READ_HOLD_MS);
+    nextTurn();
+    expect(socket.writes.length).toBe(before + 1);
+    out.close();
+  });
+
+  it('a JSON frame flushes pending output first; a detached session’s output is dropped', () => {
+    const { socket, out } = setup();
+    socket.kernelFull = true;
+    out.data(A, 0, Buffer.from('x'));
+    nextTurn();
+    out.data(A, 1, Buffer.from('yz'));
+    out.data(B, 0, Buffer.from('gone'));
+    nextTurn();
+    out.batcher.drop(B);
+    out.frame(Buffer.from([0, 0, 0, 3, 1, 0x7b, 0x7d]));
+    nextTurn();
+    socket.drainKernel();
+    nextTurn();
+    const all = socket.writes.flatMap((w) => w.frames);
+    expect(
+      all.map((f) => (f.type === FrameType.Data ? `${f.id}@${f.seq}:${Buffer.from(f.data)}` : 'json')),
+    ).toEqual(['a@0:x', 'a@1:yz', 'json']);
+    out.close();
   });
 });

@@ -1,4 +1,4 @@
-import { RateMeter } from '../../provider/rate-meter.js';
+import { RateMeter } from '../../provider/flow/rate-meter.js';
 
 /** Output a fast link may have in flight, in milliseconds of its own pace. */
 export const WINDOW_TARGET_MS = 20;

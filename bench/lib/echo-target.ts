@@ -1,0 +1,121 @@
+import * as pty from 'node-pty';
+import type { IPtyProvider } from '../../provider/contract.js';
+import { now, sleep, waitFor } from './util.js';
+
+/** Raw mode without echo: every byte typed comes back exactly once, from cat. */
+export const RAW_CAT = 'stty raw -echo; printf READY; exec cat';
+const READY = 'READY';
+/** A byte that has not come back after this long counts as lost. */
+const ECHO_TIMEOUT_MS = 2000;
+
+/**
+ * One place to type into and read back from. It counts bytes: `cat` in raw mode returns each
+ * byte exactly once, in order, so the k-th byte back is the echo of the k-th byte typed.
+ */
+export class EchoTarget {
+  write: (data: string) => void = () => {};
+  close: () => Promise<void> = async () => {};
+  private ready = false;
+  private head = '';
+  private got = 0;
+  /** Arrival time of each byte since the current measurement began (index: byte number). */
+  private arrivals: number[] = [];
+  private base = 0;
+
+  constructor(readonly label: string) {}
+
+  /** Runs in the data callback, so the time is when the bytes are handed to the consumer. */
+  feed(chunk: string): void {
+    if (!this.ready) {
+      this.head += chunk;
+      const at = this.head.indexOf(READY);
+      if (at < 0) return;
+      this.ready = true;
+      chunk = this.head.slice(at + READY.length);
+      if (chunk.length === 0) return;
+    }
+    const t = now();
+    for (let i = 0; i < chunk.length; i++) this.arrivals.push(t);
+    this.got += chunk.length;
+  }
+
+  waitReady(): Promise<unknown> {
+    return waitFor(() => this.ready, 15_000, `${this.label} ready`);
+  }
+
+  /**
+   * Types `keys` bytes `spacingMs` apart (not waiting for echoes) and returns each one's echo
+   * latency (ms), or undefined for any that never came back.
+   */
+  async burst(keys: string, spacingMs: number): Promise<(number | undefined)[]> {
+    this.begin();
+    const sentAt: number[] = [];
+    const t0 = now();
+    for (let i = 0; i < keys.length; i++) {
+      // Timers only (no spinning: the relay of the provider targets runs on this thread).
+      const wait = t0 + i * spacingMs - now();
+      if (wait > 0) await sleep(wait);
+      sentAt.push(now());
+      this.write(keys[i]!);
+    }
+    await this.settle(keys.length);
+    return sentAt.map((t, i) => (this.arrivals[i] === undefined ? undefined : this.arrivals[i]! - t));
+  }
+
+  /** Writes `data` at once and returns the time until its last byte came back (ms). */
+  async paste(data: string): Promise<number | undefined> {
+    this.begin();
+    const t0 = now();
+    this.write(data);
+    await this.settle(data.length);
+    const last = this.arrivals[data.length - 1];
+    return last === undefined ? undefined : last - t0;
+  }
+
+  private begin(): void {
+    this.base = this.got;
+    this.arrivals = [];
+  }
+
+  private async settle(n: number): Promise<void> {
+    const deadline = now() + ECHO_TIMEOUT_MS;
+    while (this.got - this.base < n && now() < deadline) await sleep(1);
+  }
+}
+
+export async function providerTarget(label: string, p: IPtyProvider, host?: string): Promise<EchoTarget> {
+  const t = new EchoTarget(label);
+  let id: string | undefined;
+  const decoder = new TextDecoder();
+  const off = p.onData((e) => {
+    if (e.id === id || id === undefined) t.feed(decoder.decode(e.data, { stream: true }));
+  });
+  const r = await p.spawn({ host, cols: 80, rows: 24, command: 'sh', args: ['-c', RAW_CAT] });
+  id = r.id;
+  if (r.replay) t.feed(decoder.decode(r.replay, { stream: true }));
+  t.write = (data) => {
+    p.write(r.id, data).catch(() => {});
+  };
+  t.close = async () => {
+    off();
+    await p.shutdown(r.id, { immediate: true }).catch(() => {});
+  };
+  return t;
+}
+
+export function nodePtyTarget(label: string, file: string, args: string[]): EchoTarget {
+  const t = new EchoTarget(label);
+  const proc = pty.spawn(file, args, {
+    name: 'xterm-256color',
+    cols: 80,
+    rows: 24,
+    cwd: '/',
+    env: process.env as Record<string, string>,
+  });
+  proc.onData((d) => t.feed(d));
+  t.write = (data) => proc.write(data);
+  t.close = async () => {
+    proc.kill('SIGKILL');
+  };
+  return t;
+}
