@@ -3,7 +3,7 @@ import { askCreate, askName, askToken } from './dialogs.js';
 import { fill, h } from './dom.js';
 import { InputQueue } from './input-queue.js';
 import { KeyBar } from './key-bar.js';
-import { renderOverview } from './overview.js';
+import { displayName, renderOverview } from './overview.js';
 import { type RelayLinkState, RpcSocket } from './rpc-socket.js';
 import {
   BackgroundEventSchema,
@@ -48,6 +48,10 @@ export class App {
   private readonly input: InputQueue;
   private readonly panes = new Map<string, TerminalPane>();
   private active: string | undefined;
+  /** Split view: the two terminals shown side by side (left, right), one of them active. */
+  private pair: [string, string] | undefined;
+  /** Open terminals, most recently active last. */
+  private mru: string[] = [];
   private hosts = new Map<string, LinkState>();
   private terminals: TerminalSummary[] = [];
   private readonly seenBells = new Map<string, number>();
@@ -232,6 +236,9 @@ export class App {
         notify: (m, p) => this.socket?.notify(m, p),
         input: (tid, data) => this.input.write(tid, this.keybar.transform(data)),
         isPageShortcut: (ev) => this.isShortcut(ev),
+        focused: (tid) => {
+          if (tid !== this.active && this.pair?.includes(tid)) void this.activate(tid);
+        },
         report: (msg) => this.report(msg),
       },
       () => this.owns(id),
@@ -258,14 +265,47 @@ export class App {
   }
 
   private async activate(id: string): Promise<void> {
-    const prev = this.active !== id ? this.active : undefined;
+    if (this.pair && !this.pair.includes(id)) {
+      const slot = this.active === this.pair[0] ? 0 : 1;
+      this.pair[slot] = id;
+    }
     this.active = id;
+    this.mru = [...this.mru.filter((x) => x !== id), id];
     document.body.classList.add('show-terminal');
     this.render();
-    const pane = this.panes.get(id);
-    await pane?.setVisible(true);
-    pane?.focus();
-    if (prev) await this.panes.get(prev)?.setVisible(false);
+    await this.applyVisibility();
+    this.panes.get(id)?.focus();
+  }
+
+  /** Shows the active terminal (and its split partner), puts every other one in the background. */
+  private async applyVisibility(): Promise<void> {
+    const shown = new Set(this.pair ?? (this.active ? [this.active] : []));
+    this.ui.panes.classList.toggle('split', this.pair !== undefined);
+    const hide: TerminalPane[] = [];
+    for (const [id, pane] of this.panes) {
+      pane.element.classList.toggle('left', this.pair?.[0] === id);
+      pane.element.classList.toggle('right', this.pair?.[1] === id);
+      pane.element.classList.toggle('secondary', this.pair !== undefined && id !== this.active);
+      if (shown.has(id)) await pane.setVisible(true);
+      else hide.push(pane);
+    }
+    for (const pane of hide) await pane.setVisible(false);
+  }
+
+  /** Two terminals side by side: the active one and the one used before it. */
+  async toggleSplit(): Promise<void> {
+    if (this.pair) this.pair = undefined;
+    else {
+      const other = this.mru.filter((x) => x !== this.active && this.panes.has(x)).at(-1);
+      if (!this.active || !other) {
+        this.report('open a second terminal to split the view');
+        return;
+      }
+      this.pair = [other, this.active];
+    }
+    this.render();
+    await this.applyVisibility();
+    this.activePane()?.focus();
   }
 
   private activePane(): TerminalPane | undefined {
@@ -325,9 +365,11 @@ export class App {
   private dropPane(id: string): void {
     this.panes.get(id)?.dispose();
     this.panes.delete(id);
+    this.mru = this.mru.filter((x) => x !== id);
+    if (this.pair?.includes(id)) this.pair = undefined;
     if (this.active === id) {
       this.active = undefined;
-      const next = [...this.panes.keys()].at(-1);
+      const next = this.mru.at(-1);
       if (next) void this.activate(next);
     }
     this.render();
@@ -379,8 +421,7 @@ export class App {
   }
 
   private label(id: string): string {
-    const t = this.summary(id);
-    return t?.name || t?.title || id;
+    return displayName(this.summary(id) ?? { id, title: '' });
   }
 
   private renderTabs(): void {
@@ -429,6 +470,11 @@ export class App {
       h('button', { type: 'button', disabled: !mine, onclick: () => void this.rename(id) }, 'Rename'),
       select,
       h('button', { type: 'button', disabled: !mine, onclick: () => void this.signal(id, select.value) }, 'Send signal'),
+      h(
+        'button',
+        { type: 'button', class: 'split-toggle', 'aria-pressed': String(this.pair !== undefined), onclick: () => void this.toggleSplit() },
+        'Split',
+      ),
       h('button', { type: 'button', onclick: () => void this.panes.get(id)?.copy() }, 'Copy'),
       h('button', { type: 'button', disabled: !mine, onclick: () => void this.panes.get(id)?.pasteFromClipboard() }, 'Paste'),
       h('button', { type: 'button', class: 'danger', disabled: !mine, onclick: () => void this.closeTerminal(id) }, 'Close terminal'),

@@ -42,6 +42,12 @@ export function hostStateText(s: LinkState): string {
   }
 }
 
+/** What a terminal is called: its name, else its title without a /usr/bin/ prefix, then its own id. */
+export function displayName(t: Pick<TerminalSummary, 'id' | 'name' | 'title'>): string {
+  const text = t.name || t.title.replace(/^\/(?:usr\/)?bin\//, '') || 'terminal';
+  return `${text} · ${t.id.slice(t.id.lastIndexOf('/') + 1)}`;
+}
+
 /** Short home-relative cwd for the list. */
 function shortCwd(cwd: string): string {
   const m = /^\/(?:home\/[^/]+|root)(\/.*)?$/.exec(cwd);
@@ -65,7 +71,7 @@ function commandLine(t: TerminalSummary): HTMLElement | undefined {
 
 function terminalRow(t: TerminalSummary, m: OverviewModel, actions: OverviewActions): HTMLElement {
   const unseen = t.id === m.inView ? 0 : t.bells - (m.seenBells.get(t.id) ?? 0);
-  const label = t.name || t.title || t.id;
+  const label = displayName(t);
   const active = t.bytesPerSec > 0;
   const exited = t.exitCode !== undefined;
   const mine = t.owner === `client:${m.clientId}`;

@@ -147,7 +147,11 @@ export class RpcSocket {
       return;
     }
     if ('method' in msg) {
-      this.on.notification(msg.method, msg.params);
+      try {
+        this.on.notification(msg.method, msg.params);
+      } catch (err) {
+        console.warn(`ptyrelay: ${msg.method} from the relay not understood`, err);
+      }
       return;
     }
     const p = msg.id === null ? undefined : this.pending.get(msg.id);

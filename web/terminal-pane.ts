@@ -14,6 +14,8 @@ export interface PaneLink {
   input(id: string, data: string): void;
   /** Keys the page handles itself (tab switching); the terminal must not see them. */
   isPageShortcut(ev: KeyboardEvent): boolean;
+  /** The user moved the keyboard focus into this terminal. */
+  focused(id: string): void;
   report(message: string): void;
 }
 
@@ -92,6 +94,7 @@ export class TerminalPane {
     });
     this.term.attachCustomKeyEventHandler((ev) => this.onKey(ev));
     this.term.open(this.element);
+    this.term.textarea?.addEventListener('focus', () => link.focused(id));
     this.observer = new ResizeObserver(() => this.refit());
     this.observer.observe(this.element);
   }
