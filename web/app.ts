@@ -26,7 +26,17 @@ import { type DataFrame, decodeDataFrames } from './wire.js';
  * typed into from any other (the token is the access boundary; claims only coordinate clients).
  */
 export const WEB_CLIENT_ID = 'web';
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGKILL', 'SIGTSTP', 'SIGCONT', 'SIGUSR1', 'SIGUSR2'];
+const SIGNALS = [
+  'SIGINT',
+  'SIGTERM',
+  'SIGHUP',
+  'SIGQUIT',
+  'SIGKILL',
+  'SIGTSTP',
+  'SIGCONT',
+  'SIGUSR1',
+  'SIGUSR2',
+];
 const TOAST_MS = 6000;
 
 function describeLink(s: RelayLinkState): string {
@@ -86,7 +96,12 @@ export class App {
   private layout(): void {
     const back = h(
       'button',
-      { type: 'button', class: 'back', 'aria-label': 'Show the terminal list', onclick: () => this.showList() },
+      {
+        type: 'button',
+        class: 'back',
+        'aria-label': 'Show the terminal list',
+        onclick: () => this.showList(),
+      },
       '☰ Terminals',
     );
     const create = h(
@@ -140,7 +155,10 @@ export class App {
     const hello = HelloResultSchema.parse(
       await this.request('ptyrelay/hello', { clientId: WEB_CLIENT_ID, instanceId: this.instanceId }),
     );
-    const [hosts, overview] = await Promise.all([this.request('ptyrelay/hosts'), this.request('web/overview')]);
+    const [hosts, overview] = await Promise.all([
+      this.request('ptyrelay/hosts'),
+      this.request('web/overview'),
+    ]);
     this.hosts = new Map(HostsResultSchema.parse(hosts).hosts.map((x) => [x.name, x.state]));
     this.terminals = OverviewSchema.parse(overview).terminals;
     const known = new Set(this.terminals.map((t) => t.id));
@@ -341,7 +359,15 @@ export class App {
     if (!this.summary(id)) {
       this.terminals = [
         ...this.terminals,
-        { id, host: req.host, title: req.command ?? 'shell', owner: `client:${WEB_CLIENT_ID}`, bytesPerSec: 0, bells: 0, createdAt: Date.now() },
+        {
+          id,
+          host: req.host,
+          title: req.command ?? 'shell',
+          owner: `client:${WEB_CLIENT_ID}`,
+          bytesPerSec: 0,
+          bells: 0,
+          createdAt: Date.now(),
+        },
       ];
     }
     const pane = this.newPane(id);
@@ -414,7 +440,8 @@ export class App {
       },
       { open: (id) => void this.open(id), create: (host) => void this.create(host) },
     );
-    if (focusedId) this.ui.overview.querySelector<HTMLElement>(`[data-id="${CSS.escape(focusedId)}"] button`)?.focus();
+    if (focusedId)
+      this.ui.overview.querySelector<HTMLElement>(`[data-id="${CSS.escape(focusedId)}"] button`)?.focus();
     this.renderTabs();
     this.renderToolbar();
     this.ui.empty.hidden = this.panes.size > 0;
@@ -443,7 +470,12 @@ export class App {
         ),
         h(
           'button',
-          { type: 'button', class: 'tab-close', 'aria-label': `Hide ${this.label(id)} (keeps running)`, onclick: () => void this.hide(id) },
+          {
+            type: 'button',
+            class: 'tab-close',
+            'aria-label': `Hide ${this.label(id)} (keeps running)`,
+            onclick: () => void this.hide(id),
+          },
           '×',
         ),
       );
@@ -469,15 +501,32 @@ export class App {
       h('span', { class: 'where' }, `${t?.host ?? ''}${t?.cwd ? ` · ${t.cwd}` : ''}`),
       h('button', { type: 'button', disabled: !mine, onclick: () => void this.rename(id) }, 'Rename'),
       select,
-      h('button', { type: 'button', disabled: !mine, onclick: () => void this.signal(id, select.value) }, 'Send signal'),
       h(
         'button',
-        { type: 'button', class: 'split-toggle', 'aria-pressed': String(this.pair !== undefined), onclick: () => void this.toggleSplit() },
+        { type: 'button', disabled: !mine, onclick: () => void this.signal(id, select.value) },
+        'Send signal',
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'split-toggle',
+          'aria-pressed': String(this.pair !== undefined),
+          onclick: () => void this.toggleSplit(),
+        },
         'Split',
       ),
       h('button', { type: 'button', onclick: () => void this.panes.get(id)?.copy() }, 'Copy'),
-      h('button', { type: 'button', disabled: !mine, onclick: () => void this.panes.get(id)?.pasteFromClipboard() }, 'Paste'),
-      h('button', { type: 'button', class: 'danger', disabled: !mine, onclick: () => void this.closeTerminal(id) }, 'Close terminal'),
+      h(
+        'button',
+        { type: 'button', disabled: !mine, onclick: () => void this.panes.get(id)?.pasteFromClipboard() },
+        'Paste',
+      ),
+      h(
+        'button',
+        { type: 'button', class: 'danger', disabled: !mine, onclick: () => void this.closeTerminal(id) },
+        'Close terminal',
+      ),
     );
   }
 

@@ -12,4 +12,5 @@ if (nonce) {
     return el;
   }) as typeof document.createElement;
 }
+
 export {};

@@ -59,13 +59,32 @@ export function askToken(reason?: string): Promise<string | undefined> {
     { class: 'hint' },
     reason ?? 'The token is in ~/.config/ptyrelay/token on the relay machine (or $PTYRELAY_TOKEN).',
   );
-  return modal('Connect to the relay', [note, field('Token', input)], 'Connect', () => input.value.trim() || undefined);
+  return modal(
+    'Connect to the relay',
+    [note, field('Token', input)],
+    'Connect',
+    () => input.value.trim() || undefined,
+  );
 }
 
 export function askCreate(hosts: string[], host?: string): Promise<CreateRequest | undefined> {
-  const select = h('select', { name: 'host' }, ...hosts.map((n) => h('option', { value: n, selected: n === host }, n)));
-  const command = h('input', { name: 'command', placeholder: 'login shell', autocomplete: 'off', spellcheck: 'false' });
-  const cwd = h('input', { name: 'cwd', placeholder: 'home directory', autocomplete: 'off', spellcheck: 'false' });
+  const select = h(
+    'select',
+    { name: 'host' },
+    ...hosts.map((n) => h('option', { value: n, selected: n === host }, n)),
+  );
+  const command = h('input', {
+    name: 'command',
+    placeholder: 'login shell',
+    autocomplete: 'off',
+    spellcheck: 'false',
+  });
+  const cwd = h('input', {
+    name: 'cwd',
+    placeholder: 'home directory',
+    autocomplete: 'off',
+    spellcheck: 'false',
+  });
   return modal(
     'New terminal',
     [field('Host', select), field('Command (optional)', command), field('Directory (optional)', cwd)],

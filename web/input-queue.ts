@@ -39,15 +39,26 @@ export class InputQueue {
     q.sent = this.send(frame);
   }
 
-  acknowledge(upTo: number, failed: { inputSeq: number; error: { code: string; message: string } }[] = []): void {
-    while (this.queue.length > 0 && this.queue[0]!.seq <= upTo) this.bytes -= this.queue.shift()!.frame.length;
-    for (const f of failed) this.fail(PtyRelayError.from({ code: f.error.code as never, message: f.error.message }));
+  acknowledge(
+    upTo: number,
+    failed: { inputSeq: number; error: { code: string; message: string } }[] = [],
+  ): void {
+    while (this.queue.length > 0 && this.queue[0]!.seq <= upTo)
+      this.bytes -= this.queue.shift()!.frame.length;
+    for (const f of failed)
+      this.fail(PtyRelayError.from({ code: f.error.code as never, message: f.error.message }));
   }
 
   /** After a new handshake: resend what the relay may not have applied. */
   resume(relayKnowsUs: boolean): void {
     if (!relayKnowsUs && this.queue.some((q) => q.sent)) {
-      this.fail(new PtyRelayError('LINK_CLOSED', 'the relay restarted; input sent before may or may not have arrived', { maybeApplied: true }));
+      this.fail(
+        new PtyRelayError(
+          'LINK_CLOSED',
+          'the relay restarted; input sent before may or may not have arrived',
+          { maybeApplied: true },
+        ),
+      );
       this.queue = this.queue.filter((q) => !q.sent);
       this.bytes = this.queue.reduce((n, q) => n + q.frame.length, 0);
     }

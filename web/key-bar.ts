@@ -29,7 +29,12 @@ export class KeyBar {
   constructor(private readonly send: (data: string) => void) {
     this.ctrlButton = h(
       'button',
-      { type: 'button', class: 'key', 'aria-pressed': 'false', 'aria-label': 'Control (applies to the next key)' },
+      {
+        type: 'button',
+        class: 'key',
+        'aria-pressed': 'false',
+        'aria-label': 'Control (applies to the next key)',
+      },
       'Ctrl',
     );
     // Buttons must not take the focus from the terminal (the phone keyboard would close).
@@ -40,7 +45,11 @@ export class KeyBar {
     this.ctrlButton.addEventListener('click', () => this.setCtrl(!this.ctrl));
     const keys = KEYS.map((k) =>
       keep(
-        h('button', { type: 'button', class: 'key', 'aria-label': k.aria, onclick: () => this.press(k.data) }, k.label),
+        h(
+          'button',
+          { type: 'button', class: 'key', 'aria-label': k.aria, onclick: () => this.press(k.data) },
+          k.label,
+        ),
       ),
     );
     this.element = h(

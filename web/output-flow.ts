@@ -72,7 +72,10 @@ export class OutputFlow {
   }
 
   private maybeAck(): void {
-    if (this.parsedSeq > this.ackedSeq && (this.unparsed === 0 || this.parsedSeq - this.ackedSeq >= ACK_BYTES)) {
+    if (
+      this.parsedSeq > this.ackedSeq &&
+      (this.unparsed === 0 || this.parsedSeq - this.ackedSeq >= ACK_BYTES)
+    ) {
       this.ackedSeq = this.parsedSeq;
       this.sink.ack(this.parsedSeq);
     }

@@ -90,7 +90,12 @@ function terminalRow(t: TerminalSummary, m: OverviewModel, actions: OverviewActi
         'div',
         { class: 'term-head' },
         h('span', { class: 'term-title' }, label),
-        unseen > 0 && h('span', { class: 'bell', title: `${unseen} bell(s)`, 'aria-label': `${unseen} bells` }, `🔔 ${unseen}`),
+        unseen > 0 &&
+          h(
+            'span',
+            { class: 'bell', title: `${unseen} bell(s)`, 'aria-label': `${unseen} bells` },
+            `🔔 ${unseen}`,
+          ),
         h(
           'span',
           { class: `activity${active ? ' busy' : ''}`, title: 'output rate', 'data-rate': t.bytesPerSec },
@@ -121,7 +126,12 @@ export function renderOverview(root: HTMLElement, m: OverviewModel, actions: Ove
       h('span', { class: 'host-state' }, hostStateText(s)),
       h(
         'button',
-        { type: 'button', class: 'small', 'aria-label': `New terminal on ${name}`, onclick: () => actions.create(name) },
+        {
+          type: 'button',
+          class: 'small',
+          'aria-label': `New terminal on ${name}`,
+          onclick: () => actions.create(name),
+        },
         '+',
       ),
     ),

@@ -180,7 +180,8 @@ export class RpcSocket {
   }
 
   notify(method: string, params: Record<string, unknown>): void {
-    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ jsonrpc: '2.0', method, params }));
+    if (this.ws?.readyState === WebSocket.OPEN)
+      this.ws.send(JSON.stringify({ jsonrpc: '2.0', method, params }));
   }
 
   /** False when the link is down (the caller keeps the bytes and resends after the reconnect). */

@@ -126,4 +126,7 @@ export const InputAckSchema = z.object({
   ),
 });
 
-export const HelloResultSchema = z.object({ serverInstanceId: z.string(), input: z.enum(['fresh', 'known']) });
+export const HelloResultSchema = z.object({
+  serverInstanceId: z.string(),
+  input: z.enum(['fresh', 'known']),
+});

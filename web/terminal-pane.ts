@@ -173,7 +173,8 @@ export class TerminalPane {
       this.showExit(undefined);
       return;
     }
-    const reset = !resume || r.providerSequence.generation === 'reset' || r.incarnationId !== this.incarnationId;
+    const reset =
+      !resume || r.providerSequence.generation === 'reset' || r.incarnationId !== this.incarnationId;
     this.incarnationId = r.incarnationId;
     if (reset) {
       this.term.write('\x1bc');
@@ -300,7 +301,12 @@ export class TerminalPane {
 
   private sendSize(): void {
     const size = `${this.term.cols}x${this.term.rows}`;
-    if (size === this.sentSize || !this.owned() || this.exited !== undefined || this.incarnationId === undefined)
+    if (
+      size === this.sentSize ||
+      !this.owned() ||
+      this.exited !== undefined ||
+      this.incarnationId === undefined
+    )
       return;
     this.sentSize = size;
     this.link

@@ -2,7 +2,7 @@ import type { Unsubscribe } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { HostRouter, RpcConnection, RpcExtension } from '../service/rpc-types.js';
 import type { TerminalRegistry } from '../service/terminal-registry.js';
-import { type TerminalSummary, TerminalSummaries } from './terminal-summaries.js';
+import { TerminalSummaries, type TerminalSummary } from './terminal-summaries.js';
 
 /** How often activity rates are measured and changed summaries pushed. */
 export const OVERVIEW_INTERVAL_MS = 1000;
@@ -28,7 +28,10 @@ export interface OverviewExtension extends RpcExtension {
  * once a second when something changed. Cheaper than attaching to every terminal: nothing of the
  * output itself travels.
  */
-export function createOverviewExtension(opts: { router: HostRouter; registry: TerminalRegistry }): OverviewExtension {
+export function createOverviewExtension(opts: {
+  router: HostRouter;
+  registry: TerminalRegistry;
+}): OverviewExtension {
   const { router, registry } = opts;
   const summaries = new TerminalSummaries();
   const watchers = new Set<RpcConnection>();
@@ -83,9 +86,13 @@ export function createOverviewExtension(opts: { router: HostRouter; registry: Te
       [WebMethod.rename]: async (conn, params) => {
         const { id, name } = params;
         if (typeof id !== 'string' || typeof name !== 'string' || name.length > MAX_NAME_LENGTH) {
-          throw new PtyRelayError('INVALID_ARGUMENT', `web/rename wants {id, name} (name ≤ ${MAX_NAME_LENGTH} chars)`);
+          throw new PtyRelayError(
+            'INVALID_ARGUMENT',
+            `web/rename wants {id, name} (name ≤ ${MAX_NAME_LENGTH} chars)`,
+          );
         }
-        if (!conn.clientId) throw new PtyRelayError('INVALID_ARGUMENT', 'call ptyrelay/hello or initialize first');
+        if (!conn.clientId)
+          throw new PtyRelayError('INVALID_ARGUMENT', 'call ptyrelay/hello or initialize first');
         registry.checkClaim(id, `client:${conn.clientId}`);
         registry.update(id, { name: name.trim() || undefined });
         return {};

@@ -82,7 +82,11 @@ export class WebAssets {
       if (file.split('/').includes('..')) continue;
       const body = readFileSync(join(root, file));
       const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
-      this.assets.set(`/${file}`, { body, type: CONTENT_TYPES[extname(file)] ?? 'application/octet-stream', etag });
+      this.assets.set(`/${file}`, {
+        body,
+        type: CONTENT_TYPES[extname(file)] ?? 'application/octet-stream',
+        etag,
+      });
     }
     const index = this.assets.get('/index.html');
     if (!index) throw new PtyRelayError('CONFIG_INVALID', `${root}/manifest.json lists no index.html`);

@@ -31,7 +31,11 @@ async function createTerminal(page: Page, opts: { command?: string } = {}): Prom
   await dialog.locator('select[name=host]').selectOption('local');
   if (opts.command) await dialog.locator('input[name=command]').fill(opts.command);
   await dialog.getByRole('button', { name: 'Create' }).click();
-  const id = await waitFor(async () => (await terminalIds(page)).find((x) => !before.has(x)), 10_000, 'new row');
+  const id = await waitFor(
+    async () => (await terminalIds(page)).find((x) => !before.has(x)),
+    10_000,
+    'new row',
+  );
   await page.locator(`.pane[data-terminal="${id}"]:not([hidden]) .xterm-rows`).waitFor();
   return id;
 }
@@ -142,7 +146,10 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
     // A second drop with nothing new: the screen is identical.
     const settled = await screenText(page, id);
     proxy.cut();
-    await page.locator('.banner').waitFor({ state: 'visible', timeout: 5000 }).catch(() => undefined);
+    await page
+      .locator('.banner')
+      .waitFor({ state: 'visible', timeout: 5000 })
+      .catch(() => undefined);
     await page.locator('.banner').waitFor({ state: 'hidden', timeout: 15_000 });
     await page.getByText('● connected').waitFor();
     expect(await screenText(page, id)).toBe(settled);
@@ -160,7 +167,8 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
     await typeLine(page, a!, 'yes');
     // The flood is visible in the overview as an output rate.
     await waitFor(
-      async () => Number(await page.locator(`.term-row[data-id="${a}"] .activity`).getAttribute('data-rate')) > 50_000,
+      async () =>
+        Number(await page.locator(`.term-row[data-id="${a}"] .activity`).getAttribute('data-rate')) > 50_000,
       10_000,
       'flood rate',
     );
@@ -202,7 +210,15 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
       await phone.locator(`.term-row[data-id="${ids[0]}"] button`).click();
       await phone.locator('.keybar').waitFor();
       expect(await phone.locator('.overview').isVisible()).toBe(false);
-      for (const k of ['Escape', 'Control (applies to the next key)', 'Tab', 'Left arrow', 'Up arrow', 'Down arrow', 'Right arrow']) {
+      for (const k of [
+        'Escape',
+        'Control (applies to the next key)',
+        'Tab',
+        'Left arrow',
+        'Up arrow',
+        'Down arrow',
+        'Right arrow',
+      ]) {
         expect(await phone.getByRole('button', { name: k, exact: true }).isVisible()).toBe(true);
       }
       const pane = await phone.locator(`.pane[data-terminal="${ids[0]}"]`).boundingBox();

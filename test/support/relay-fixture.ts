@@ -4,7 +4,11 @@ import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { validateConfig } from '../../relay/service/config.js';
 import { createHostRouter } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
-import { type RelayServer, type RelayServerOptions, startRelayServer } from '../../relay/service/relay-server.js';
+import {
+  type RelayServer,
+  type RelayServerOptions,
+  startRelayServer,
+} from '../../relay/service/relay-server.js';
 import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
 import { type LocalFixture, startLocal } from './local-daemon.js';
 

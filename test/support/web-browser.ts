@@ -72,7 +72,7 @@ export async function screenText(page: Page, id: string): Promise<string> {
   return page.evaluate((tid) => {
     const rows = document.querySelector(`.pane[data-terminal="${CSS.escape(tid)}"] .xterm-rows`);
     if (!rows) return '';
-    return [...rows.children]
+    return Array.from(rows.children)
       .map((r) => (r.textContent ?? '').replace(/\u00a0/g, ' ').trimEnd())
       .join('\n')
       .trimEnd();
