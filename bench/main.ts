@@ -35,9 +35,10 @@ import { scaleScenario } from './scenarios/scale.js';
 import { slowClientsScenario } from './scenarios/slow-clients.js';
 import { snapshotScenario } from './scenarios/snapshot.js';
 import { typingScenario } from './scenarios/typing.js';
+import { webEchoScenario } from './scenarios/web-echo.js';
 
 // Memory first: the relay's RSS is this process's, and later scenarios leave their heap behind.
-const SCENARIOS = ['memory', 'flood', 'typing', 'reconnect', 'scale', 'snapshot', 'slow-clients'] as const;
+const SCENARIOS = ['memory', 'flood', 'typing', 'reconnect', 'scale', 'snapshot', 'slow-clients', 'web'] as const;
 /** A scenario that runs longer than this is abandoned (its figures are missing, the run goes on). */
 const SCENARIO_TIMEOUT_MS = { quick: 90_000, full: 300_000 };
 
@@ -148,6 +149,7 @@ export async function main(argv: string[]): Promise<number> {
       scale: () => scaleScenario(env, provider),
       snapshot: () => snapshotScenario(env, provider),
       'slow-clients': () => slowClientsScenario(env),
+      web: () => webEchoScenario(env),
     };
     let waitBudget = QUIET_WAIT_BUDGET_MS[opts.quick ? 'quick' : 'full'];
     for (const name of SCENARIOS) {
