@@ -16,23 +16,49 @@ const TARGET_MS = 100;
 /** Characters typed per line before Enter (keeps the line short and every sample unique). */
 const PER_LINE = 12;
 
-/** Keeps a record of when the page last saw a keydown, for in-page echo timing. */
-const INSTALL_KEY_CLOCK = () => {
-  document.addEventListener('keydown', () => Object.assign(window, { __lastKeyAt: performance.now() }), true);
+/**
+ * In-page clocks: the last keydown, and the first Data frame for the watched terminal after it
+ * (so an echo splits into transport — keydown to frame — and the page's own parse and render).
+ */
+const INSTALL_CLOCKS = () => {
+  const w = window as unknown as { __lastKeyAt: number; __frameAt: number; __watch: string };
+  w.__frameAt = 0;
+  document.addEventListener(
+    'keydown',
+    () => {
+      w.__lastKeyAt = performance.now();
+      w.__frameAt = 0;
+    },
+    true,
+  );
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(url: string | URL, protocols?: string | string[]) {
+      super(url, protocols);
+      this.addEventListener('message', (ev) => {
+        if (w.__frameAt || !(ev.data instanceof ArrayBuffer) || ev.data.byteLength < 8) return;
+        const v = new DataView(ev.data);
+        const id = new TextDecoder().decode(
+          new Uint8Array(ev.data, 7, Math.min(v.getUint16(5), ev.data.byteLength - 7)),
+        );
+        if (id === w.__watch) w.__frameAt = performance.now();
+      });
+    }
+  };
 };
 
-/** Resolves with ms from the last keydown until terminal `id`'s screen contains `text`. */
+/** Ms from the last keydown until terminal `id`'s screen contains `text`, and until its frame arrived. */
 const WAIT_FOR_TEXT = ([id, text]: [string, string]) =>
-  new Promise<number>((resolve) => {
+  new Promise<[number, number]>((resolve) => {
     const rows = document.querySelector(`.pane[data-terminal="${CSS.escape(id)}"] .xterm-rows`);
-    if (!rows) return resolve(-1);
+    if (!rows) return resolve([-1, -1]);
+    const w = window as unknown as { __lastKeyAt: number; __frameAt: number; __watch: string };
+    w.__watch = id;
     const seen = () => (rows.textContent ?? '').replace(/\u00a0/g, ' ').includes(text);
-    const done = () =>
-      resolve(performance.now() - (window as unknown as { __lastKeyAt: number }).__lastKeyAt);
     const obs = new MutationObserver(() => {
       if (!seen()) return;
       obs.disconnect();
-      done();
+      resolve([performance.now() - w.__lastKeyAt, w.__frameAt ? w.__frameAt - w.__lastKeyAt : -1]);
     });
     obs.observe(rows, { subtree: true, childList: true, characterData: true });
   });
@@ -54,9 +80,10 @@ async function createTerminal(page: Page): Promise<string> {
 }
 
 /** Echo samples in terminal `id`: one keystroke each, timed in the page from keydown to screen. */
-async function echoSamples(page: Page, id: string, n: number): Promise<number[]> {
+async function echoSamples(page: Page, id: string, n: number): Promise<{ total: number[]; frame: number[] }> {
   await page.locator(`.pane[data-terminal="${id}"] .xterm-screen`).click();
   const out: number[] = [];
+  const frame: number[] = [];
   let line = '';
   await page.keyboard.type('echo ');
   for (let i = 0; i < n; i++) {
@@ -64,7 +91,9 @@ async function echoSamples(page: Page, id: string, n: number): Promise<number[]>
     line += ch;
     const wait = page.evaluate(WAIT_FOR_TEXT, [id, `echo ${line}`] as [string, string]);
     await page.keyboard.press(ch);
-    out.push(await wait);
+    const [total, arrived] = await wait;
+    out.push(total);
+    if (arrived >= 0) frame.push(arrived);
     if (line.length >= PER_LINE) {
       await page.keyboard.press('Enter');
       await sleep(100);
@@ -74,7 +103,7 @@ async function echoSamples(page: Page, id: string, n: number): Promise<number[]>
     await sleep(30 + Math.random() * 30);
   }
   await page.keyboard.press('Enter');
-  return out;
+  return { total: out, frame };
 }
 
 /** One run: a relay over a fresh local daemon, two terminals side by side, `yes` in the left one. */
@@ -99,7 +128,6 @@ async function run(env: BenchEnv, manualAck: boolean, samples: number, webRoot: 
   try {
     await page.goto(`${server.httpUrl}/#token=${TOKEN}`);
     await page.getByText('● connected').waitFor();
-    await page.evaluate(INSTALL_KEY_CLOCK);
     const a = await createTerminal(page);
     const b = await createTerminal(page);
     await page.getByRole('button', { name: 'Split' }).click();
@@ -138,16 +166,20 @@ export async function webEchoScenario(env: BenchEnv): Promise<ScenarioResult> {
   try {
     const webRoot = buildWebInto(browser.dir);
     const page = await browser.page();
+    await page.addInitScript(INSTALL_CLOCKS);
     const samples = env.opts.quick ? 20 : 60;
     for (const manualAck of [false, true]) {
       const label = manualAck ? 'page-driven credit' : 'relay credits on delivery';
       try {
         const r = await run(env, manualAck, samples, webRoot, page);
-        const f = summarize(r.flood);
-        const idle = summarize(r.idle);
+        const f = summarize(r.flood.total);
+        const idle = summarize(r.idle.total);
+        const transport = summarize(r.flood.frame);
         details[manualAck ? 'manualAck' : 'autoAck'] = {
-          floodEchoMs: r.flood.map((x) => round(x, 1)),
-          idleEchoMs: r.idle.map((x) => round(x, 1)),
+          floodEchoMs: r.flood.total.map((x) => round(x, 1)),
+          floodEchoFrameArrivalMs: r.flood.frame.map((x) => round(x, 1)),
+          idleEchoMs: r.idle.total.map((x) => round(x, 1)),
+          idleEchoFrameArrivalMs: r.idle.frame.map((x) => round(x, 1)),
           floodRateBytesPerSec: r.rate,
         };
         for (const [metric, v] of [
@@ -164,7 +196,7 @@ export async function webEchoScenario(env: BenchEnv): Promise<ScenarioResult> {
             reference: { label: 'no flood', value: round(metric === 'echo max' ? idle.max : idle.p50, 1) },
             better: 'lower',
             target: metric === 'echo max' ? undefined : { text: `< ${TARGET_MS} ms`, met: v < TARGET_MS },
-            note: `flood shown at ${round(r.rate / 1e6, 2)} MB/s meanwhile`,
+            note: `flood shown at ${round(r.rate / 1e6, 2)} MB/s meanwhile; the echo's frame reached the page after ${round(transport.p50, 1)} ms (p50)`,
           });
         }
       } catch (err) {
