@@ -78,7 +78,7 @@ export class TerminalPane {
       }),
     );
     this.guard = createReplayGuard(this.term);
-    this.flow = new OutputFlow(this.term, {
+    this.flow = new OutputFlow(this.term, this.guard, {
       ack: (seq) => link.notify('ptyrelay/ack', { id, seq }),
       pause: (on) => {
         if (!this.owned()) return;
@@ -176,12 +176,7 @@ export class TerminalPane {
     const reset =
       !resume || r.providerSequence.generation === 'reset' || r.incarnationId !== this.incarnationId;
     this.incarnationId = r.incarnationId;
-    if (reset) {
-      this.term.write('\x1bc');
-      this.seq = r.replayFromSeq ?? r.snapshot?.seq ?? r.providerSequence.value;
-      if (r.snapshot) this.writeSnapshot(r.snapshot);
-      this.flow.restart(this.seq);
-    }
+    if (reset) this.redraw(r.replayFromSeq ?? r.snapshot?.seq ?? r.providerSequence.value, r.snapshot);
     const liveFrom = r.providerSequence.value;
     for (const f of frames) this.data(f, f.seq < liveFrom);
     if (r.exited) this.showExit(r.exited.exitCode);
@@ -207,7 +202,7 @@ export class TerminalPane {
       this.flow.skip(end);
       return;
     }
-    this.flow.write(bytes, end, replay ? this.guard : undefined);
+    this.flow.write(bytes, end, replay);
   }
 
   background(e: BackgroundEvent): void {
@@ -217,10 +212,7 @@ export class TerminalPane {
       this.flow.skip(this.seq);
     } else if (e.type === 'backgroundMarker' && !e.background) {
       this.awaitingForeground = false;
-      this.term.write('\x1bc');
-      this.seq = e.seq;
-      this.flow.restart(e.seq);
-      if (e.snapshot) this.writeSnapshot(e.snapshot);
+      this.redraw(e.seq, e.snapshot);
     }
   }
 
@@ -231,27 +223,29 @@ export class TerminalPane {
       this.showExit(undefined);
       return;
     }
-    if (!e.snapshot) return;
-    this.term.write('\x1bc');
-    this.seq = e.snapshot.seq;
-    this.flow.restart(e.snapshot.seq);
-    this.writeSnapshot(e.snapshot);
+    if (e.snapshot) this.redraw(e.snapshot.seq, e.snapshot);
   }
 
   exit(incarnationId: string, exitCode: number): void {
     if (incarnationId === this.incarnationId) this.showExit(exitCode);
   }
 
-  private writeSnapshot(s: Snapshot): void {
-    if (s.cols !== this.term.cols || s.rows !== this.term.rows) this.term.resize(s.cols, s.rows);
-    void this.guard.replay(s.data);
+  /** The view starts over at `seq`: output still queued is dropped, the screen reset, the snapshot drawn. */
+  private redraw(seq: number, snapshot?: Snapshot): void {
+    this.seq = seq;
+    this.flow.restart(seq);
+    this.flow.writeText('\x1bc');
+    if (!snapshot) return;
+    if (snapshot.cols !== this.term.cols || snapshot.rows !== this.term.rows)
+      this.term.resize(snapshot.cols, snapshot.rows);
+    this.flow.writeText(snapshot.data, true);
   }
 
   private showExit(code: number | undefined): void {
     if (this.exited !== undefined) return;
     this.exited = code ?? -1;
     const what = code === undefined ? 'the terminal is gone' : `the process exited with code ${code}`;
-    this.term.write(`\r\n\x1b[2m[${what}]\x1b[0m\r\n`);
+    this.flow.writeText(`\r\n\x1b[2m[${what}]\x1b[0m\r\n`);
   }
 
   // ─── Visibility and size ─────────────────────────────────────────────────

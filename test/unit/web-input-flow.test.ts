@@ -62,36 +62,50 @@ describe('InputQueue (web page input, exactly once)', () => {
 /** A terminal whose parser finishes writes only when told to. */
 class SlowTerm {
   queue: (() => void)[] = [];
-  write(_d: Uint8Array | string, cb?: () => void) {
+  written = 0;
+  write(d: Uint8Array | string, cb?: () => void) {
+    this.written += d.length;
     this.queue.push(cb ?? (() => {}));
   }
-  parseAll() {
-    for (const cb of this.queue.splice(0)) cb();
+  /** Parses everything, piece after piece, as the flow hands it over. */
+  async parseAll() {
+    for (let i = 0; i < 10_000 && this.queue.length > 0; i++) {
+      for (const cb of this.queue.splice(0)) cb();
+      await new Promise((r) => setTimeout(r, 0));
+    }
   }
 }
 
-describe('OutputFlow (acks as xterm parses)', () => {
-  it('acknowledges only parsed output, pauses above the high watermark and resumes below the low one', () => {
+describe('OutputFlow (the only writer of a view; acks as xterm parses)', () => {
+  it('hands xterm one piece at a time, acks parsed output, pauses above 1 MiB and resumes below', async () => {
     const term = new SlowTerm();
     const acks: number[] = [];
     const pauses: boolean[] = [];
-    const flow = new OutputFlow(term as never, { ack: (s) => acks.push(s), pause: (on) => pauses.push(on) });
+    const flow = new OutputFlow(term, undefined, {
+      ack: (s) => acks.push(s),
+      pause: (on) => pauses.push(on),
+    });
     const chunk = new Uint8Array(512 * 1024);
-    for (let i = 1; i <= 5; i++) flow.write(chunk, i * chunk.length);
+    for (let i = 1; i <= 3; i++) flow.write(chunk, i * chunk.length);
+    expect(term.written).toBe(16 * 1024);
     expect(acks).toEqual([]);
     expect(pauses).toEqual([true]);
-    term.parseAll();
-    expect(acks.at(-1)).toBe(5 * chunk.length);
+    await term.parseAll();
+    expect(term.written).toBe(3 * chunk.length);
+    expect(acks.at(-1)).toBe(3 * chunk.length);
+    expect(acks.every((a, i) => i === 0 || a - acks[i - 1]! >= 64 * 1024)).toBe(true);
     expect(pauses).toEqual([true, false]);
   });
 
-  it('counts skipped (background) output as consumed and ignores writes from before a restart', () => {
+  it('drops what is queued at a restart, counts skipped output as consumed, keeps text in order', async () => {
     const term = new SlowTerm();
     const acks: number[] = [];
-    const flow = new OutputFlow(term as never, { ack: (s) => acks.push(s), pause: () => {} });
-    flow.write(new Uint8Array(10), 10);
+    const flow = new OutputFlow(term, undefined, { ack: (s) => acks.push(s), pause: () => {} });
+    flow.write(new Uint8Array(40 * 1024), 40 * 1024);
     flow.restart(1000);
-    term.parseAll();
+    flow.writeText('reset');
+    await term.parseAll();
+    expect(term.written).toBe(16 * 1024 + 'reset'.length);
     expect(acks).toEqual([]);
     flow.skip(5000);
     expect(acks).toEqual([5000]);
