@@ -12,6 +12,13 @@ const ACK_BYTES = 64 * 1024;
  */
 const PIECE_BYTES = 16 * 1024;
 /**
+ * …and at most one piece per this interval: a flood is drawn at up to ~4 MB/s per terminal (more
+ * than anyone reads), which leaves the CPU to other terminals, the page and, on the same machine,
+ * the relay and the programs. Measured (bench `web`): with pieces back to back the other
+ * terminal's echo got slower, not faster.
+ */
+const PIECE_INTERVAL_MS = 4;
+/**
  * Received but not parsed yet: above HIGH the page asks the relay to pause the producer (relays
  * that credit on delivery do not wait for the page's acks), below LOW it resumes.
  */
@@ -112,7 +119,7 @@ export class OutputFlow {
         this.maybeAck();
       }
       // A turn of the event loop between pieces: messages, input and other terminals go first.
-      if (this.queue.length > 0) setTimeout(() => this.pump(), 0);
+      if (this.queue.length > 0) setTimeout(() => this.pump(), PIECE_INTERVAL_MS);
     };
     const data = piece.kind === 'data' ? piece.bytes : piece.text;
     if (piece.replay && this.guard) void this.guard.replay(data).then(done);

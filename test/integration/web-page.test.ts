@@ -176,6 +176,10 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
       await typeLine(page, b, `echo marker-${i}`);
       await waitForScreen(page, b, (s) => lines(s).includes(`marker-${i}`), 5000);
     }
+    // A bell in a terminal not in view shows as a badge until that terminal is looked at.
+    await typeLine(page, b, "sleep 1; printf '\\a'");
+    await page.locator(`.pane[data-terminal="${a}"] .xterm-screen`).click();
+    await page.locator(`.term-row[data-id="${b}"] .bell`, { hasText: '1' }).waitFor({ timeout: 15_000 });
     // The page's main thread answers promptly while the flood runs.
     const t0 = Date.now();
     await page.evaluate(() => 1);
@@ -184,6 +188,7 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
     await page.getByRole('button', { name: 'Split' }).click();
     await page.locator(`.tab[data-tab="${b}"] [role=tab]`).click();
     await page.locator(`.pane[data-terminal="${a}"]`).waitFor({ state: 'hidden' });
+    expect(await page.locator(`.term-row[data-id="${b}"] .bell`).count()).toBe(0);
     await new Promise((r) => setTimeout(r, 1500));
     await page.locator(`.tab[data-tab="${a}"] [role=tab]`).click();
     await waitForScreen(page, a!, (s) => lines(s).filter((l) => l === 'y').length > 10, 30_000);

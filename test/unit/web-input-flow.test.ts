@@ -71,7 +71,7 @@ class SlowTerm {
   async parseAll() {
     for (let i = 0; i < 10_000 && this.queue.length > 0; i++) {
       for (const cb of this.queue.splice(0)) cb();
-      await new Promise((r) => setTimeout(r, 0));
+      await new Promise((r) => setTimeout(r, 6));
     }
   }
 }
