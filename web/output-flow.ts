@@ -62,6 +62,11 @@ export class OutputFlow {
     private readonly sink: FlowSink,
   ) {}
 
+  /** Bytes received and not parsed yet. */
+  get backlog(): number {
+    return this.unparsed;
+  }
+
   /** Output bytes ending at `endSeq`; `replay`: recorded output whose terminal reports are dropped. */
   write(bytes: Uint8Array, endSeq: number, replay = false): void {
     this.queue.push({ kind: 'data', bytes, endSeq, replay });

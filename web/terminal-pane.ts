@@ -19,6 +19,14 @@ export interface PaneLink {
   report(message: string): void;
 }
 
+/**
+ * A shown terminal that has more output waiting than this, twice in a row a second apart, catches
+ * up instead: it goes to the background and back, and the relay sends the screen as a snapshot
+ * (what a person could not have read anyway is skipped; the stub's model still has it all).
+ */
+const CATCH_UP_BYTES = 512 * 1024;
+const CATCH_UP_CHECK_MS = 1000;
+
 /** Resize requests are sent once the size has been stable this long. */
 const RESIZE_DEBOUNCE_MS = 60;
 
@@ -56,6 +64,9 @@ export class TerminalPane {
   private resizeTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly observer: ResizeObserver;
   private sentSize = '';
+  private readonly catchUpTimer: ReturnType<typeof setInterval>;
+  private behind = 0;
+  private catchingUp = false;
 
   constructor(
     readonly id: string,
@@ -97,6 +108,19 @@ export class TerminalPane {
     this.term.textarea?.addEventListener('focus', () => link.focused(id));
     this.observer = new ResizeObserver(() => this.refit());
     this.observer.observe(this.element);
+    this.catchUpTimer = setInterval(() => this.checkBacklog(), CATCH_UP_CHECK_MS);
+  }
+
+  private checkBacklog(): void {
+    this.behind = this.flow.backlog > CATCH_UP_BYTES ? this.behind + 1 : 0;
+    if (this.behind < 2 || this.catchingUp || !this.visible || !this.owned() || this.backgrounded) return;
+    this.catchingUp = true;
+    this.behind = 0;
+    void this.sendBackground(true)
+      .then(() => this.sendBackground(false))
+      .finally(() => {
+        this.catchingUp = false;
+      });
   }
 
   /** Copy (Ctrl+Shift+C) and paste (Ctrl+Shift+V) like desktop terminals; page shortcuts pass by. */
@@ -314,6 +338,7 @@ export class TerminalPane {
   /** Stops watching; the terminal keeps running on its host. */
   dispose(): void {
     clearTimeout(this.resizeTimer);
+    clearInterval(this.catchUpTimer);
     this.observer.disconnect();
     this.flow.dispose();
     this.guard.dispose();

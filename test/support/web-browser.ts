@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -63,8 +63,25 @@ export async function launchBrowser(viewport = { width: 1280, height: 800 }): Pr
     async close() {
       await context.close();
       rmSync(dir, { recursive: true, force: true });
+      const left = processesMentioning(profile);
+      if (left.length > 0) throw new Error(`browser processes left behind: ${left.join(', ')}`);
     },
   };
+}
+
+/** Pids whose command line contains `text` (Linux /proc). */
+function processesMentioning(text: string): number[] {
+  const out: number[] = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let cmd: string;
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue; // the process ended meanwhile
+    }
+    if (cmd.includes(text)) out.push(Number(pid));
+  }
+  return out;
 }
 
 /** The visible rows of a terminal pane as text (xterm's DOM renderer), trailing blanks trimmed. */
