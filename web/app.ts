@@ -163,8 +163,17 @@ export class App {
     this.terminals = OverviewSchema.parse(overview).terminals;
     const known = new Set(this.terminals.map((t) => t.id));
     for (const [id, pane] of this.panes) {
-      if (!known.has(id)) this.dropPane(id);
-      else await pane.attach();
+      if (!known.has(id)) {
+        this.dropPane(id);
+        continue;
+      }
+      try {
+        await pane.attach();
+      } catch (err) {
+        // One terminal that cannot be resumed must not keep the page from connecting.
+        if (!(err instanceof PtyRelayError) || err.code === 'LINK_CLOSED') throw err;
+        this.report(`${id}: ${err.code}: ${err.message}`);
+      }
     }
     this.input.resume(hello.input === 'known');
     this.render();
