@@ -70,6 +70,8 @@ export class App {
   private spawnFrames: DataFrame[] | undefined;
   private link: RelayLinkState = { state: 'connecting' };
   private toastTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The signal picked in the toolbar (kept across re-renders). */
+  private signalChoice = 'SIGINT';
 
   private readonly ui = {
     status: h('span', { class: 'link-status', role: 'status' }),
@@ -437,7 +439,8 @@ export class App {
 
   private render(): void {
     if (this.active) this.seenBells.set(this.active, this.summary(this.active)?.bells ?? 0);
-    const focusedId = (document.activeElement?.closest('[data-id]') as HTMLElement | null)?.dataset.id;
+    // Re-rendering replaces elements: the keyboard focus moves to the new one with the same key.
+    const focusKey = (document.activeElement as HTMLElement | null)?.dataset?.focus;
     renderOverview(
       this.ui.overview,
       {
@@ -449,10 +452,9 @@ export class App {
       },
       { open: (id) => void this.open(id), create: (host) => void this.create(host) },
     );
-    if (focusedId)
-      this.ui.overview.querySelector<HTMLElement>(`[data-id="${CSS.escape(focusedId)}"] button`)?.focus();
     this.renderTabs();
     this.renderToolbar();
+    if (focusKey) this.root.querySelector<HTMLElement>(`[data-focus="${CSS.escape(focusKey)}"]`)?.focus();
     this.ui.empty.hidden = this.panes.size > 0;
   }
 
@@ -471,6 +473,7 @@ export class App {
           {
             type: 'button',
             role: 'tab',
+            'data-focus': `tab:${id}`,
             'aria-selected': String(selected),
             title: i < 9 ? `Alt+Shift+${i + 1}` : undefined,
             onclick: () => void this.activate(id),
@@ -482,6 +485,7 @@ export class App {
           {
             type: 'button',
             class: 'tab-close',
+            'data-focus': `hide:${id}`,
             'aria-label': `Hide ${this.label(id)} (keeps running)`,
             onclick: () => void this.hide(id),
           },
@@ -502,40 +506,34 @@ export class App {
     const mine = this.owns(id);
     const select = h(
       'select',
-      { 'aria-label': 'Signal to send', disabled: !mine },
-      ...SIGNALS.map((s) => h('option', { value: s }, s)),
+      { 'aria-label': 'Signal to send', disabled: !mine, 'data-focus': 'signal' },
+      ...SIGNALS.map((x) => h('option', { value: x, selected: x === this.signalChoice }, x)),
     );
+    select.addEventListener('change', () => {
+      this.signalChoice = select.value;
+    });
+    const button = (label: string, key: string, enabled: boolean, onclick: () => void, cls?: string) =>
+      h('button', { type: 'button', class: cls, disabled: !enabled, 'data-focus': key, onclick }, label);
     fill(
       this.ui.toolbar,
       h('span', { class: 'where' }, `${t?.host ?? ''}${t?.cwd ? ` · ${t.cwd}` : ''}`),
-      h('button', { type: 'button', disabled: !mine, onclick: () => void this.rename(id) }, 'Rename'),
+      button('Rename', 'rename', mine, () => void this.rename(id)),
       select,
-      h(
-        'button',
-        { type: 'button', disabled: !mine, onclick: () => void this.signal(id, select.value) },
-        'Send signal',
-      ),
+      button('Send signal', 'send-signal', mine, () => void this.signal(id, select.value)),
       h(
         'button',
         {
           type: 'button',
           class: 'split-toggle',
+          'data-focus': 'split',
           'aria-pressed': String(this.pair !== undefined),
           onclick: () => void this.toggleSplit(),
         },
         'Split',
       ),
-      h('button', { type: 'button', onclick: () => void this.panes.get(id)?.copy() }, 'Copy'),
-      h(
-        'button',
-        { type: 'button', disabled: !mine, onclick: () => void this.panes.get(id)?.pasteFromClipboard() },
-        'Paste',
-      ),
-      h(
-        'button',
-        { type: 'button', class: 'danger', disabled: !mine, onclick: () => void this.closeTerminal(id) },
-        'Close terminal',
-      ),
+      button('Copy', 'copy', true, () => void this.panes.get(id)?.copy()),
+      button('Paste', 'paste', mine, () => void this.panes.get(id)?.pasteFromClipboard()),
+      button('Close terminal', 'close', mine, () => void this.closeTerminal(id), 'danger'),
     );
   }
 

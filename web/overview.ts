@@ -83,6 +83,7 @@ function terminalRow(t: TerminalSummary, m: OverviewModel, actions: OverviewActi
       {
         class: 'term-open',
         type: 'button',
+        'data-focus': `row:${t.id}`,
         'aria-label': `Open ${label} on ${t.host}`,
         onclick: () => actions.open(t.id),
       },
@@ -129,6 +130,7 @@ export function renderOverview(root: HTMLElement, m: OverviewModel, actions: Ove
         {
           type: 'button',
           class: 'small',
+          'data-focus': `new:${name}`,
           'aria-label': `New terminal on ${name}`,
           onclick: () => actions.create(name),
         },

@@ -286,7 +286,7 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
     // Close: the terminal leaves the relay's list.
     await page.getByRole('button', { name: 'Close terminal' }).focus();
     await page.keyboard.press('Enter');
-    await waitFor(async () => !(await terminalIds(page)).includes(id), 10_000, 'row removed');
+    await waitFor(async () => !(await terminalIds(page)).includes(id), 30_000, 'row removed');
     expect(fx.registry.find(id)).toBeUndefined();
   }, 60_000);
 
