@@ -177,9 +177,9 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
       await waitForScreen(page, b, (s) => lines(s).includes(`marker-${i}`), 5000);
     }
     // A bell in a terminal not in view shows as a badge until that terminal is looked at.
-    await typeLine(page, b, "sleep 1; printf '\\a'");
+    await typeLine(page, b, "sleep 3; printf '\\a'");
     await page.locator(`.pane[data-terminal="${a}"] .xterm-screen`).click();
-    await page.locator(`.term-row[data-id="${b}"] .bell`, { hasText: '1' }).waitFor({ timeout: 15_000 });
+    await page.locator(`.term-row[data-id="${b}"] .bell`, { hasText: '1' }).waitFor({ timeout: 30_000 });
     // The page's main thread answers promptly while the flood runs.
     const t0 = Date.now();
     await page.evaluate(() => 1);
