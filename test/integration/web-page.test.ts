@@ -162,7 +162,13 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
     const [a] = await terminalIds(page);
     const b = await createTerminal(page);
     await page.getByRole('button', { name: 'Split' }).click();
-    await page.locator('.panes.split').waitFor();
+    await page
+      .locator('.panes.split')
+      .waitFor({ timeout: 15_000 })
+      .catch(async (err) => {
+        await page.screenshot({ path: artifactPath('split-failed.png') });
+        throw err;
+      });
     expect(await page.locator('.pane:not([hidden])').count()).toBe(2);
     await typeLine(page, a!, 'yes');
     // The flood is visible in the overview as an output rate.
