@@ -38,7 +38,16 @@ import { typingScenario } from './scenarios/typing.js';
 import { webEchoScenario } from './scenarios/web-echo.js';
 
 // Memory first: the relay's RSS is this process's, and later scenarios leave their heap behind.
-const SCENARIOS = ['memory', 'flood', 'typing', 'reconnect', 'scale', 'snapshot', 'slow-clients', 'web'] as const;
+const SCENARIOS = [
+  'memory',
+  'flood',
+  'typing',
+  'reconnect',
+  'scale',
+  'snapshot',
+  'slow-clients',
+  'web',
+] as const;
 /** A scenario that runs longer than this is abandoned (its figures are missing, the run goes on). */
 const SCENARIO_TIMEOUT_MS = { quick: 90_000, full: 300_000 };
 
