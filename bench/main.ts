@@ -36,6 +36,7 @@ import { slowClientsScenario } from './scenarios/slow-clients.js';
 import { snapshotScenario } from './scenarios/snapshot.js';
 import { typingScenario } from './scenarios/typing.js';
 import { typingHopScenario } from './scenarios/typing-hop.js';
+import { webEchoScenario } from './scenarios/web-echo.js';
 
 // Memory first: the relay's RSS is this process's, and later scenarios leave their heap behind.
 const SCENARIOS = [
@@ -47,6 +48,7 @@ const SCENARIOS = [
   'scale',
   'snapshot',
   'slow-clients',
+  'web',
 ] as const;
 /** A scenario that runs longer than this is abandoned (its figures are missing, the run goes on). */
 const SCENARIO_TIMEOUT_MS = { quick: 90_000, full: 480_000 };
@@ -159,6 +161,7 @@ export async function main(argv: string[]): Promise<number> {
       scale: () => scaleScenario(env, provider),
       snapshot: () => snapshotScenario(env, provider),
       'slow-clients': () => slowClientsScenario(env),
+      web: () => webEchoScenario(env),
     };
     let waitBudget = QUIET_WAIT_BUDGET_MS[opts.quick ? 'quick' : 'full'];
     for (const name of SCENARIOS) {

@@ -4,6 +4,9 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { type AhpExtension, createAhpExtension } from '../ahp/ahp-extension.js';
 import { createLogger, type Logger } from '../log.js';
+import { createOverviewExtension } from '../web/overview-extension.js';
+import { fromOwnPage } from '../web/page-origin.js';
+import { defaultWebRoot, WebAssets } from '../web/web-assets.js';
 import { isAuthorized, originAllowed, selectSubprotocol } from './auth.js';
 import { DEFAULT_FLOW_CONTROL, DEFAULT_LIMITS, type FlowControlConfig, type RelayLimits } from './config.js';
 import { RelayMetrics } from './metrics.js';
@@ -37,6 +40,8 @@ export interface RelayServerOptions {
   flowControl?: Partial<FlowControlConfig>;
   /** HTTP routes tried first, in order; each answers (true) or passes (false). Each does its own auth. */
   httpRoutes?: HttpRoute[];
+  /** The web page (docs/web.md): its built files (default: dist/web when built), or false for none. */
+  web?: { root?: string } | false;
 }
 
 /** An extra HTTP route of the relay (e.g. MCP at /mcp). */
@@ -98,7 +103,11 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
       lowWatermark: flow.lowWatermark,
     },
   });
-  const table = new RpcDispatchTable([ahp, ...(opts.extensions ?? [])]);
+  const overview = createOverviewExtension({ router: opts.router, registry: opts.registry });
+  const table = new RpcDispatchTable([ahp, ...(opts.extensions ?? []), overview]);
+  const webRoot = opts.web === false ? undefined : (opts.web?.root ?? defaultWebRoot());
+  const web = webRoot ? new WebAssets(webRoot) : undefined;
+  if (!web && opts.web !== false) log.info('web page not built (npm run build); serving the API only');
 
   const http = createServer((req, res) => {
     void handleHttp(req, res);
@@ -130,6 +139,7 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
       }
       return;
     }
+    if (web?.handle(path, req, res)) return;
     sendJson(res, 404, { error: 'not found' });
   }
 
@@ -140,7 +150,7 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
   });
 
   http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!originAllowed(req, allowedOrigins)) {
+    if (!originAllowed(req, allowedOrigins) && !(web && fromOwnPage(req, listen.host, port))) {
       log.info({ origin: req.headers.origin }, 'upgrade refused: origin not allowed');
       rejectUpgrade(socket, 403, 'Forbidden');
       return;
@@ -200,6 +210,7 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
           http.closeAllConnections();
         });
         ahp.dispose();
+        overview.dispose();
         metrics.dispose();
       })();
       return closing;

@@ -5,7 +5,11 @@ import { validateConfig } from '../../relay/service/config.js';
 import { createHostKeyExtension } from '../../relay/service/host-key-extension.js';
 import { createHostRouter } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
-import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
+import {
+  type RelayServer,
+  type RelayServerOptions,
+  startRelayServer,
+} from '../../relay/service/relay-server.js';
 import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
 import { type LocalFixture, startLocal } from './local-daemon.js';
 
@@ -49,7 +53,12 @@ function manualAckRouter(runtimeDir: string): RelayFixture['router'] {
  * is a relay config (e.g. with SSH hosts) for the real router.
  */
 export async function startRelay(
-  opts: { manualAck?: boolean; config?: unknown } = {},
+  opts: {
+    manualAck?: boolean;
+    config?: unknown;
+    /** Further server options (the web page's root, allowed Origins). */
+    server?: Partial<Pick<RelayServerOptions, 'web' | 'allowedOrigins'>>;
+  } = {},
 ): Promise<RelayFixture> {
   const local = await startLocal();
   const clients: RelayClient[] = [];
@@ -64,6 +73,7 @@ export async function startRelay(
       router,
       registry,
       extensions: [createHostKeyExtension(router), createPtyExtension({ router, registry })],
+      ...opts.server,
     });
     return { router, registry, server };
   };

@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { FrameDecoder } from '../../provider/wire/frame-codec.js';
+import { InputQueue } from '../../web/input-queue.js';
+import { OutputFlow } from '../../web/output-flow.js';
+
+const seqOf = (frame: Uint8Array) => (new FrameDecoder().push(frame)[0] as { inputSeq: number }).inputSeq;
+
+describe('InputQueue (web page input, exactly once)', () => {
+  it('resends unacknowledged input to a relay that knows the page, in order', () => {
+    const sent: number[] = [];
+    let up = true;
+    const q = new InputQueue(
+      (f) => {
+        if (up) sent.push(seqOf(f));
+        return up;
+      },
+      () => {},
+    );
+    q.write('local/pty-1', 'a');
+    q.write('local/pty-1', 'b');
+    q.acknowledge(1);
+    up = false;
+    q.write('local/pty-1', 'c'); // typed while the link is down
+    up = true;
+    q.resume(true);
+    expect(sent).toEqual([1, 2, 2, 3]);
+  });
+
+  it('drops input already sent to a relay that lost its record, with an error, and sends the rest', () => {
+    const sent: number[] = [];
+    const errors: string[] = [];
+    let up = true;
+    const q = new InputQueue(
+      (f) => {
+        if (up) sent.push(seqOf(f));
+        return up;
+      },
+      (e) => errors.push(e.code),
+    );
+    q.write('local/pty-1', 'a');
+    up = false;
+    q.write('local/pty-1', 'b');
+    up = true;
+    q.resume(false);
+    expect(sent).toEqual([1, 2]);
+    expect(errors).toEqual(['LINK_CLOSED']);
+  });
+
+  it('refuses input beyond its bound with INPUT_QUEUE_FULL and reports failed frames', () => {
+    const errors: string[] = [];
+    const q = new InputQueue(
+      () => false,
+      (e) => errors.push(e.code),
+    );
+    for (let i = 0; i < 5; i++) q.write('local/pty-1', 'x'.repeat(64 * 1024));
+    expect(errors).toContain('INPUT_QUEUE_FULL');
+    q.acknowledge(1, [{ inputSeq: 1, error: { code: 'NOT_OWNER', message: 'no' } }]);
+    expect(errors).toContain('NOT_OWNER');
+  });
+});
+
+/** A terminal whose parser finishes writes only when told to. */
+class SlowTerm {
+  queue: (() => void)[] = [];
+  written = 0;
+  write(d: Uint8Array | string, cb?: () => void) {
+    this.written += d.length;
+    this.queue.push(cb ?? (() => {}));
+  }
+  /** Parses everything, piece after piece, as the flow hands it over. */
+  async parseAll() {
+    for (let i = 0; i < 10_000 && this.queue.length > 0; i++) {
+      for (const cb of this.queue.splice(0)) cb();
+      await new Promise((r) => setTimeout(r, 6));
+    }
+  }
+}
+
+describe('OutputFlow (the only writer of a view; acks as xterm parses)', () => {
+  it('hands xterm one piece at a time, acks parsed output, pauses above 1 MiB and resumes below', async () => {
+    const term = new SlowTerm();
+    const acks: number[] = [];
+    const pauses: boolean[] = [];
+    const flow = new OutputFlow(term, undefined, {
+      ack: (s) => acks.push(s),
+      pause: (on) => pauses.push(on),
+    });
+    const chunk = new Uint8Array(512 * 1024);
+    for (let i = 1; i <= 3; i++) flow.write(chunk, i * chunk.length);
+    expect(term.written).toBe(16 * 1024);
+    expect(acks).toEqual([]);
+    expect(pauses).toEqual([true]);
+    await term.parseAll();
+    expect(term.written).toBe(3 * chunk.length);
+    expect(acks.at(-1)).toBe(3 * chunk.length);
+    expect(acks.every((a, i) => i === 0 || a - acks[i - 1]! >= 64 * 1024)).toBe(true);
+    expect(pauses).toEqual([true, false]);
+  });
+
+  it('drops what is queued at a restart, counts skipped output as consumed, keeps text in order', async () => {
+    const term = new SlowTerm();
+    const acks: number[] = [];
+    const flow = new OutputFlow(term, undefined, { ack: (s) => acks.push(s), pause: () => {} });
+    flow.write(new Uint8Array(40 * 1024), 40 * 1024);
+    flow.restart(1000);
+    flow.writeText('reset');
+    await term.parseAll();
+    expect(term.written).toBe(16 * 1024 + 'reset'.length);
+    expect(acks).toEqual([]);
+    flow.skip(5000);
+    expect(acks).toEqual([5000]);
+  });
+});

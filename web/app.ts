@@ -1,0 +1,579 @@
+import { PtyRelayError } from '../provider/errors.js';
+import { askCreate, askName, askToken } from './dialogs.js';
+import { fill, h } from './dom.js';
+import { InputQueue } from './input-queue.js';
+import { KeyBar } from './key-bar.js';
+import { displayName, renderOverview } from './overview.js';
+import { type RelayLinkState, RpcSocket } from './rpc-socket.js';
+import {
+  BackgroundEventSchema,
+  ExitEventSchema,
+  HelloResultSchema,
+  HostsResultSchema,
+  InputAckSchema,
+  type LinkState,
+  LinkStateEventSchema,
+  OverviewSchema,
+  ReattachEventSchema,
+  type TerminalSummary,
+} from './schemas.js';
+import { TerminalPane } from './terminal-pane.js';
+import { forgetToken, saveToken } from './token-store.js';
+import { type DataFrame, decodeDataFrames } from './wire.js';
+
+/**
+ * The claim identity of every web page of this relay: terminals created from any page can be
+ * typed into from any other (the token is the access boundary; claims only coordinate clients).
+ */
+export const WEB_CLIENT_ID = 'web';
+const SIGNALS = [
+  'SIGINT',
+  'SIGTERM',
+  'SIGHUP',
+  'SIGQUIT',
+  'SIGKILL',
+  'SIGTSTP',
+  'SIGCONT',
+  'SIGUSR1',
+  'SIGUSR2',
+];
+const TOAST_MS = 6000;
+
+function describeLink(s: RelayLinkState): string {
+  switch (s.state) {
+    case 'connecting':
+      return 'Connecting to the relay…';
+    case 'connected':
+      return 'Connected';
+    case 'reconnecting':
+      return `Relay link lost (${s.reason}). Reconnecting, attempt ${s.attempt}…`;
+    case 'lost':
+      return `Disconnected: ${s.reason}`;
+  }
+}
+
+/** The page: overview, tabs of terminals, actions, and the one connection that feeds them. */
+export class App {
+  private socket: RpcSocket | undefined;
+  private readonly input: InputQueue;
+  private readonly panes = new Map<string, TerminalPane>();
+  private active: string | undefined;
+  /** Split view: the two terminals shown side by side (left, right), one of them active. */
+  private pair: [string, string] | undefined;
+  /** Open terminals, most recently active last. */
+  private mru: string[] = [];
+  private hosts = new Map<string, LinkState>();
+  private terminals: TerminalSummary[] = [];
+  private readonly seenBells = new Map<string, number>();
+  private readonly instanceId = crypto.randomUUID();
+  /** Frames of terminals whose spawn reply has not arrived yet. */
+  private spawnFrames: DataFrame[] | undefined;
+  private link: RelayLinkState = { state: 'connecting' };
+  private toastTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The signal picked in the toolbar (kept across re-renders). */
+  private signalChoice = 'SIGINT';
+
+  private readonly ui = {
+    status: h('span', { class: 'link-status', role: 'status' }),
+    banner: h('div', { class: 'banner', role: 'alert', hidden: true }),
+    overview: h('nav', { class: 'overview', 'aria-label': 'Hosts and terminals' }),
+    tabs: h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Open terminals' }),
+    panes: h('div', { class: 'panes' }),
+    toolbar: h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Terminal actions' }),
+    toast: h('div', { class: 'toast', 'aria-live': 'polite' }),
+    empty: h('p', { class: 'empty-view' }, 'Open a terminal from the list, or create one.'),
+  };
+  private readonly keybar: KeyBar;
+
+  constructor(private readonly root: HTMLElement) {
+    this.input = new InputQueue(
+      (frame) => this.socket?.sendBinary(frame) ?? false,
+      (err) => this.report(`${err.code}: ${err.message}`),
+    );
+    this.keybar = new KeyBar((data) => this.activePane()?.type(data));
+    this.layout();
+    document.addEventListener('keydown', (ev) => this.onShortcut(ev), true);
+  }
+
+  private layout(): void {
+    const back = h(
+      'button',
+      {
+        type: 'button',
+        class: 'back',
+        'aria-label': 'Show the terminal list',
+        onclick: () => this.showList(),
+      },
+      '☰ Terminals',
+    );
+    const create = h(
+      'button',
+      { type: 'button', class: 'primary', title: 'Alt+Shift+N', onclick: () => void this.create() },
+      '+ New terminal',
+    );
+    fill(
+      this.root,
+      h('header', { class: 'topbar' }, back, h('h1', {}, 'ptyrelay'), this.ui.status, create),
+      this.ui.banner,
+      h(
+        'main',
+        { class: 'layout' },
+        this.ui.overview,
+        h(
+          'section',
+          { class: 'workspace', 'aria-label': 'Terminal' },
+          this.ui.tabs,
+          this.ui.toolbar,
+          this.ui.panes,
+          this.keybar.element,
+        ),
+      ),
+      this.ui.toast,
+    );
+    this.ui.panes.append(this.ui.empty);
+    this.render();
+  }
+
+  // ─── Connection ──────────────────────────────────────────────────────────
+
+  connect(token: string): void {
+    this.socket?.close();
+    const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/`;
+    this.socket = new RpcSocket(url, token, {
+      handshake: () => this.handshake(),
+      notification: (m, p) => this.onNotification(m, p),
+      binary: (msg) => this.onBinary(msg),
+      link: (s) => this.onLink(s),
+    });
+    this.socket.start();
+  }
+
+  private request(method: string, params: Record<string, unknown> = {}): Promise<unknown> {
+    if (!this.socket) return Promise.reject(new PtyRelayError('LINK_CLOSED', 'not connected'));
+    return this.socket.request(method, params);
+  }
+
+  private async handshake(): Promise<void> {
+    const hello = HelloResultSchema.parse(
+      await this.request('ptyrelay/hello', { clientId: WEB_CLIENT_ID, instanceId: this.instanceId }),
+    );
+    const [hosts, overview] = await Promise.all([
+      this.request('ptyrelay/hosts'),
+      this.request('web/overview'),
+    ]);
+    this.hosts = new Map(HostsResultSchema.parse(hosts).hosts.map((x) => [x.name, x.state]));
+    this.terminals = OverviewSchema.parse(overview).terminals;
+    const known = new Set(this.terminals.map((t) => t.id));
+    for (const [id, pane] of this.panes) {
+      if (!known.has(id)) {
+        this.dropPane(id);
+        continue;
+      }
+      try {
+        await pane.attach();
+      } catch (err) {
+        // One terminal that cannot be resumed must not keep the page from connecting.
+        if (!(err instanceof PtyRelayError) || err.code === 'LINK_CLOSED') throw err;
+        this.report(`${id}: ${err.code}: ${err.message}`);
+      }
+    }
+    this.input.resume(hello.input === 'known');
+    this.render();
+  }
+
+  private onLink(s: RelayLinkState): void {
+    this.link = s;
+    if (s.state === 'lost' && s.code === 'AUTH_FAILED') {
+      forgetToken();
+      void askToken(`${s.reason}. Enter the relay's token.`).then((t) => {
+        if (!t) return;
+        saveToken(t);
+        this.connect(t);
+      });
+    }
+    this.renderLink();
+  }
+
+  private onNotification(method: string, params: unknown): void {
+    switch (method) {
+      case 'web/overviewChanged':
+        this.terminals = OverviewSchema.parse(params).terminals;
+        this.render();
+        return;
+      case 'ptyrelay/linkState': {
+        const e = LinkStateEventSchema.parse(params);
+        this.hosts.set(e.host, e.state);
+        this.render();
+        return;
+      }
+      case 'ptyrelay/inputAck': {
+        const a = InputAckSchema.parse(params);
+        this.input.acknowledge(a.upTo, a.failed);
+        return;
+      }
+      case 'ptyrelay/exit': {
+        const e = ExitEventSchema.parse(params);
+        this.panes.get(e.id)?.exit(e.incarnationId, e.exitCode);
+        return;
+      }
+      case 'ptyrelay/background': {
+        const e = BackgroundEventSchema.parse(params);
+        this.panes.get(e.id)?.background(e);
+        return;
+      }
+      case 'ptyrelay/reattach': {
+        const e = ReattachEventSchema.parse(params);
+        this.panes.get(e.id)?.reattached(e);
+        return;
+      }
+      default:
+        // Facts reach the page through the overview; progress and unknown notifications are not shown.
+        return;
+    }
+  }
+
+  private onBinary(msg: ArrayBuffer): void {
+    let frames: DataFrame[];
+    try {
+      frames = decodeDataFrames(msg);
+    } catch (err) {
+      this.report(`bad data from the relay: ${(err as Error).message}`);
+      return;
+    }
+    for (const f of frames) {
+      const pane = this.panes.get(f.id);
+      if (pane) pane.data(f);
+      else this.spawnFrames?.push(f);
+    }
+  }
+
+  // ─── Terminals ───────────────────────────────────────────────────────────
+
+  private summary(id: string): TerminalSummary | undefined {
+    return this.terminals.find((t) => t.id === id);
+  }
+
+  private owns(id: string): boolean {
+    return this.summary(id)?.owner === `client:${WEB_CLIENT_ID}`;
+  }
+
+  private newPane(id: string): TerminalPane {
+    const pane = new TerminalPane(
+      id,
+      {
+        request: (m, p) => this.request(m, p),
+        notify: (m, p) => this.socket?.notify(m, p),
+        input: (tid, data) => this.input.write(tid, this.keybar.transform(data)),
+        isPageShortcut: (ev) => this.isShortcut(ev),
+        focused: (tid) => {
+          if (tid !== this.active && this.pair?.includes(tid)) void this.activate(tid);
+        },
+        report: (msg) => this.report(msg),
+      },
+      () => this.owns(id),
+    );
+    this.panes.set(id, pane);
+    this.ui.panes.append(pane.element);
+    pane.element.hidden = true;
+    return pane;
+  }
+
+  async open(id: string): Promise<void> {
+    let pane = this.panes.get(id);
+    if (!pane) {
+      pane = this.newPane(id);
+      await this.activate(id);
+      try {
+        await pane.attach();
+      } catch (err) {
+        this.report(`cannot open ${id}: ${(err as Error).message}`);
+      }
+      return;
+    }
+    await this.activate(id);
+  }
+
+  private async activate(id: string): Promise<void> {
+    if (this.pair && !this.pair.includes(id)) {
+      const slot = this.active === this.pair[0] ? 0 : 1;
+      this.pair[slot] = id;
+    }
+    this.active = id;
+    this.mru = [...this.mru.filter((x) => x !== id), id];
+    document.body.classList.add('show-terminal');
+    this.render();
+    await this.applyVisibility();
+    this.panes.get(id)?.focus();
+  }
+
+  /** Shows the active terminal (and its split partner), puts every other one in the background. */
+  private async applyVisibility(): Promise<void> {
+    const shown = new Set(this.pair ?? (this.active ? [this.active] : []));
+    this.ui.panes.classList.toggle('split', this.pair !== undefined);
+    const hide: TerminalPane[] = [];
+    for (const [id, pane] of this.panes) {
+      pane.element.classList.toggle('left', this.pair?.[0] === id);
+      pane.element.classList.toggle('right', this.pair?.[1] === id);
+      pane.element.classList.toggle('secondary', this.pair !== undefined && id !== this.active);
+      if (shown.has(id)) await pane.setVisible(true);
+      else hide.push(pane);
+    }
+    for (const pane of hide) await pane.setVisible(false);
+  }
+
+  /** Two terminals side by side: the active one and the one used before it. */
+  async toggleSplit(): Promise<void> {
+    if (this.pair) this.pair = undefined;
+    else {
+      const other = this.mru.filter((x) => x !== this.active && this.panes.has(x)).at(-1);
+      if (!this.active || !other) {
+        this.report('open a second terminal to split the view');
+        return;
+      }
+      this.pair = [other, this.active];
+    }
+    this.render();
+    await this.applyVisibility();
+    this.activePane()?.focus();
+  }
+
+  private activePane(): TerminalPane | undefined {
+    return this.active ? this.panes.get(this.active) : undefined;
+  }
+
+  async create(host?: string): Promise<void> {
+    const req = await askCreate([...this.hosts.keys()], host ?? 'local');
+    if (!req) return;
+    const params: Record<string, unknown> = { host: req.host, cols: 80, rows: 24, manualAck: true };
+    if (req.command) {
+      // A command line with arguments runs through the host's sh.
+      if (/\s/.test(req.command)) Object.assign(params, { command: '/bin/sh', args: ['-c', req.command] });
+      else params.command = req.command;
+    }
+    if (req.cwd) params.cwd = req.cwd;
+    const frames: DataFrame[] = [];
+    this.spawnFrames = frames;
+    let raw: unknown;
+    try {
+      raw = await this.request('ptyrelay/spawn', params);
+    } catch (err) {
+      this.report(`cannot create a terminal on ${req.host}: ${(err as Error).message}`);
+      return;
+    } finally {
+      if (this.spawnFrames === frames) this.spawnFrames = undefined;
+    }
+    const id = (raw as { id?: unknown }).id;
+    if (typeof id !== 'string') {
+      this.report('the relay answered the spawn without an id');
+      return;
+    }
+    if (!this.summary(id)) {
+      this.terminals = [
+        ...this.terminals,
+        {
+          id,
+          host: req.host,
+          title: req.command ?? 'shell',
+          owner: `client:${WEB_CLIENT_ID}`,
+          bytesPerSec: 0,
+          bells: 0,
+          createdAt: Date.now(),
+        },
+      ];
+    }
+    const pane = this.newPane(id);
+    await this.activate(id);
+    await pane.settle(
+      raw,
+      frames.filter((f) => f.id === id),
+    );
+  }
+
+  /** Stops showing a terminal (it keeps running). */
+  async hide(id: string): Promise<void> {
+    const pane = this.panes.get(id);
+    if (!pane) return;
+    // Leave it in the foreground for everyone else, then stop receiving it.
+    await pane.setVisible(true);
+    this.request('ptyrelay/detach', { id }).catch((err: Error) => this.report(err.message));
+    this.dropPane(id);
+  }
+
+  private dropPane(id: string): void {
+    this.panes.get(id)?.dispose();
+    this.panes.delete(id);
+    this.mru = this.mru.filter((x) => x !== id);
+    if (this.pair?.includes(id)) this.pair = undefined;
+    if (this.active === id) {
+      this.active = undefined;
+      const next = this.mru.at(-1);
+      if (next) void this.activate(next);
+    }
+    this.render();
+  }
+
+  private async closeTerminal(id: string): Promise<void> {
+    try {
+      await this.request('ptyrelay/shutdown', { id });
+      this.dropPane(id);
+    } catch (err) {
+      this.report(`cannot close ${id}: ${(err as Error).message}`);
+    }
+  }
+
+  private async rename(id: string): Promise<void> {
+    const t = this.summary(id);
+    const name = await askName(t?.name ?? t?.title ?? '');
+    if (name === undefined) return;
+    await this.request('web/rename', { id, name }).catch((err: Error) => this.report(err.message));
+  }
+
+  private async signal(id: string, signal: string): Promise<void> {
+    await this.request('ptyrelay/signal', { id, signal }).then(
+      () => this.report(`${signal} sent to ${id}`),
+      (err: Error) => this.report(`cannot signal ${id}: ${err.message}`),
+    );
+  }
+
+  // ─── Rendering ───────────────────────────────────────────────────────────
+
+  private render(): void {
+    if (this.active) this.seenBells.set(this.active, this.summary(this.active)?.bells ?? 0);
+    // Re-rendering replaces elements: the keyboard focus moves to the new one with the same key.
+    const focusKey = (document.activeElement as HTMLElement | null)?.dataset?.focus;
+    renderOverview(
+      this.ui.overview,
+      {
+        hosts: this.hosts,
+        terminals: this.terminals,
+        inView: this.active,
+        seenBells: this.seenBells,
+        clientId: WEB_CLIENT_ID,
+      },
+      { open: (id) => void this.open(id), create: (host) => void this.create(host) },
+    );
+    this.renderTabs();
+    this.renderToolbar();
+    if (focusKey) this.root.querySelector<HTMLElement>(`[data-focus="${CSS.escape(focusKey)}"]`)?.focus();
+    this.ui.empty.hidden = this.panes.size > 0;
+  }
+
+  private label(id: string): string {
+    return displayName(this.summary(id) ?? { id, title: '' });
+  }
+
+  private renderTabs(): void {
+    const tabs = [...this.panes.keys()].map((id, i) => {
+      const selected = id === this.active;
+      return h(
+        'div',
+        { class: `tab${selected ? ' selected' : ''}`, 'data-tab': id },
+        h(
+          'button',
+          {
+            type: 'button',
+            role: 'tab',
+            'data-focus': `tab:${id}`,
+            'aria-selected': String(selected),
+            title: i < 9 ? `Alt+Shift+${i + 1}` : undefined,
+            onclick: () => void this.activate(id),
+          },
+          this.label(id),
+        ),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'tab-close',
+            'data-focus': `hide:${id}`,
+            'aria-label': `Hide ${this.label(id)} (keeps running)`,
+            onclick: () => void this.hide(id),
+          },
+          '×',
+        ),
+      );
+    });
+    fill(this.ui.tabs, ...tabs);
+  }
+
+  private renderToolbar(): void {
+    const id = this.active;
+    if (!id) {
+      fill(this.ui.toolbar);
+      return;
+    }
+    const t = this.summary(id);
+    const mine = this.owns(id);
+    const select = h(
+      'select',
+      { 'aria-label': 'Signal to send', disabled: !mine, 'data-focus': 'signal' },
+      ...SIGNALS.map((x) => h('option', { value: x, selected: x === this.signalChoice }, x)),
+    );
+    select.addEventListener('change', () => {
+      this.signalChoice = select.value;
+    });
+    const button = (label: string, key: string, enabled: boolean, onclick: () => void, cls?: string) =>
+      h('button', { type: 'button', class: cls, disabled: !enabled, 'data-focus': key, onclick }, label);
+    fill(
+      this.ui.toolbar,
+      h('span', { class: 'where' }, `${t?.host ?? ''}${t?.cwd ? ` · ${t.cwd}` : ''}`),
+      button('Rename', 'rename', mine, () => void this.rename(id)),
+      select,
+      button('Send signal', 'send-signal', mine, () => void this.signal(id, select.value)),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'split-toggle',
+          'data-focus': 'split',
+          'aria-pressed': String(this.pair !== undefined),
+          onclick: () => void this.toggleSplit(),
+        },
+        'Split',
+      ),
+      button('Copy', 'copy', true, () => void this.panes.get(id)?.copy()),
+      button('Paste', 'paste', mine, () => void this.panes.get(id)?.pasteFromClipboard()),
+      button('Close terminal', 'close', mine, () => void this.closeTerminal(id), 'danger'),
+    );
+  }
+
+  private renderLink(): void {
+    const s = this.link;
+    this.ui.status.textContent = s.state === 'connected' ? '● connected' : `● ${s.state}`;
+    this.ui.status.className = `link-status ${s.state}`;
+    this.ui.banner.hidden = s.state === 'connected';
+    this.ui.banner.className = `banner ${s.state}`;
+    this.ui.banner.textContent = describeLink(s);
+  }
+
+  report(message: string): void {
+    this.ui.toast.textContent = message;
+    this.ui.toast.classList.add('shown');
+    clearTimeout(this.toastTimer);
+    this.toastTimer = setTimeout(() => this.ui.toast.classList.remove('shown'), TOAST_MS);
+  }
+
+  private showList(): void {
+    document.body.classList.remove('show-terminal');
+    this.ui.overview.querySelector<HTMLElement>('.term-row.current button, .term-row button')?.focus();
+  }
+
+  // ─── Keyboard ────────────────────────────────────────────────────────────
+
+  /** Alt+Shift+O: terminal list; Alt+Shift+N: new terminal; Alt+Shift+1…9: tab n. */
+  private isShortcut(ev: KeyboardEvent): boolean {
+    return ev.altKey && ev.shiftKey && !ev.ctrlKey && /^(KeyO|KeyN|Digit[1-9])$/.test(ev.code);
+  }
+
+  private onShortcut(ev: KeyboardEvent): void {
+    if (!this.isShortcut(ev)) return;
+    ev.preventDefault();
+    ev.stopPropagation();
+    if (ev.code === 'KeyO') this.showList();
+    else if (ev.code === 'KeyN') void this.create();
+    else {
+      const id = [...this.panes.keys()][Number(ev.code.slice(5)) - 1];
+      if (id) void this.activate(id);
+    }
+  }
+}
