@@ -43,6 +43,7 @@ ${helper ? runWithPathNode(helper) : 'cand path "$(command -v node 2>/dev/null)"
 PATH="$PATH:/usr/local/bin:/usr/bin:/bin"; export PATH
 emit uname "$(uname -sm 2>/dev/null)"
 emit home "$HOME"
+emit cache "$XDG_CACHE_HOME"
 emit shell "$SHELL"
 emit glibc "$(getconf GNU_LIBC_VERSION 2>/dev/null)"
 to=; t=$(command -v timeout 2>/dev/null) && to="$t 15"
@@ -125,6 +126,22 @@ export type HelperOp =
     }
   | { op: 'now' }
   | {
+      /** One file-system call (the exec-channel stand-in for an SFTP request); never throws. */
+      op: 'fs';
+      call: FsCall;
+      args: (string | number)[];
+    }
+  | {
+      /**
+       * Creates `dir` (0700) and checks it can hold `needBytes` more, takes a file, and (with
+       * `exec`) runs programs from it: the causes retrying will not fix, found before an upload.
+       */
+      op: 'checkDir';
+      dir: string;
+      needBytes: number;
+      exec: boolean;
+    }
+  | {
       op: 'ensure';
       /** The installed stub.cjs: loaded in the helper's own node, whose `ensureDaemon` runs. */
       stub: string;
@@ -134,11 +151,22 @@ export type HelperOp =
       onlyIfIntact: boolean;
     };
 
+/** The file-system calls of an `fs` op (node's `fs.*Sync` of the same name, `stat` → lstat). */
+export type FsCall = 'mkdir' | 'stat' | 'rename' | 'writeFile' | 'readText' | 'unlink' | 'rmdir' | 'utimes' | 'rmrf';
+
+/** Result of an `fs` op: the call's value, or its errno code and message. */
+export type FsResult = { ok: unknown } | { err: string; message: string };
+
+/** Result of a `checkDir` op: fine, or what is wrong (errno of the failed call, if any). */
+export type CheckDirResult =
+  | { ok: true }
+  | { problem: 'DIR_NOT_WRITABLE' | 'DISK_FULL' | 'DIR_NOEXEC'; message: string; errno?: string };
+
 /** Result of an `ensure` op: the stub's `EnsureReport`, or why there is none. */
 export type EnsureResult =
   | { socketPath: string; buildId: string; legacy: { buildId: string; socketPath: string }[] }
   | { skipped: true }
-  | { error: string };
+  | { error: string; code?: string; details?: Record<string, unknown> };
 
 /** Result of a `verify` op. */
 export interface VerifyResult {
@@ -223,7 +251,61 @@ async function ensure(o) {
     return await stub.ensureDaemon(o.stub, o.args);
   } catch (e) {
     delete process.env[P.libraryEnv];
-    return { error: String((e && e.stack) || e).slice(-2000) };
+    // A PtyRelayError of the stub (a dir it cannot use) keeps its code for the relay.
+    const typed = e && e.name === 'PtyRelayError' ? { code: e.code, details: Object.assign({ message: e.message }, e.details) } : {};
+    return { error: String((e && e.stack) || e).slice(-2000), ...typed };
+  }
+}
+function fsCall(o) {
+  const a = o.args;
+  try {
+    switch (o.call) {
+      case 'mkdir': fs.mkdirSync(a[0], { mode: a[1] }); return { ok: null };
+      case 'stat': { const st = fs.lstatSync(a[0]); return { ok: { mtimeMs: st.mtimeMs } }; }
+      case 'rename': fs.renameSync(a[0], a[1]); return { ok: null };
+      case 'writeFile': fs.writeFileSync(a[0], a[1], { mode: a[2] }); return { ok: null };
+      case 'readText': return { ok: fs.readFileSync(a[0], 'utf8') };
+      case 'unlink': fs.unlinkSync(a[0]); return { ok: null };
+      case 'rmdir': fs.rmdirSync(a[0]); return { ok: null };
+      case 'utimes': fs.utimesSync(a[0], a[1], a[1]); return { ok: null };
+      case 'rmrf': fs.rmSync(a[0], { recursive: true, force: true }); return { ok: null };
+    }
+    return { err: 'EINVAL', message: 'unknown call ' + o.call };
+  } catch (e) {
+    return { err: String(e.code || 'EIO'), message: String(e.message) };
+  }
+}
+const UNWRITABLE = ['EROFS', 'EACCES', 'EPERM'];
+const FULL = ['ENOSPC', 'EDQUOT'];
+function checkDir(o) {
+  const probe = path.join(o.dir, '.ptyrelay-check-' + process.pid);
+  const classify = (e) => {
+    if (UNWRITABLE.includes(e.code)) return { problem: 'DIR_NOT_WRITABLE', errno: e.code, message: String(e.message) };
+    if (FULL.includes(e.code)) return { problem: 'DISK_FULL', errno: e.code, message: String(e.message) };
+    throw e;
+  };
+  try { fs.mkdirSync(o.dir, { recursive: true, mode: 0o700 }); } catch (e) { return classify(e); }
+  try {
+    fs.writeFileSync(probe, '#!/bin/sh\\nexit 0\\n', { mode: 0o700 });
+  } catch (e) {
+    try { fs.unlinkSync(probe); } catch (e2) { /* never created */ }
+    return classify(e);
+  }
+  try {
+    if (fs.statfsSync) {
+      const s = fs.statfsSync(o.dir);
+      const free = Number(s.bavail) * Number(s.bsize);
+      if (free < o.needBytes)
+        return { problem: 'DISK_FULL', message: free + ' bytes free, ' + o.needBytes + ' needed' };
+    }
+    if (o.exec) {
+      const r = require('child_process').spawnSync(probe, [], { stdio: 'ignore' });
+      if (r.error && (r.error.code === 'EACCES' || r.error.code === 'EPERM'))
+        return { problem: 'DIR_NOEXEC', errno: r.error.code, message: 'cannot run programs from it (mounted noexec?)' };
+    }
+    return { ok: true };
+  } finally {
+    try { fs.unlinkSync(probe); } catch (e) { /* gone already */ }
   }
 }
 (async () => {
@@ -233,6 +315,8 @@ async function ensure(o) {
     else if (o.op === 'verify') out.push(verify(o));
     else if (o.op === 'gc') out.push(gc(o));
     else if (o.op === 'now') out.push(Date.now());
+    else if (o.op === 'fs') out.push(fsCall(o));
+    else if (o.op === 'checkDir') out.push(checkDir(o));
     else if (o.op === 'ensure') out.push(await ensure(o));
   }
   // writeSync: the exit below must not cut the line off (stdout to a pipe is asynchronous).
@@ -243,6 +327,11 @@ async function ensure(o) {
 
 /** Where {@link firstContactHelper} paths start with the host's `$HOME`. */
 export const HOME_TOKEN = '@HOME@';
+/**
+ * Where they start with the host's cache dir: `$XDG_CACHE_HOME` when absolute, else `$HOME/.cache`
+ * (the rule of `defaultInstallBase` in provider/stub-paths.ts, which the helper cannot import).
+ */
+export const CACHE_TOKEN = '@CACHE@';
 
 /**
  * Picks the ops for the helper's own platform and home (the probe runs it before the relay
@@ -254,7 +343,14 @@ const home = process.env.HOME || '';
 const platform = process.platform + '-' + process.arch;
 const picked = home.startsWith('/') ? P.byPlatform[platform] || [] : [];
 const token = ${JSON.stringify(HOME_TOKEN)};
-const at = (v) => (typeof v === 'string' && v.startsWith(token) ? home + v.slice(token.length) : v);
+const cacheToken = ${JSON.stringify(CACHE_TOKEN)};
+const xdgCache = process.env.XDG_CACHE_HOME || '';
+const cache = xdgCache.startsWith('/') ? xdgCache : home + '/.cache';
+const at = (v) =>
+  typeof v !== 'string' ? v
+  : v.startsWith(token) ? home + v.slice(token.length)
+  : v.startsWith(cacheToken) ? cache + v.slice(cacheToken.length)
+  : v;
 P.ops = picked.map((o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, at(v)])));
 P.meta = { platform, home };
 `;

@@ -110,6 +110,8 @@ export class StubClient {
     stream.on('error', (e) => this.fail(new PtyRelayError('LINK_CLOSED', `stub link error: ${e.message}`)));
     stream.on('close', () => this.fail(new PtyRelayError('LINK_CLOSED', 'stub link closed')));
     stream.on('end', () => this.fail(new PtyRelayError('LINK_CLOSED', 'stub link ended')));
+    // A stream handed over paused (an exec bridge past its start marker) flows from here on.
+    stream.resume();
     stream.write(
       encodeJsonFrame({
         t: 'hello',
