@@ -4,6 +4,7 @@ import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
 import type { StubClient } from '../stub-link/stub-client.js';
 import { AttemptRace, type RaceAttempt } from './attempt-race.js';
+import { DeployBackoff } from './deploy-backoff.js';
 import { LinkHealth, type LinkHealthOptions } from './link-health.js';
 import { ReconnectLadder, type ReconnectLadderOptions } from './reconnect-ladder.js';
 
@@ -47,6 +48,9 @@ export class HostLink {
   private healthTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private everConnected = false;
+  /** After a failed stub deploy: when the next one may run (see DeployBackoff). */
+  private readonly deployBackoff = new DeployBackoff();
+  private deployRetryTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly host: string,
@@ -69,13 +73,18 @@ export class HostLink {
     if (this.closed) return Promise.reject(new PtyRelayError('DISPOSED', `link to ${this.host} was closed`));
     const c = this.connectedClient;
     if (c && this.current.state === 'connected') return Promise.resolve(c);
+    if (this.current.state === 'deploy-failed') {
+      const blocked = this.deployBackoff.blocked(Date.now());
+      if (blocked) return Promise.reject(blocked);
+    }
     if (this.current.state === 'lost') {
       return Promise.reject(
         new PtyRelayError('LINK_CLOSED', `link to ${this.host} is lost: ${this.current.reason}`),
       );
     }
     const p = new Promise<StubClient>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    if (this.current.state === 'idle' && !this.race) this.connect();
+    const s = this.current.state;
+    if ((s === 'idle' || s === 'deploy-failed') && !this.race) this.connect();
     return p;
   }
 
@@ -87,6 +96,7 @@ export class HostLink {
 
   close(): void {
     this.closed = true;
+    clearTimeout(this.deployRetryTimer);
     this.stopConnecting();
     clearInterval(this.healthTimer);
     this.client?.close();
@@ -152,6 +162,7 @@ export class HostLink {
       return;
     }
     this.everConnected = true;
+    this.deployBackoff.reset();
     this.ladder.connected(Date.now());
     this.setState({ state: 'connected' });
     for (const w of this.waiters.splice(0)) w.resolve(client);
@@ -160,6 +171,7 @@ export class HostLink {
   private attemptFailed(err: Error, reconnect: boolean): void {
     const e = err instanceof PtyRelayError ? err : new PtyRelayError('CONNECT_FAILED', String(err));
     this.lastError = e;
+    if (e.phase === 'deploy') return this.deployFailed(e, reconnect);
     // Configuration and trust problems do not heal by retrying: fail fast on first contact.
     if (!reconnect && !e.retryable) {
       this.stopConnecting();
@@ -170,6 +182,25 @@ export class HostLink {
     if (this.stepDue) this.step();
     else if (!this.stepTimer) this.armStep();
     else this.reportReconnecting();
+  }
+
+  /**
+   * A stub deploy failed: report it (waiters get the error, the state says why and when the next
+   * attempt is) instead of climbing the ladder. A host with sessions to restore tries again on its
+   * own at that time; otherwise the next request after it does.
+   */
+  private deployFailed(e: PtyRelayError, reconnect: boolean): void {
+    this.stopConnecting();
+    const { state, delayMs } = this.deployBackoff.failed(e, Date.now());
+    this.opts.log?.warn({ host: this.host, code: e.code, err: e.message, retryInMs: delayMs }, 'stub deploy failed');
+    this.setState(state);
+    this.rejectWaiters(e);
+    if (!reconnect) return;
+    clearTimeout(this.deployRetryTimer);
+    this.deployRetryTimer = setTimeout(() => {
+      if (!this.closed && !this.race && this.current.state === 'deploy-failed') this.connect(e);
+    }, delayMs);
+    this.deployRetryTimer.unref();
   }
 
   /** Arms the next ladder step; gives up once the ladder is spent and no attempt is pending. */
