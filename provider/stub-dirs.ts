@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, statfsSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, statfsSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { type ErrorCode, PtyRelayError } from './errors.js';
 import { STUB_DIR_SETTINGS, type StubDirKind } from './stub-paths.js';
 
@@ -51,7 +51,12 @@ function classify(e: NodeJS.ErrnoException): StubDirProblem {
 export function checkStubDir(dir: string, needBytes: number, exec: boolean): StubDirProblem | undefined {
   const probe = join(dir, `.ptyrelay-check-${process.pid}`);
   try {
-    mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    // One level at a time: a recursive mkdir on a read-only mount reports ENOENT, not EROFS.
+    const parts = resolve(dir).split('/');
+    for (let i = 2; i <= parts.length; i++) {
+      const p = parts.slice(0, i).join('/');
+      if (!existsSync(p)) mkdirSync(p, { mode: PRIVATE_DIR_MODE });
+    }
     writeFileSync(probe, PROBE_SCRIPT, { mode: PROBE_MODE });
   } catch (e) {
     return classify(e as NodeJS.ErrnoException);

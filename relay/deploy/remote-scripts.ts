@@ -284,7 +284,14 @@ function checkDir(o) {
     if (FULL.includes(e.code)) return { problem: 'DISK_FULL', errno: e.code, message: String(e.message) };
     throw e;
   };
-  try { fs.mkdirSync(o.dir, { recursive: true, mode: 0o700 }); } catch (e) { return classify(e); }
+  // One level at a time: a recursive mkdir on a read-only mount reports ENOENT, not EROFS.
+  try {
+    const parts = path.resolve(o.dir).split('/');
+    for (let i = 2; i <= parts.length; i++) {
+      const p = parts.slice(0, i).join('/');
+      if (!fs.existsSync(p)) fs.mkdirSync(p, { mode: 0o700 });
+    }
+  } catch (e) { return classify(e); }
   try {
     fs.writeFileSync(probe, '#!/bin/sh\\nexit 0\\n', { mode: 0o700 });
   } catch (e) {
