@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { RemoteFs, RemoteStat, UploadFile, UploadStep } from './remote-fs.js';
 import {
+  FS_CALL_JS,
   type FsCall,
   type FsResult,
   type HelperOp,
@@ -13,7 +14,7 @@ import {
   parseHelperOutput,
   parseMarkedLines,
 } from './remote-scripts.js';
-import { nodeEvalScript, nodeProgram, openMarkedChannel, runSh } from './sh-exec.js';
+import { type MarkedChannel, nodeEvalScript, nodeProgram, openMarkedChannel, runSh } from './sh-exec.js';
 
 /** Hashing ~1 MB or scanning /proc is quick; this only catches a wedged host. */
 export const HELPER_TIMEOUT_MS = 60_000;
@@ -118,12 +119,99 @@ process.stdin.on('end', () => {
 `;
 
 /**
- * {@link RemoteFs} over exec channels, for hosts without a working SFTP subsystem: every call is
- * a node helper run by `/bin/sh`; an upload is one channel whose stdin carries the files back to
- * back after the receiver printed its start marker.
+ * The fs session program (node >= 18, run with `-e`): one JSON request per stdin line, one JSON
+ * answer per stdout line, in order. `P = { marker }` is prepended.
+ */
+const SESSION_BODY = `
+const fs = require('fs');
+${FS_CALL_JS}
+function out(s) {
+  const b = Buffer.from(s);
+  for (let w = 0; w < b.length; ) {
+    try { w += fs.writeSync(1, b, w); } catch (e) { if (e.code !== 'EAGAIN') throw e; }
+  }
+}
+out(P.marker + '\\n');
+let buf = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (c) => {
+  buf += c;
+  for (let i = buf.indexOf('\\n'); i >= 0; i = buf.indexOf('\\n')) {
+    const line = buf.slice(0, i);
+    buf = buf.slice(i + 1);
+    let req;
+    try { req = JSON.parse(line); } catch (e) { req = undefined; }
+    out(JSON.stringify(req ? fsCall(req) : { err: 'EPROTO', message: 'bad request' }) + '\\n');
+  }
+});
+process.stdin.on('end', () => process.exit(0));
+`;
+
+/**
+ * One node process on the host answering fs calls over one exec channel: a lock poll or a rename
+ * costs a round trip, not a login shell and a node start each.
+ */
+class FsSession {
+  private readonly pending: { resolve: (r: FsResult) => void; reject: (e: Error) => void }[] = [];
+  private buf = '';
+  private closed: Error | undefined;
+
+  private constructor(private readonly ch: MarkedChannel) {
+    ch.stream.setEncoding('utf8');
+    ch.stream.on('data', (c: string) => this.onData(c));
+    ch.stream.on('close', () => this.fail(new Error(`exec fs session closed: ${ch.stderr().trim()}`)));
+    ch.stream.resume();
+  }
+
+  static async open(conn: Client, nodePath: string): Promise<FsSession> {
+    const marker = newMarker();
+    const js = `'use strict';\nconst P = ${JSON.stringify({ marker })};\n${SESSION_BODY}`;
+    const ch = await openMarkedChannel(conn, nodeEvalScript(nodePath, js), marker, {
+      timeoutMs: HELPER_TIMEOUT_MS,
+      what: 'exec fs session',
+    });
+    return new FsSession(ch);
+  }
+
+  call(req: { call: FsCall; args: (string | number)[] }): Promise<FsResult> {
+    if (this.closed) return Promise.reject(this.closed);
+    return new Promise((resolve, reject) => {
+      this.pending.push({ resolve, reject });
+      this.ch.stream.write(`${JSON.stringify(req)}\n`);
+    });
+  }
+
+  private onData(c: string): void {
+    this.buf += c;
+    for (let i = this.buf.indexOf('\n'); i >= 0; i = this.buf.indexOf('\n')) {
+      const line = this.buf.slice(0, i);
+      this.buf = this.buf.slice(i + 1);
+      const p = this.pending.shift();
+      const r = FsResultSchema.safeParse(parseJson(line));
+      if (!p) continue;
+      if (r.success) p.resolve(r.data);
+      else p.reject(new Error(`exec fs session sent ${line.slice(0, 200)}`));
+    }
+  }
+
+  private fail(e: Error): void {
+    this.closed ??= e;
+    for (const p of this.pending.splice(0)) p.reject(e);
+  }
+
+  end(): void {
+    this.ch.stream.end();
+  }
+}
+
+/**
+ * {@link RemoteFs} over exec channels, for hosts without a working SFTP subsystem: calls go to one
+ * node session started by `/bin/sh` ({@link FsSession}); an upload is one more channel whose stdin
+ * carries the files back to back after the receiver printed its start marker.
  */
 export class ExecFs implements RemoteFs {
   readonly method = 'exec';
+  private session: Promise<FsSession> | undefined;
 
   constructor(
     private readonly conn: Client,
@@ -131,9 +219,9 @@ export class ExecFs implements RemoteFs {
   ) {}
 
   private async calls(list: { call: FsCall; args: (string | number)[] }[]): Promise<FsResult[]> {
-    const ops: HelperOp[] = list.map((c) => ({ op: 'fs', ...c }));
-    const out = await runHelper(this.conn, this.nodePath, ops);
-    return out.map((r) => FsResultSchema.parse(r));
+    this.session ??= FsSession.open(this.conn, this.nodePath);
+    const s = await this.session;
+    return Promise.all(list.map((c) => s.call(c)));
   }
 
   private async call(call: FsCall, ...args: (string | number)[]): Promise<unknown> {
@@ -231,5 +319,8 @@ export class ExecFs implements RemoteFs {
     if (sums.length !== files.length) throw new PtyRelayError('DEPLOY_FAILED', 'exec upload wrote too few files');
   }
 
-  end(): void {}
+  end(): void {
+    this.session?.then((s) => s.end()).catch(() => {}); // a session that never opened has nothing to end
+    this.session = undefined;
+  }
 }

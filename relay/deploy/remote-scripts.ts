@@ -181,6 +181,31 @@ export interface GcResult {
   skipped?: boolean;
 }
 
+/**
+ * One file-system call for the `fs` helper op and the exec fs session: node's `fs.*Sync` of the
+ * same name (`stat` → lstat); never throws, answers `{ ok }` or `{ err: errno, message }`.
+ * Needs `fs` in scope.
+ */
+export const FS_CALL_JS = `function fsCall(o) {
+  const a = o.args;
+  try {
+    switch (o.call) {
+      case 'mkdir': fs.mkdirSync(a[0], { mode: a[1] }); return { ok: null };
+      case 'stat': { const st = fs.lstatSync(a[0]); return { ok: { mtimeMs: st.mtimeMs } }; }
+      case 'rename': fs.renameSync(a[0], a[1]); return { ok: null };
+      case 'writeFile': fs.writeFileSync(a[0], a[1], { mode: a[2] }); return { ok: null };
+      case 'readText': return { ok: fs.readFileSync(a[0], 'utf8') };
+      case 'unlink': fs.unlinkSync(a[0]); return { ok: null };
+      case 'rmdir': fs.rmdirSync(a[0]); return { ok: null };
+      case 'utimes': fs.utimesSync(a[0], a[1], a[1]); return { ok: null };
+      case 'rmrf': fs.rmSync(a[0], { recursive: true, force: true }); return { ok: null };
+    }
+    return { err: 'EINVAL', message: 'unknown call ' + o.call };
+  } catch (e) {
+    return { err: String(e.code || 'EIO'), message: String(e.message) };
+  }
+}`;
+
 // Plain CommonJS for node >= 18 on the host; reads its parameters from the `P` constant prepended to it.
 const HELPER_BODY = `
 const fs = require('fs');
@@ -256,25 +281,7 @@ async function ensure(o) {
     return { error: String((e && e.stack) || e).slice(-2000), ...typed };
   }
 }
-function fsCall(o) {
-  const a = o.args;
-  try {
-    switch (o.call) {
-      case 'mkdir': fs.mkdirSync(a[0], { mode: a[1] }); return { ok: null };
-      case 'stat': { const st = fs.lstatSync(a[0]); return { ok: { mtimeMs: st.mtimeMs } }; }
-      case 'rename': fs.renameSync(a[0], a[1]); return { ok: null };
-      case 'writeFile': fs.writeFileSync(a[0], a[1], { mode: a[2] }); return { ok: null };
-      case 'readText': return { ok: fs.readFileSync(a[0], 'utf8') };
-      case 'unlink': fs.unlinkSync(a[0]); return { ok: null };
-      case 'rmdir': fs.rmdirSync(a[0]); return { ok: null };
-      case 'utimes': fs.utimesSync(a[0], a[1], a[1]); return { ok: null };
-      case 'rmrf': fs.rmSync(a[0], { recursive: true, force: true }); return { ok: null };
-    }
-    return { err: 'EINVAL', message: 'unknown call ' + o.call };
-  } catch (e) {
-    return { err: String(e.code || 'EIO'), message: String(e.message) };
-  }
-}
+${FS_CALL_JS}
 const UNWRITABLE = ['EROFS', 'EACCES', 'EPERM'];
 const FULL = ['ENOSPC', 'EDQUOT'];
 function checkDir(o) {
