@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, statfsSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type ErrorCode, PtyRelayError } from './errors.js';
 import { STUB_DIR_SETTINGS, type StubDirKind } from './stub-paths.js';
@@ -74,10 +74,6 @@ export function checkStubDir(dir: string, needBytes: number, exec: boolean): Stu
     }
     return undefined;
   } finally {
-    try {
-      unlinkSync(probe);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    }
+    rmSync(probe, { force: true });
   }
 }

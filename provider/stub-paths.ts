@@ -22,10 +22,12 @@ export type StubDirKind = 'install' | 'runtime' | 'state';
 
 /** The setting that moves each dir, for error messages. */
 export const STUB_DIR_SETTINGS: Record<StubDirKind, string> = {
-  install: 'hosts.<name>.installDir in the relay config (default $XDG_CACHE_HOME/ptyrelay or ~/.cache/ptyrelay)',
+  install:
+    'hosts.<name>.installDir in the relay config (default $XDG_CACHE_HOME/ptyrelay or ~/.cache/ptyrelay)',
   runtime:
     'hosts.<name>.runtimeDir in the relay config, or XDG_RUNTIME_DIR on the host (default ~/.cache/ptyrelay/run)',
-  state: 'hosts.<name>.stateDir in the relay config, or XDG_STATE_HOME on the host (default ~/.local/state/ptyrelay)',
+  state:
+    'hosts.<name>.stateDir in the relay config, or XDG_STATE_HOME on the host (default ~/.local/state/ptyrelay)',
 };
 
 /**

@@ -1,5 +1,5 @@
-import { createReadStream } from 'node:fs';
 import { once } from 'node:events';
+import { createReadStream } from 'node:fs';
 import type { Client } from 'ssh2';
 import { z } from 'zod';
 import { PtyRelayError } from '../../provider/errors.js';
@@ -316,7 +316,8 @@ export class ExecFs implements RemoteFs {
     }
     if ('err' in parsed.data) throw fsError(parsed.data);
     const sums = parsed.data.sha256;
-    if (sums.length !== files.length) throw new PtyRelayError('DEPLOY_FAILED', 'exec upload wrote too few files');
+    if (sums.length !== files.length)
+      throw new PtyRelayError('DEPLOY_FAILED', 'exec upload wrote too few files');
   }
 
   end(): void {

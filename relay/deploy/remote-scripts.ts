@@ -152,7 +152,16 @@ export type HelperOp =
     };
 
 /** The file-system calls of an `fs` op (node's `fs.*Sync` of the same name, `stat` → lstat). */
-export type FsCall = 'mkdir' | 'stat' | 'rename' | 'writeFile' | 'readText' | 'unlink' | 'rmdir' | 'utimes' | 'rmrf';
+export type FsCall =
+  | 'mkdir'
+  | 'stat'
+  | 'rename'
+  | 'writeFile'
+  | 'readText'
+  | 'unlink'
+  | 'rmdir'
+  | 'utimes'
+  | 'rmrf';
 
 /** Result of an `fs` op: the call's value, or its errno code and message. */
 export type FsResult = { ok: unknown } | { err: string; message: string };

@@ -90,9 +90,15 @@ export function openMarkedChannel(
       opts.timeoutMs,
     );
     conn.exec(SH_COMMAND, (err, stream) => {
-      if (err) return fail(err);
+      if (err) {
+        fail(err);
+        return;
+      }
       channel = stream;
-      if (done) return void stream.close();
+      if (done) {
+        stream.close();
+        return;
+      }
       const scanner = new StartMarkerScanner(marker, MAX_NOISE_BYTES);
       stream.stderr.on('data', (c: Buffer) => {
         stderr = (stderr + c.toString('utf8')).slice(-STDERR_TAIL_BYTES);
@@ -102,7 +108,8 @@ export function openMarkedChannel(
         try {
           rest = scanner.feed(chunk);
         } catch (e) {
-          return fail(new PtyRelayError('DEPLOY_FAILED', `${opts.what}: ${(e as Error).message}`, { stderr }));
+          fail(new PtyRelayError('DEPLOY_FAILED', `${opts.what}: ${(e as Error).message}`, { stderr }));
+          return;
         }
         if (!rest || done) return;
         done = true;

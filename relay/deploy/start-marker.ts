@@ -37,8 +37,7 @@ export class StartMarkerScanner {
     this.seen += buf.length - keep;
     this.noiseBytes = this.seen;
     this.held = Buffer.from(buf.subarray(buf.length - keep));
-    if (this.seen > this.maxNoiseBytes)
-      throw new Error(`no start marker after ${this.seen} bytes of output`);
+    if (this.seen > this.maxNoiseBytes) throw new Error(`no start marker after ${this.seen} bytes of output`);
     return undefined;
   }
 

@@ -13,7 +13,12 @@ import {
   HOME_TOKEN,
   type VerifyResult,
 } from './remote-scripts.js';
-import { collectStubArtifacts, STUB_PLATFORMS, type StubArtifacts, type StubPlatform } from './stub-artifacts.js';
+import {
+  collectStubArtifacts,
+  STUB_PLATFORMS,
+  type StubArtifacts,
+  type StubPlatform,
+} from './stub-artifacts.js';
 import { StubInstaller } from './stub-install.js';
 
 /** One progress report of {@link StubDeployer.deploy}. */

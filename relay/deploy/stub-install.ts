@@ -124,7 +124,10 @@ export class StubInstaller {
       purpose: `install ${a.dirName}`,
       token,
       onWait: (owner) =>
-        this.c.progress({ step: 'lock', message: `waiting for another install to finish (${owner?.trim()})` }),
+        this.c.progress({
+          step: 'lock',
+          message: `waiting for another install to finish (${owner?.trim()})`,
+        }),
       onTakeover: (owner, ageMs) => this.c.log?.warn({ owner, ageMs }, 'took over a stale install lock'),
     });
     this.c.progress({ step: 'lock', message: `taking the install lock (${fs.method})` });
@@ -190,7 +193,8 @@ export class StubInstaller {
         });
       }
       this.c.progress({ step: 'install', message: `installing ${installDir}` });
-      if (!(await lock.stillOwned())) throw new PtyRelayError('DEPLOY_FAILED', 'lost the install lock', { final: true });
+      if (!(await lock.stillOwned()))
+        throw new PtyRelayError('DEPLOY_FAILED', 'lost the install lock', { final: true });
       if (await fs.stat(installDir)) await fs.rename(installDir, `${base}/.${a.dirName}.old-${rand()}`);
       await fs.rename(tmp, installDir);
       await fs.writeFile(`${installDir}/.complete`, `${manifestJson(a)}\n`, COMPLETE_FILE_MODE);

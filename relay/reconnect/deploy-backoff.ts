@@ -21,7 +21,10 @@ export class DeployBackoff {
   /** Records a failed deploy; returns the state to publish and the delay until the next attempt. */
   failed(error: PtyRelayError, now: number): { state: LinkState; delayMs: number } {
     // The ladder never gives up here (no giveUpAfter), so there is always a next step.
-    const step = this.ladder.next() ?? { attempt: this.ladder.attempts, delayMs: DEPLOY_RETRY_STEPS_MS.at(-1)! };
+    const step = this.ladder.next() ?? {
+      attempt: this.ladder.attempts,
+      delayMs: DEPLOY_RETRY_STEPS_MS.at(-1)!,
+    };
     const nextAttemptAt = now + step.delayMs;
     this.failure = { error, nextAttemptAt };
     const state: LinkState = {

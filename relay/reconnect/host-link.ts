@@ -171,7 +171,10 @@ export class HostLink {
   private attemptFailed(err: Error, reconnect: boolean): void {
     const e = err instanceof PtyRelayError ? err : new PtyRelayError('CONNECT_FAILED', String(err));
     this.lastError = e;
-    if (e.phase === 'deploy') return this.deployFailed(e, reconnect);
+    if (e.phase === 'deploy') {
+      this.deployFailed(e, reconnect);
+      return;
+    }
     // Configuration and trust problems do not heal by retrying: fail fast on first contact.
     if (!reconnect && !e.retryable) {
       this.stopConnecting();
@@ -192,7 +195,10 @@ export class HostLink {
   private deployFailed(e: PtyRelayError, reconnect: boolean): void {
     this.stopConnecting();
     const { state, delayMs } = this.deployBackoff.failed(e, Date.now());
-    this.opts.log?.warn({ host: this.host, code: e.code, err: e.message, retryInMs: delayMs }, 'stub deploy failed');
+    this.opts.log?.warn(
+      { host: this.host, code: e.code, err: e.message, retryInMs: delayMs },
+      'stub deploy failed',
+    );
     this.setState(state);
     this.rejectWaiters(e);
     if (!reconnect) return;

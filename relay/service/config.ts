@@ -158,7 +158,9 @@ function validateHost(name: string, raw: unknown): SshHostConfig {
   for (const k of ['installDir', 'runtimeDir', 'stateDir'] as const) {
     const v = out[k];
     if (v !== undefined && !v.startsWith('/') && !v.startsWith('~/'))
-      throw configError(`${field}.${k} must be an absolute path or start with ~/ (the host's home), got ${v}`);
+      throw configError(
+        `${field}.${k} must be an absolute path or start with ~/ (the host's home), got ${v}`,
+      );
   }
   const policy = oneOf(o, 'hostKeyPolicy', field, ['strict', 'accept-new'] as const);
   if (policy !== undefined) out.hostKeyPolicy = policy;

@@ -177,7 +177,10 @@ export class SshPtyProvider extends StubBackedProvider {
         }).deploy());
       if (deploy.method) {
         this.uploadMethods.set(host, deploy.method);
-        log.info({ method: deploy.method, installDir: deploy.installDir }, `stub deployed over ${deploy.method}`);
+        log.info(
+          { method: deploy.method, installDir: deploy.installDir },
+          `stub deployed over ${deploy.method}`,
+        );
       }
       const channel = await this.channelTo(host, ssh, deploy, log, daemonArgs);
       attempt.progress();

@@ -3,8 +3,8 @@ import type { Client } from 'ssh2';
 import { z } from 'zod';
 import { type ErrorCode, ErrorCodes, PtyRelayError } from '../../provider/errors.js';
 import { newMarker, parseMarkedLines } from '../deploy/remote-scripts.js';
-import { shellQuote } from '../deploy/shell-quote.js';
 import { execScript, openMarkedChannel, runSh } from '../deploy/sh-exec.js';
+import { shellQuote } from '../deploy/shell-quote.js';
 import type { Logger } from '../log.js';
 
 /** Starting a daemon on the host (and its first model worker) takes well under this. */
@@ -94,7 +94,11 @@ export async function openStubChannel(
 }
 
 /** The typed error `ensure` reported (a stub dir problem), else DEPLOY_FAILED with its message. */
-export function ensureError(r: { error: string; code?: string; details?: Record<string, unknown> }): PtyRelayError {
+export function ensureError(r: {
+  error: string;
+  code?: string;
+  details?: Record<string, unknown>;
+}): PtyRelayError {
   const code = r.code && r.code in ErrorCodes ? (r.code as ErrorCode) : undefined;
   if (code) return new PtyRelayError(code, String(r.details?.message ?? r.error), r.details);
   return new PtyRelayError('DEPLOY_FAILED', `stub daemon did not start: ${r.error.slice(-2048)}`);

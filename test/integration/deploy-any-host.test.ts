@@ -8,13 +8,14 @@ import type { SshHostConfig } from '../../relay/ssh/host-config.js';
 import { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { capturedLog } from '../support/captured-log.js';
 import { connectTo } from '../support/deploy-hosts.js';
-import {
-  type DropbearInstance,
-  dropbearAvailable,
-  startDropbear,
-} from '../support/dropbear.js';
+import { type DropbearInstance, dropbearAvailable, startDropbear } from '../support/dropbear.js';
 import { OutputCollector } from '../support/local-daemon.js';
-import { createShellUser, removeShellUser, type ShellUser, shellUsersAvailable } from '../support/shell-users.js';
+import {
+  createShellUser,
+  removeShellUser,
+  type ShellUser,
+  shellUsersAvailable,
+} from '../support/shell-users.js';
 import { relayHome } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
@@ -35,7 +36,12 @@ const CHATTY_BASH = {
 const RUN = 'echo run-$USER-ok\r';
 const TERMINAL_TIMEOUT_MS = 30_000;
 
-function hostOf(s: { port: number; user: string; userKeyPath: string; knownHostsFile: string }): SshHostConfig {
+function hostOf(s: {
+  port: number;
+  user: string;
+  userKeyPath: string;
+  knownHostsFile: string;
+}): SshHostConfig {
   return {
     host: '127.0.0.1',
     port: s.port,
@@ -51,9 +57,16 @@ async function sftpError(conn: Client): Promise<Error | undefined> {
   return new Promise((resolve) => {
     const t = setTimeout(() => resolve(new Error('no SFTP answer')), 10_000);
     conn.sftp((err, sftp) => {
-      if (err) return (clearTimeout(t), resolve(err));
+      if (err) {
+        clearTimeout(t);
+        resolve(err);
+        return;
+      }
       // The version exchange passed; the first request shows whether the stream carries SFTP.
-      sftp.on('error', (e: Error) => (clearTimeout(t), resolve(e)));
+      sftp.on('error', (e: Error) => {
+        clearTimeout(t);
+        resolve(e);
+      });
       sftp.realpath('.', (e) => {
         clearTimeout(t);
         sftp.end();
@@ -93,7 +106,12 @@ describe.skipIf(!available)('deploying to hosts as they are', () => {
   }
   function provider(host: SshHostConfig, extra: { preferExec?: boolean } = {}) {
     const cap = capturedLog();
-    const p = new SshPtyProvider({ hosts: { h: host }, log: cap.log, daemonArgs: ['--idle-exit-ms', '120000'], ...extra });
+    const p = new SshPtyProvider({
+      hosts: { h: host },
+      log: cap.log,
+      daemonArgs: ['--idle-exit-ms', '120000'],
+      ...extra,
+    });
     providers.push(p);
     return { p, cap };
   }

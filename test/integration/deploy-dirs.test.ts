@@ -5,12 +5,17 @@ import type { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LinkState } from '../../provider/contract.js';
 import { isPtyRelayError, type PtyRelayError } from '../../provider/errors.js';
-import { StubDeployer } from '../../relay/deploy/stub-deployer.js';
 import { describeLink } from '../../relay/cli/relay-connect.js';
+import { StubDeployer } from '../../relay/deploy/stub-deployer.js';
 import { DEPLOY_RETRY_STEPS_MS } from '../../relay/reconnect/deploy-backoff.js';
 import { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { connectTo } from '../support/deploy-hosts.js';
-import { createShellUser, removeShellUser, type ShellUser, shellUsersAvailable } from '../support/shell-users.js';
+import {
+  createShellUser,
+  removeShellUser,
+  type ShellUser,
+  shellUsersAvailable,
+} from '../support/shell-users.js';
 import { hostFor, relayHome } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
@@ -131,7 +136,9 @@ describe.skipIf(!available)("the stub's dirs: read-only, full, noexec", () => {
       expect(failed.attempts).toBe(1);
       expect(failed.nextAttemptAt - t1).toBeGreaterThanOrEqual(FIRST_RETRY_MS);
       // What `ptyrelay hosts` prints for it.
-      expect(describeLink(failed)).toMatch(/^deploy-failed \(DIR_NOT_WRITABLE, attempt 1\): .*next attempt in \d+ s/);
+      expect(describeLink(failed)).toMatch(
+        /^deploy-failed \(DIR_NOT_WRITABLE, attempt 1\): .*next attempt in \d+ s/,
+      );
 
       // Requests meanwhile fail at once with the same error and never reach the host.
       const burstEnd = Date.now() + 2000;

@@ -228,9 +228,11 @@ describe.skipIf(!available)('StubDeployer against a real sshd', () => {
       const run = (c: Client, events: DeployProgress[]) =>
         new StubDeployer(c, { onProgress: (p) => events.push(p) }).deploy();
       const pending = Promise.all([run(conn, ea), run(other, eb)]);
-      const waiting = (ev: DeployProgress[]) => ev.some((e) => e.step === 'lock' && /waiting/.test(e.message));
+      const waiting = (ev: DeployProgress[]) =>
+        ev.some((e) => e.step === 'lock' && /waiting/.test(e.message));
       const deadline = Date.now() + 20_000;
-      while (!(waiting(ea) && waiting(eb)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (!(waiting(ea) && waiting(eb)) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
       expect([waiting(ea), waiting(eb)]).toEqual([true, true]);
       await sh(conn, `rm -rf ${shellQuote(lock)}`);
       const [a, b] = await pending;

@@ -61,11 +61,34 @@ export async function startDropbear(user: ShellUser): Promise<DropbearInstance> 
     // mount namespace (a non-executable file bound over it), so this dropbear has no SFTP at all.
     const noSftp = join(dir, 'no-sftp-server');
     fs.writeFileSync(noSftp, '', { mode: 0o644 });
-    const args = ['-F', '-E', '-s', '-w', '-p', `127.0.0.1:${port}`, '-r', hostKey, '-P', join(dir, 'dropbear.pid')];
+    const args = [
+      '-F',
+      '-E',
+      '-s',
+      '-w',
+      '-p',
+      `127.0.0.1:${port}`,
+      '-r',
+      hostKey,
+      '-P',
+      join(dir, 'dropbear.pid'),
+    ];
     const script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"';
     child = spawn(
       UNSHARE_PATH,
-      ['--mount', '--propagation', 'private', '/bin/sh', '-c', script, 'sh', noSftp, DROPBEAR_SFTP_SERVER_PATH, DROPBEAR_PATH, ...args],
+      [
+        '--mount',
+        '--propagation',
+        'private',
+        '/bin/sh',
+        '-c',
+        script,
+        'sh',
+        noSftp,
+        DROPBEAR_SFTP_SERVER_PATH,
+        DROPBEAR_PATH,
+        ...args,
+      ],
       { stdio: ['ignore', logFd, logFd] },
     );
     fs.closeSync(logFd);
@@ -86,7 +109,9 @@ export async function startDropbear(user: ShellUser): Promise<DropbearInstance> 
       knownHostsFile,
       logPath,
       stop: () => {
-        stopped ??= stopProcess(started, watchdog).then(() => fs.rmSync(dir, { recursive: true, force: true }));
+        stopped ??= stopProcess(started, watchdog).then(() =>
+          fs.rmSync(dir, { recursive: true, force: true }),
+        );
         return stopped;
       },
     };

@@ -46,7 +46,9 @@ export function createShellUser(suffix: string, shell: string, rcFiles: Record<s
     name,
     shell,
   );
-  const [, , uid, gid, , home] = spawnSync('getent', ['passwd', name], { encoding: 'utf8' }).stdout.trim().split(':');
+  const [, , uid, gid, , home] = spawnSync('getent', ['passwd', name], { encoding: 'utf8' })
+    .stdout.trim()
+    .split(':');
   const user = { name, home: home!, uid: Number(uid), gid: Number(gid), shell };
   for (const [rel, content] of Object.entries(rcFiles)) {
     const path = join(user.home, rel);
