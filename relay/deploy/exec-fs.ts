@@ -212,6 +212,7 @@ class FsSession {
 export class ExecFs implements RemoteFs {
   readonly method = 'exec';
   private session: Promise<FsSession> | undefined;
+  private ended = false;
 
   constructor(
     private readonly conn: Client,
@@ -219,6 +220,8 @@ export class ExecFs implements RemoteFs {
   ) {}
 
   private async calls(list: { call: FsCall; args: (string | number)[] }[]): Promise<FsResult[]> {
+    // A late call (a lock heartbeat racing the release) must not open a session nobody ends.
+    if (this.ended) throw new Error('exec fs used after end()');
     this.session ??= FsSession.open(this.conn, this.nodePath);
     const s = await this.session;
     return Promise.all(list.map((c) => s.call(c)));
@@ -321,6 +324,7 @@ export class ExecFs implements RemoteFs {
   }
 
   end(): void {
+    this.ended = true;
     this.session?.then((s) => s.end()).catch(() => {}); // a session that never opened has nothing to end
     this.session = undefined;
   }
