@@ -254,9 +254,9 @@ export class StubDeployer {
 
   private done(r: DeployResult, t0: number): DeployResult {
     const ms = Date.now() - t0;
-    const via = r.method ? ` over ${r.method}` : '';
-    const what = r.uploaded ? `installed (${r.bytesUploaded} bytes uploaded${via})` : `already installed`;
-    this.progress({ step: 'done', message: `stub ${what} in ${ms} ms` });
+    const what = r.uploaded ? `installed (${r.bytesUploaded} bytes uploaded)` : 'already installed';
+    const via = r.method ? `, over ${r.method}` : '';
+    this.progress({ step: 'done', message: `stub ${what} in ${ms} ms${via}` });
     this.opts.log?.info(
       { installDir: r.installDir, uploaded: r.uploaded, bytes: r.bytesUploaded, method: r.method, ms },
       'stub ready',
