@@ -16,10 +16,18 @@ export const DEFAULT_LOCK_STALE_MS = 60_000;
 const LOCK_MAX_WAIT_MS = 5 * 60_000;
 /** Room beyond the files themselves: the lock's owner file, `.complete`, file-system overhead. */
 const INSTALL_SLACK_BYTES = 256 * 1024;
+/**
+ * After a failed SFTP start, the server's last messages for that channel may still be in flight;
+ * an exec opened at once then got "Unable to exec" now and then (dropbear: 1 in 4 right away, none
+ * of 15 after 300 ms), as if they were taken for the new channel's. Cheap: only first contact with
+ * a host without SFTP pays it (the method that worked is tried first afterwards).
+ */
+const SFTP_FAILURE_SETTLE_MS = 500;
 const PRIVATE_DIR_MODE = 0o700;
 const COMPLETE_FILE_MODE = 0o644;
 
 const rand = (): string => randomBytes(4).toString('hex');
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /** What {@link StubInstaller} needs from the deployer. */
@@ -77,6 +85,7 @@ export class StubInstaller {
     // One lock identity across methods: a lock the first method could not release is still ours.
     const token = randomBytes(8).toString('hex');
     for (const method of order) {
+      if (tried.some((t) => t.startsWith('sftp:'))) await sleep(SFTP_FAILURE_SETTLE_MS);
       let fs: RemoteFs;
       try {
         fs = await this.open(method);
