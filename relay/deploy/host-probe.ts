@@ -1,6 +1,7 @@
 import type { Client } from 'ssh2';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
-import { newMarker, parseMarkedLines, probeScript } from './remote-scripts.js';
+import { probeScript } from './probe-script.js';
+import { newMarker, parseMarkedLines } from './remote-scripts.js';
 import { runSh } from './sh-exec.js';
 import { compareVersions, platformFromUname, type StubPlatform } from './stub-artifacts.js';
 
