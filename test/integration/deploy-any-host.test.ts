@@ -2,6 +2,7 @@ import { readlinkSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isPtyRelayError, type PtyRelayError } from '../../provider/errors.js';
 import { collectStubArtifacts, type StubPlatform } from '../../relay/deploy/stub-artifacts.js';
 import { StubDeployer } from '../../relay/deploy/stub-deployer.js';
 import type { SshHostConfig } from '../../relay/ssh/host-config.js';
@@ -197,6 +198,40 @@ describe.skipIf(!available)('deploying to hosts as they are', () => {
     figures.fallbackDeployAndTerminalMs = Math.round(performance.now() - t0);
     expect(p.linkInfo('h')?.deploy.method).toBe('exec');
     expect(cap.lines().some((l) => l.msg === 'sftp not usable for the stub upload')).toBe(true);
+  });
+
+  it('fails with UPLOAD_FAILED naming what each method hit when neither can upload', async () => {
+    // No SFTP, and a file size limit (64 KiB) for everything the login shell starts: the exec
+    // upload's receiver dies of SIGXFSZ on stub.cjs, while the small files of the lock still work.
+    const u = user('nowrite', SHELLS.bash, { '.bashrc': 'ulimit -f 128\n' });
+    const s = await sshd(u, { sftpSubsystem: null });
+    const conn = await connectTo(s);
+    try {
+      const err = await new StubDeployer(conn).deploy().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isPtyRelayError(err, 'UPLOAD_FAILED'), String(err)).toBe(true);
+      const e = err as PtyRelayError;
+      expect(e.retryable).toBe(false);
+      const tried = e.details?.tried as string[];
+      expect(tried).toHaveLength(2);
+      expect(tried[0]).toMatch(/^sftp: .*subsystem/i);
+      expect(tried[1]).toMatch(/^exec: /);
+      // Nothing half-written is left where the install goes.
+      const ls = await new Promise<string>((resolve, reject) =>
+        conn.exec('ls -A "$HOME/.cache/ptyrelay"', (er, st) => {
+          if (er) return reject(er);
+          let out = '';
+          st.on('data', (b: Buffer) => {
+            out += b;
+          }).on('close', () => resolve(out));
+        }),
+      );
+      expect(ls).not.toMatch(/stub-|\.tmp-|install\.lock/);
+    } finally {
+      conn.end();
+    }
   });
 
   it.skipIf(!dropbearAvailable())('deploys to dropbear with no sftp-server reachable', async () => {
