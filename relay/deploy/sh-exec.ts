@@ -1,5 +1,5 @@
 import type { Client, ClientChannel } from 'ssh2';
-import { PtyRelayError } from '../../provider/errors.js';
+import { type ErrorCode, PtyRelayError } from '../../provider/errors.js';
 import { type RemoteExecResult, remoteExec } from './remote-exec.js';
 import { shellQuote } from './shell-quote.js';
 import { StartMarkerScanner } from './start-marker.js';
@@ -66,14 +66,20 @@ export interface MarkedChannel {
  * Runs `script` with `/bin/sh` and resolves once its stdout printed `<marker>\n`, with the stream
  * paused at the first byte after it (the data that follows belongs to the program the script
  * exec'd). Nothing is written to stdin after the script until then, so the shell cannot read ahead
- * into the payload. Rejects with TIMEOUT, or DEPLOY_FAILED when the command ends without the marker.
+ * into the payload. Rejects with TIMEOUT, or `failCode` when the command ends without the marker.
  */
 export function openMarkedChannel(
   conn: Client,
   script: string,
   marker: string,
-  opts: { timeoutMs: number; what: string },
+  opts: {
+    timeoutMs: number;
+    what: string;
+    /** Code of the error when the channel ends before the marker (default DEPLOY_FAILED). */
+    failCode?: ErrorCode;
+  },
 ): Promise<MarkedChannel> {
+  const failCode = opts.failCode ?? 'DEPLOY_FAILED';
   return new Promise((resolve, reject) => {
     let stderr = '';
     let done = false;
@@ -108,7 +114,7 @@ export function openMarkedChannel(
         try {
           rest = scanner.feed(chunk);
         } catch (e) {
-          fail(new PtyRelayError('DEPLOY_FAILED', `${opts.what}: ${(e as Error).message}`, { stderr }));
+          fail(new PtyRelayError(failCode, `${opts.what}: ${(e as Error).message}`, { stderr }));
           return;
         }
         if (!rest || done) return;
@@ -123,7 +129,7 @@ export function openMarkedChannel(
       };
       const onClose = (): void =>
         fail(
-          new PtyRelayError('DEPLOY_FAILED', `${opts.what} ended before it started: ${stderr.trim()}`, {
+          new PtyRelayError(failCode, `${opts.what} ended before it started: ${stderr.trim()}`, {
             stderr,
             stdout: scanner.tail,
           }),

@@ -56,6 +56,8 @@ async function execBridge(client: Client, argv: string[]): Promise<Duplex> {
   const ch = await openMarkedChannel(client, execScript([...argv, '--start-marker', marker]), marker, {
     timeoutMs: BRIDGE_START_TIMEOUT_MS,
     what: 'stub connect',
+    // The daemon was ensured just before: a bridge that ends early is a link problem, not a deploy one.
+    failCode: 'LINK_CLOSED',
   });
   ch.stream.stderr.on('data', () => {});
   return ch.stream;
@@ -79,6 +81,10 @@ export async function openStubChannel(
     `printf '%s' ${shellQuote(`${marker}report=`)}\n${execScript([nodePath, stubPath, 'ensure', ...extra])}`,
     { timeoutMs: ENSURE_TIMEOUT_MS },
   );
+  if (ensure.code === null && ensure.signal === null) {
+    // No exit status: the channel was torn down (a dropped connection), not a failed start.
+    throw new PtyRelayError('LINK_CLOSED', 'the connection closed while the stub daemon was being ensured');
+  }
   const line = parseMarkedLines(ensure.stdout, marker).get('report')?.at(-1) ?? '';
   const report = EnsureReportSchema.safeParse(parseJson(line));
   if (!report.success) {
