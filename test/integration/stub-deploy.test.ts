@@ -256,13 +256,20 @@ describe.skipIf(!available)('StubDeployer against a real sshd', () => {
       `rm -rf ${shellQuote(installDir)} && mkdir ${shellQuote(lock)} && cat > ${shellQuote(`${lock}/owner`)}`,
       owner,
     );
-    const pending = deployOn(conn);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Released only once the deploy says it waits (a fixed delay raced a slow probe under load).
+    const live: DeployProgress[] = [];
+    const t0 = performance.now();
+    const pending = new StubDeployer(conn, { onProgress: (p) => live.push(p) }).deploy();
+    const waiting = () => live.some((e) => e.step === 'lock' && e.message.includes('someone-else'));
+    const deadline = Date.now() + 20_000;
+    while (!waiting() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(waiting()).toBe(true);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(live.some((e) => e.step === 'upload')).toBe(false); // still held back
     await sh(conn, `rm -rf ${shellQuote(lock)}`);
     const waited = await pending;
-    expect(waited.result.uploaded).toBe(true);
-    expect(waited.ms).toBeGreaterThanOrEqual(1400);
-    expect(waited.events.some((e) => e.step === 'lock' && e.message.includes('someone-else'))).toBe(true);
+    expect(waited.uploaded).toBe(true);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(1000);
 
     // A lock whose owner stopped refreshing it long ago is broken.
     await sh(
