@@ -1,5 +1,14 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { isMainThread, workerData } from 'node:worker_threads';
-import { connectDaemonSocket, connectOrStartDaemon, liveLegacyDaemons } from '../provider/daemon-launcher.js';
+import {
+  connectDaemonSocket,
+  connectOrStartDaemon,
+  liveLegacyDaemons,
+  socketAnswers,
+} from '../provider/daemon-launcher.js';
+import { isPtyRelayError } from '../provider/errors.js';
+import { checkStubDir, stubDirError } from '../provider/stub-dirs.js';
 import {
   bundleBuildId,
   daemonSocketPath,
@@ -15,12 +24,20 @@ import { runModelWorker } from './session/model-worker.js';
  * Entry of the bundled stub (`stub.cjs`):
  *   node stub.cjs daemon [--runtime-dir D] [--state-dir D] [--idle-exit-ms N] [--ring-bytes N]
  *   node stub.cjs ensure [--runtime-dir D]    (starts the daemon if needed, prints its socket path)
- *   node stub.cjs connect [--runtime-dir D]   (bridges stdio to the daemon, starting it if needed)
+ *   node stub.cjs connect [--runtime-dir D] [--socket S] [--start-marker M]
+ *       (bridges stdio to the daemon, starting it if needed; prints `M\n` first once connected)
+ * `--state-dir D` (any command) sets the persistent state dir (PTYRELAY_STATE_DIR) for the daemon.
  * The same file runs the screen-model worker thread.
  */
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
+}
+
+/** A dir flag's value; `~/` at its start means the home dir (the relay config passes it through). */
+function dirFlag(args: string[], name: string): string | undefined {
+  const v = flag(args, name);
+  return v?.startsWith('~/') ? join(process.env.HOME || homedir(), v.slice(2)) : v;
 }
 
 function withoutFlags(args: string[], names: string[]): string[] {
@@ -43,6 +60,13 @@ function numFlag(args: string[], name: string): number | undefined {
   return n;
 }
 
+/** Free space a new daemon wants in its runtime dir: sockets, locks and the log. */
+const RUNTIME_MIN_FREE_BYTES = 64 * 1024;
+/** Free space a new daemon wants in its state dir: snapshots and history segments start small. */
+const STATE_MIN_FREE_BYTES = 1024 * 1024;
+/** Flags the stub commands use themselves (not passed on to the daemon). */
+const COMMAND_FLAGS = ['--runtime-dir', '--socket', '--start-marker', '--state-dir'];
+
 /** What `ensure` reports. */
 export interface EnsureReport {
   socketPath: string;
@@ -58,21 +82,32 @@ export interface EnsureReport {
  * relay's first-contact helper calls this in its own node process (see {@link STUB_LIBRARY_ENV}).
  */
 export async function ensureDaemon(stubFile: string, args: string[]): Promise<EnsureReport> {
-  const runtimeDir = flag(args, '--runtime-dir') ?? defaultRuntimeDir();
-  const socket = await connectOrStartDaemon(
-    stubFile,
-    runtimeDir,
-    withoutFlags(args, ['--runtime-dir', '--socket']),
-  );
-  socket.destroy();
+  const runtimeDir = dirFlag(args, '--runtime-dir') ?? defaultRuntimeDir();
+  const stateDir = dirFlag(args, '--state-dir');
+  if (stateDir) process.env.PTYRELAY_STATE_DIR = stateDir; // the daemon started below inherits it
   const buildId = bundleBuildId(stubFile);
+  // A daemon about to start needs its dirs; a running one is left alone even if they filled up.
+  if (!(await socketAnswers(daemonSocketPath(runtimeDir, buildId)))) {
+    const dirs = [
+      ['runtime', runtimeDir, RUNTIME_MIN_FREE_BYTES],
+      ['state', defaultStateDir(), STATE_MIN_FREE_BYTES],
+    ] as const;
+    for (const [kind, dir, need] of dirs) {
+      const problem = checkStubDir(dir, need, false);
+      if (problem) throw stubDirError(kind, dir, problem);
+    }
+  }
+  const socket = await connectOrStartDaemon(stubFile, runtimeDir, withoutFlags(args, COMMAND_FLAGS));
+  socket.destroy();
   const legacy = await liveLegacyDaemons(runtimeDir, buildId);
   return { socketPath: daemonSocketPath(runtimeDir, buildId), buildId, runtimeDir, legacy };
 }
 
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...args] = argv;
-  const runtimeDir = flag(args, '--runtime-dir') ?? defaultRuntimeDir();
+  const stateDir = dirFlag(args, '--state-dir');
+  if (stateDir) process.env.PTYRELAY_STATE_DIR = stateDir;
+  const runtimeDir = dirFlag(args, '--runtime-dir') ?? defaultRuntimeDir();
   if (cmd === 'daemon') {
     await runDaemon({
       runtimeDir,
@@ -95,9 +130,17 @@ async function main(argv: string[]): Promise<void> {
     });
     return;
   }
-  const daemonArgs = withoutFlags(args, ['--runtime-dir', '--socket']);
+  const daemonArgs = withoutFlags(args, COMMAND_FLAGS);
   if (cmd === 'ensure') {
-    process.stdout.write(`${JSON.stringify(await ensureDaemon(process.argv[1], args))}\n`);
+    try {
+      process.stdout.write(`${JSON.stringify(await ensureDaemon(process.argv[1], args))}\n`);
+    } catch (err) {
+      if (!isPtyRelayError(err)) throw err;
+      // The relay turns this back into the same typed error.
+      const details = { message: err.message, ...err.details };
+      process.stdout.write(`${JSON.stringify({ error: err.message, code: err.code, details })}\n`);
+      process.exitCode = 1;
+    }
     return;
   }
   if (cmd === 'connect') {
@@ -106,6 +149,9 @@ async function main(argv: string[]): Promise<void> {
     const socket = target
       ? await connectDaemonSocket(target)
       : await connectOrStartDaemon(process.argv[1], runtimeDir, daemonArgs);
+    const marker = flag(args, '--start-marker');
+    // Everything before this line (a login shell's rc-file chatter) is dropped by the relay.
+    if (marker) process.stdout.write(`${marker}\n`);
     process.stdin.pipe(socket);
     socket.pipe(process.stdout);
     socket.on('close', () => process.exit(0));

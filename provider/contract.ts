@@ -206,7 +206,20 @@ export type LinkState =
   | { state: 'connecting' }
   | { state: 'connected' }
   | { state: 'reconnecting'; attempt: number; nextInMs: number; lastError?: string; cause?: LinkCause }
-  | { state: 'lost'; reason: string; cause?: LinkCause };
+  | { state: 'lost'; reason: string; cause?: LinkCause }
+  /**
+   * The stub deploy failed (`code`, `reason`: the PtyRelayError). Requests fail at once with that
+   * error until `nextAttemptAt` (epoch ms); after it the next request (or, for a host with sessions
+   * to restore, the relay itself) deploys again. At least 30 s, growing with `attempts`.
+   */
+  | {
+      state: 'deploy-failed';
+      code: string;
+      reason: string;
+      retryable: boolean;
+      attempts: number;
+      nextAttemptAt: number;
+    };
 
 /**
  * What an outage is down to, for people: `network` (timeouts, unreachable, name resolution),

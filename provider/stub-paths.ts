@@ -12,6 +12,36 @@ import { STUB_PROTOCOL_VERSION } from './wire/messages.js';
 export const STUB_LIBRARY_ENV = 'PTYRELAY_STUB_LIBRARY';
 
 /**
+ * The stub's three dirs on a host, defined here once (docs/architecture.md, "The stub's dirs"):
+ * - install: the bundle and node-pty, one `stub-<version>-<sha12>/` per build ({@link defaultInstallBase});
+ *   must take files and run programs (node-pty's `.node` is mapped executable).
+ * - runtime: daemon sockets, locks, the daemon log ({@link defaultRuntimeDir}).
+ * - state: what survives a reboot: cold-restore snapshots, output history, id counters ({@link defaultStateDir}).
+ */
+export type StubDirKind = 'install' | 'runtime' | 'state';
+
+/** The setting that moves each dir, for error messages. */
+export const STUB_DIR_SETTINGS: Record<StubDirKind, string> = {
+  install:
+    'hosts.<name>.installDir in the relay config (default $XDG_CACHE_HOME/ptyrelay or ~/.cache/ptyrelay)',
+  runtime:
+    'hosts.<name>.runtimeDir in the relay config, or XDG_RUNTIME_DIR on the host (default ~/.cache/ptyrelay/run)',
+  state:
+    'hosts.<name>.stateDir in the relay config, or XDG_STATE_HOME on the host (default ~/.local/state/ptyrelay)',
+};
+
+/**
+ * Where stub builds are installed: `$XDG_CACHE_HOME/ptyrelay` when that is absolute, else
+ * `~/.cache/ptyrelay`. A configured `installDir` wins; `~/` in it means the host's home.
+ */
+export function defaultInstallBase(env: NodeJS.ProcessEnv = process.env, configured?: string): string {
+  const home = env.HOME || homedir();
+  if (configured) return configured.startsWith('~/') ? join(home, configured.slice(2)) : configured;
+  const xdg = env.XDG_CACHE_HOME;
+  return xdg?.startsWith('/') ? join(xdg, 'ptyrelay') : join(home, '.cache', 'ptyrelay');
+}
+
+/**
  * Where a user's stub daemon lives. Shared by the daemon and the local provider so both agree.
  * `$XDG_RUNTIME_DIR/ptyrelay` when set, else `~/.cache/ptyrelay/run`; the directory is 0700.
  */

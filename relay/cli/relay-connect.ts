@@ -38,6 +38,11 @@ export function describeLink(s: LinkState): string {
       return `reconnecting (attempt ${s.attempt}, next in ${s.nextInMs} ms${s.lastError ? `: ${s.lastError}` : ''})`;
     case 'lost':
       return `lost: ${s.reason}`;
+    case 'deploy-failed': {
+      const inS = Math.max(0, Math.ceil((s.nextAttemptAt - Date.now()) / 1000));
+      const at = new Date(s.nextAttemptAt).toISOString();
+      return `deploy-failed (${s.code}, attempt ${s.attempts}): ${s.reason}; next attempt in ${inS} s (${at})`;
+    }
     default:
       return s.state;
   }

@@ -1,7 +1,8 @@
 import type { Client } from 'ssh2';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
-import { remoteExec } from './remote-exec.js';
-import { newMarker, parseMarkedLines, probeScript } from './remote-scripts.js';
+import { probeScript } from './probe-script.js';
+import { newMarker, parseMarkedLines } from './remote-scripts.js';
+import { runSh } from './sh-exec.js';
 import { compareVersions, platformFromUname, type StubPlatform } from './stub-artifacts.js';
 
 /** A node binary the probe found on the host. */
@@ -20,6 +21,8 @@ export interface ProbeResult {
   platform: StubPlatform;
   uname: string;
   home: string;
+  /** The host's `$XDG_CACHE_HOME` (empty when unset). */
+  xdgCache: string;
   glibc: string;
   node: NodeCandidate;
   /** One line for progress output. */
@@ -52,9 +55,8 @@ const parseVersion = (s: string): number[] => s.split('.').map(Number);
  */
 export async function probeHost(conn: Client, opts: ProbeOptions): Promise<ProbeResult> {
   const marker = newMarker();
-  const r = await remoteExec(conn, '/bin/sh -s', {
+  const r = await runSh(conn, probeScript(marker, opts.minNodeMajor, opts.helper?.(marker)), {
     timeoutMs: PROBE_TIMEOUT_MS,
-    stdin: probeScript(marker, opts.minNodeMajor, opts.helper?.(marker)),
   });
   const kv = parseMarkedLines(r.stdout, marker);
   const one = (k: string): string => kv.get(k)?.at(-1) ?? '';
@@ -90,7 +92,8 @@ export async function probeHost(conn: Client, opts: ProbeOptions): Promise<Probe
   if (!home.startsWith('/'))
     throw new PtyRelayError('DEPLOY_FAILED', `host reports no usable $HOME (${home})`);
   const summary = `${uname}, glibc ${glibc}, node ${node.version} (${node.execPath}, via ${node.source})`;
-  return { platform, uname, home, glibc, node, summary, helperResults: parseResults(one('quick')) };
+  const xdgCache = one('cache');
+  return { platform, uname, home, xdgCache, glibc, node, summary, helperResults: parseResults(one('quick')) };
 }
 
 function parseResults(json: string): unknown[] | undefined {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { Sftp } from './sftp-ops.js';
+import type { RemoteFs } from './remote-fs.js';
 
 /** How often a waiting relay looks at the lock again. */
 const POLL_MS = 200;
@@ -19,6 +19,8 @@ export interface InstallLockOptions {
   hostNow: () => number;
   /** What this lock guards (written into the owner file for humans). */
   purpose: string;
+  /** This holder's identity (random by default); a lock left with the same token is taken back at once. */
+  token?: string;
   /** Called once per wait period with the current owner's info. */
   onWait?: (owner: string | undefined) => void;
   /** Called when a stale lock was broken. */
@@ -33,17 +35,18 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * if the dir renamed aside turns out to hold a newer owner than the one judged stale, it is put back.
  */
 export class InstallLock {
-  private readonly token = randomBytes(8).toString('hex');
+  private readonly token: string;
   private readonly ownerPath: string;
   private heartbeat: NodeJS.Timeout | undefined;
   private held = false;
 
   constructor(
-    private readonly sftp: Sftp,
+    private readonly fs: RemoteFs,
     private readonly lockDir: string,
     private readonly opts: InstallLockOptions,
   ) {
     this.ownerPath = `${lockDir}/owner`;
+    this.token = opts.token ?? randomBytes(8).toString('hex');
   }
 
   /** Takes the lock, waiting while another live relay holds it. Returns whether it had to wait. */
@@ -55,10 +58,16 @@ export class InstallLock {
         this.startHeartbeat();
         return { waited };
       }
-      const owner = await this.sftp.readText(this.ownerPath);
-      const st = (await this.sftp.stat(this.ownerPath)) ?? (await this.sftp.stat(this.lockDir));
+      const owner = await this.fs.readText(this.ownerPath);
+      if (owner?.includes(`"token":"${this.token}"`)) {
+        // Ours, left by an earlier upload method of this same install.
+        this.held = true;
+        this.startHeartbeat();
+        return { waited };
+      }
+      const st = (await this.fs.stat(this.ownerPath)) ?? (await this.fs.stat(this.lockDir));
       if (!st) continue; // Released between our mkdir and stat.
-      const ageMs = this.opts.hostNow() - st.mtime * 1000;
+      const ageMs = this.opts.hostNow() - st.mtimeMs;
       if (ageMs > this.opts.staleMs) {
         await this.breakStale(owner, ageMs);
         continue;
@@ -68,6 +77,7 @@ export class InstallLock {
       if (Date.now() > deadline) {
         throw new PtyRelayError('DEPLOY_FAILED', `install lock ${this.lockDir} still held after waiting`, {
           owner,
+          final: true,
         });
       }
       await sleep(POLL_MS);
@@ -76,10 +86,10 @@ export class InstallLock {
 
   private async tryMkdir(): Promise<boolean> {
     try {
-      await this.sftp.mkdir(this.lockDir, PRIVATE_DIR_MODE);
+      await this.fs.mkdir(this.lockDir, PRIVATE_DIR_MODE);
     } catch (err) {
-      // OpenSSH reports EEXIST as a generic failure; only an existing lock means "contended".
-      if (await this.sftp.stat(this.lockDir)) return false;
+      // SFTP reports EEXIST as a generic failure; only an existing lock means "contended".
+      if (await this.fs.stat(this.lockDir)) return false;
       throw err;
     }
     this.held = true;
@@ -90,39 +100,39 @@ export class InstallLock {
       purpose: this.opts.purpose,
       since: new Date(this.opts.hostNow()).toISOString(),
     };
-    await this.sftp.writeFile(this.ownerPath, `${JSON.stringify(info)}\n`, PRIVATE_FILE_MODE);
+    await this.fs.writeFile(this.ownerPath, `${JSON.stringify(info)}\n`, PRIVATE_FILE_MODE);
     return true;
   }
 
   private async breakStale(owner: string | undefined, ageMs: number): Promise<void> {
     const aside = `${this.lockDir}.stale-${randomBytes(4).toString('hex')}`;
     try {
-      await this.sftp.rename(this.lockDir, aside);
+      await this.fs.rename(this.lockDir, aside);
     } catch {
       return; // Someone else broke or released it first.
     }
-    if ((await this.sftp.readText(`${aside}/owner`)) !== owner) {
+    if ((await this.fs.readText(`${aside}/owner`)) !== owner) {
       // The lock was re-taken between our look and our rename: hand it back.
-      await this.sftp.rename(aside, this.lockDir).catch(() => {});
+      await this.fs.rename(aside, this.lockDir).catch(() => {});
       return;
     }
     this.opts.onTakeover?.(owner, ageMs);
-    await this.sftp.unlink(`${aside}/owner`).catch(() => {});
-    await this.sftp.rmdir(aside).catch(() => {}); // Leftovers are removed by GC under the lock.
+    await this.fs.unlink(`${aside}/owner`).catch(() => {});
+    await this.fs.rmdir(aside).catch(() => {}); // Leftovers are removed by GC under the lock.
   }
 
   private startHeartbeat(): void {
     // Refresh well within staleMs so a slow upload is never mistaken for a dead relay.
     const every = Math.max(POLL_MS, Math.floor(this.opts.staleMs / 4));
     this.heartbeat = setInterval(() => {
-      this.sftp.utimes(this.ownerPath, Math.floor(this.opts.hostNow() / 1000)).catch(() => {});
+      this.fs.utimes(this.ownerPath, Math.floor(this.opts.hostNow() / 1000)).catch(() => {});
     }, every);
     this.heartbeat.unref();
   }
 
   /** Whether the owner file still carries our token (false after a takeover by someone else). */
   async stillOwned(): Promise<boolean> {
-    const owner = await this.sftp.readText(this.ownerPath);
+    const owner = await this.fs.readText(this.ownerPath);
     return owner?.includes(`"token":"${this.token}"`) === true;
   }
 
@@ -134,8 +144,8 @@ export class InstallLock {
     this.held = false;
     try {
       if (!(await this.stillOwned())) return;
-      await this.sftp.unlink(this.ownerPath);
-      await this.sftp.rmdir(this.lockDir);
+      await this.fs.unlink(this.ownerPath);
+      await this.fs.rmdir(this.lockDir);
     } catch {
       // A lock left behind goes stale and is broken by the next relay.
     }

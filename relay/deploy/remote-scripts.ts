@@ -1,9 +1,9 @@
 import { STUB_LIBRARY_ENV } from '../../provider/stub-paths.js';
 
 /**
- * Scripts the deployer runs on the host. Both are sent on stdin (`/bin/sh -s`, `node -`), so no
- * login shell (bash, zsh, fish, tcsh) ever parses them; output lines carry a random marker so MOTD and
- * rc-file noise on stdout cannot be mistaken for results.
+ * The node helper the deployer runs on the host (`node -` from a here-document in an `/bin/sh -s`
+ * script, so no login shell parses it) and its ops; result lines carry a random marker so MOTD
+ * and rc-file noise on stdout cannot be mistaken for results. The probe is in probe-script.ts.
  */
 
 /** A marker unlikely to appear in rc-file output: letters and digits only, safe in every shell. */
@@ -11,99 +11,8 @@ export function newMarker(): string {
   return `PTYRELAY${Math.random().toString(36).slice(2, 10).toUpperCase()}X`;
 }
 
-/**
- * POSIX sh probe. Prints `<marker>key=value` lines: uname, home, shell, glibc, and one `cand` line
- * (`<source> <version> <execPath>`) per node found. It looks on the plain PATH first, then asks the
- * user's login shell (non-interactive, then interactive, which is where nvm hooks in via .bashrc/.zshrc),
- * then `bash -lic` and `bash -ic` (a .bash_profile that does not source .bashrc hides nvm from -l),
- * stopping at the first node of at least `minMajor`. Login shells get the
- * original PATH; the probe's own tools get a standard PATH appended in case the user's has none.
- * With `helper`, the node it picked then runs that script (first contact in one remote command).
- */
-export function probeScript(marker: string, minMajor: number, helper?: string): string {
-  return `M=${marker}
-MIN=${Math.floor(minMajor)}
-up=$PATH
-emit() { printf '%s%s=%s\\n' "$M" "$1" "$2"; }
-ok=
-cand() {
-  [ -n "$2" ] || return 0
-  r=$("$2" -p 'process.version+" "+process.execPath' 2>/dev/null </dev/null) || return 0
-  pick "$1" "$r"
-}
-pick() {
-  emit cand "$1 $2"
-  maj=\${2#v}; maj=\${maj%%.*}
-  case "$maj" in ''|*[!0-9]*) return 0 ;; esac
-  [ "$maj" -ge "$MIN" ] && { ok=1; okbin=\${2#* }; }
-  return 0
-}
-ran=
-${helper ? runWithPathNode(helper) : 'cand path "$(command -v node 2>/dev/null)"'}
-PATH="$PATH:/usr/local/bin:/usr/bin:/bin"; export PATH
-emit uname "$(uname -sm 2>/dev/null)"
-emit home "$HOME"
-emit shell "$SHELL"
-emit glibc "$(getconf GNU_LIBC_VERSION 2>/dev/null)"
-to=; t=$(command -v timeout 2>/dev/null) && to="$t 15"
-ask() {
-  src=$1; shift
-  out=$(PATH=$up $to "$@" "echo \${M}begin; command -v node; echo \${M}end" </dev/null 2>/dev/null)
-  n=$(printf '%s\\n' "$out" | sed -n "/^\${M}begin\\$/,/^\${M}end\\$/p" | grep '^/' | tail -n 1)
-  cand "$src" "$n"
-}
-if [ -z "$ok" ] && [ -n "$SHELL" ] && [ -x "$SHELL" ]; then
-  ask login "$SHELL" -lc
-  [ -z "$ok" ] && ask login-interactive "$SHELL" -lic
-fi
-b=$(command -v bash 2>/dev/null)
-if [ -z "$ok" ] && [ -n "$b" ]; then
-  [ "$b" != "$SHELL" ] && ask bash-login-interactive "$b" -lic
-  [ -z "$ok" ] && ask bash-interactive "$b" -ic
-fi
-${helper ? runWithPickedNode(helper) : ''}emit end 1
-`;
-}
-
-const HEREDOC_END = 'PTYRELAY_HELPER_END';
-
-function checkDelimiter(helper: string): void {
-  if (helper.split('\n').includes(HEREDOC_END))
-    throw new Error('helper script contains its heredoc delimiter');
-}
-
-/**
- * Runs `helper` with the node on PATH, saving the `node -p` start: the helper prints
- * `<marker>self=<version> <execPath>` first and does its work only on a new enough node.
- */
-function runWithPathNode(helper: string): string {
-  checkDelimiter(helper);
-  return `n=$(command -v node 2>/dev/null)
-if [ -n "$n" ]; then
-  out=$(PATH=$up "$n" - <<'${HEREDOC_END}'
-${helper}
-${HEREDOC_END}
-)
-  printf '%s\\n' "$out"
-  r=$(printf '%s\\n' "$out" | sed -n "s/^.*\${M}self=//p" | tail -n 1)
-  [ -n "$r" ] && pick path "$r" && [ -n "$ok" ] && ran=1
-fi`;
-}
-
-/** Runs `helper` with the node found in a login shell, unless the PATH node already ran it. */
-function runWithPickedNode(helper: string): string {
-  checkDelimiter(helper);
-  return `if [ -n "$ok" ] && [ -z "$ran" ]; then
-  PATH=$up "$okbin" - <<'${HEREDOC_END}'
-${helper}
-${HEREDOC_END}
-fi
-`;
-}
-
 /** One operation of {@link helperScript}. */
 export type HelperOp =
-  | { op: 'ensureDir'; dir: string }
   | {
       op: 'verify';
       dir: string;
@@ -125,6 +34,22 @@ export type HelperOp =
     }
   | { op: 'now' }
   | {
+      /** One file-system call (the exec-channel stand-in for an SFTP request); never throws. */
+      op: 'fs';
+      call: FsCall;
+      args: (string | number)[];
+    }
+  | {
+      /**
+       * Creates `dir` (0700) and checks it can hold `needBytes` more, takes a file, and (with
+       * `exec`) runs programs from it: the causes retrying will not fix, found before an upload.
+       */
+      op: 'checkDir';
+      dir: string;
+      needBytes: number;
+      exec: boolean;
+    }
+  | {
       op: 'ensure';
       /** The installed stub.cjs: loaded in the helper's own node, whose `ensureDaemon` runs. */
       stub: string;
@@ -134,11 +59,31 @@ export type HelperOp =
       onlyIfIntact: boolean;
     };
 
+/** The file-system calls of an `fs` op (node's `fs.*Sync` of the same name, `stat` → lstat). */
+export type FsCall =
+  | 'mkdir'
+  | 'stat'
+  | 'rename'
+  | 'writeFile'
+  | 'readText'
+  | 'unlink'
+  | 'rmdir'
+  | 'utimes'
+  | 'rmrf';
+
+/** Result of an `fs` op: the call's value, or its errno code and message. */
+export type FsResult = { ok: unknown } | { err: string; message: string };
+
+/** Result of a `checkDir` op: fine, or what is wrong (errno of the failed call, if any). */
+export type CheckDirResult =
+  | { ok: true }
+  | { problem: 'DIR_NOT_WRITABLE' | 'DISK_FULL' | 'DIR_NOEXEC'; message: string; errno?: string };
+
 /** Result of an `ensure` op: the stub's `EnsureReport`, or why there is none. */
 export type EnsureResult =
   | { socketPath: string; buildId: string; legacy: { buildId: string; socketPath: string }[] }
   | { skipped: true }
-  | { error: string };
+  | { error: string; code?: string; details?: Record<string, unknown> };
 
 /** Result of a `verify` op. */
 export interface VerifyResult {
@@ -152,6 +97,31 @@ export interface GcResult {
   kept: { name: string; reason: string }[];
   skipped?: boolean;
 }
+
+/**
+ * One file-system call for the `fs` helper op and the exec fs session: node's `fs.*Sync` of the
+ * same name (`stat` → lstat); never throws, answers `{ ok }` or `{ err: errno, message }`.
+ * Needs `fs` in scope.
+ */
+export const FS_CALL_JS = `function fsCall(o) {
+  const a = o.args;
+  try {
+    switch (o.call) {
+      case 'mkdir': fs.mkdirSync(a[0], { mode: a[1] }); return { ok: null };
+      case 'stat': { const st = fs.lstatSync(a[0]); return { ok: { mtimeMs: st.mtimeMs } }; }
+      case 'rename': fs.renameSync(a[0], a[1]); return { ok: null };
+      case 'writeFile': fs.writeFileSync(a[0], a[1], { mode: a[2] }); return { ok: null };
+      case 'readText': return { ok: fs.readFileSync(a[0], 'utf8') };
+      case 'unlink': fs.unlinkSync(a[0]); return { ok: null };
+      case 'rmdir': fs.rmdirSync(a[0]); return { ok: null };
+      case 'utimes': fs.utimesSync(a[0], a[1], a[1]); return { ok: null };
+      case 'rmrf': fs.rmSync(a[0], { recursive: true, force: true }); return { ok: null };
+    }
+    return { err: 'EINVAL', message: 'unknown call ' + o.call };
+  } catch (e) {
+    return { err: String(e.code || 'EIO'), message: String(e.message) };
+  }
+}`;
 
 // Plain CommonJS for node >= 18 on the host; reads its parameters from the `P` constant prepended to it.
 const HELPER_BODY = `
@@ -223,16 +193,60 @@ async function ensure(o) {
     return await stub.ensureDaemon(o.stub, o.args);
   } catch (e) {
     delete process.env[P.libraryEnv];
-    return { error: String((e && e.stack) || e).slice(-2000) };
+    // A PtyRelayError of the stub (a dir it cannot use) keeps its code for the relay.
+    const typed = e && e.name === 'PtyRelayError' ? { code: e.code, details: Object.assign({ message: e.message }, e.details) } : {};
+    return { error: String((e && e.stack) || e).slice(-2000), ...typed };
+  }
+}
+${FS_CALL_JS}
+const UNWRITABLE = ['EROFS', 'EACCES', 'EPERM'];
+const FULL = ['ENOSPC', 'EDQUOT'];
+function checkDir(o) {
+  const probe = path.join(o.dir, '.ptyrelay-check-' + process.pid);
+  const classify = (e) => {
+    if (UNWRITABLE.includes(e.code)) return { problem: 'DIR_NOT_WRITABLE', errno: e.code, message: String(e.message) };
+    if (FULL.includes(e.code)) return { problem: 'DISK_FULL', errno: e.code, message: String(e.message) };
+    throw e;
+  };
+  // One level at a time: a recursive mkdir on a read-only mount reports ENOENT, not EROFS.
+  try {
+    const parts = path.resolve(o.dir).split('/');
+    for (let i = 2; i <= parts.length; i++) {
+      const p = parts.slice(0, i).join('/');
+      if (!fs.existsSync(p)) fs.mkdirSync(p, { mode: 0o700 });
+    }
+  } catch (e) { return classify(e); }
+  try {
+    fs.writeFileSync(probe, '#!/bin/sh\\nexit 0\\n', { mode: 0o700 });
+  } catch (e) {
+    try { fs.unlinkSync(probe); } catch (e2) { /* never created */ }
+    return classify(e);
+  }
+  try {
+    if (fs.statfsSync) {
+      const s = fs.statfsSync(o.dir);
+      const free = Number(s.bavail) * Number(s.bsize);
+      if (free < o.needBytes)
+        return { problem: 'DISK_FULL', message: free + ' bytes free, ' + o.needBytes + ' needed' };
+    }
+    if (o.exec) {
+      const r = require('child_process').spawnSync(probe, [], { stdio: 'ignore' });
+      if (r.error && (r.error.code === 'EACCES' || r.error.code === 'EPERM'))
+        return { problem: 'DIR_NOEXEC', errno: r.error.code, message: 'cannot run programs from it (mounted noexec?)' };
+    }
+    return { ok: true };
+  } finally {
+    try { fs.unlinkSync(probe); } catch (e) { /* gone already */ }
   }
 }
 (async () => {
   const out = [];
   for (const o of P.ops) {
-    if (o.op === 'ensureDir') { fs.mkdirSync(o.dir, { recursive: true, mode: 0o700 }); out.push(null); }
-    else if (o.op === 'verify') out.push(verify(o));
+    if (o.op === 'verify') out.push(verify(o));
     else if (o.op === 'gc') out.push(gc(o));
     else if (o.op === 'now') out.push(Date.now());
+    else if (o.op === 'fs') out.push(fsCall(o));
+    else if (o.op === 'checkDir') out.push(checkDir(o));
     else if (o.op === 'ensure') out.push(await ensure(o));
   }
   // writeSync: the exit below must not cut the line off (stdout to a pipe is asynchronous).
@@ -243,6 +257,11 @@ async function ensure(o) {
 
 /** Where {@link firstContactHelper} paths start with the host's `$HOME`. */
 export const HOME_TOKEN = '@HOME@';
+/**
+ * Where they start with the host's cache dir: `$XDG_CACHE_HOME` when absolute, else `$HOME/.cache`
+ * (the rule of `defaultInstallBase` in provider/stub-paths.ts, which the helper cannot import).
+ */
+export const CACHE_TOKEN = '@CACHE@';
 
 /**
  * Picks the ops for the helper's own platform and home (the probe runs it before the relay
@@ -254,7 +273,14 @@ const home = process.env.HOME || '';
 const platform = process.platform + '-' + process.arch;
 const picked = home.startsWith('/') ? P.byPlatform[platform] || [] : [];
 const token = ${JSON.stringify(HOME_TOKEN)};
-const at = (v) => (typeof v === 'string' && v.startsWith(token) ? home + v.slice(token.length) : v);
+const cacheToken = ${JSON.stringify(CACHE_TOKEN)};
+const xdgCache = process.env.XDG_CACHE_HOME || '';
+const cache = xdgCache.startsWith('/') ? xdgCache : home + '/.cache';
+const at = (v) =>
+  typeof v !== 'string' ? v
+  : v.startsWith(token) ? home + v.slice(token.length)
+  : v.startsWith(cacheToken) ? cache + v.slice(cacheToken.length)
+  : v;
 P.ops = picked.map((o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, at(v)])));
 P.meta = { platform, home };
 `;

@@ -2,7 +2,8 @@
 const SAFE_WORD = /^[A-Za-z0-9_/.,:=@%+-]+$/;
 
 /**
- * Quotes one argument for a POSIX shell command line (the remote login shell parses exec commands).
+ * Quotes one argument for a POSIX shell (`/bin/sh`, which runs every remote script; login shells
+ * never see these).
  * Single quotes keep everything literal; an embedded `'` becomes `'\''`.
  */
 export function shellQuote(arg: string): string {

@@ -1,29 +1,25 @@
-import { randomBytes } from 'node:crypto';
 import type { Client } from 'ssh2';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
+import { defaultInstallBase } from '../../provider/stub-paths.js';
+import { runHelper } from './exec-fs.js';
 import { type ProbeResult, probeHost } from './host-probe.js';
-import { InstallLock } from './install-lock.js';
-import { remoteExec } from './remote-exec.js';
+import type { UploadMethod } from './remote-fs.js';
 import {
+  CACHE_TOKEN,
   type EnsureResult,
   firstContactHelper,
   type GcResult,
   type HelperOp,
   HOME_TOKEN,
-  helperScript,
-  newMarker,
-  parseHelperOutput,
   type VerifyResult,
 } from './remote-scripts.js';
-import { Sftp } from './sftp-ops.js';
-import { shellQuote } from './shell-quote.js';
 import {
   collectStubArtifacts,
-  manifestJson,
   STUB_PLATFORMS,
   type StubArtifacts,
   type StubPlatform,
 } from './stub-artifacts.js';
+import { StubInstaller } from './stub-install.js';
 
 /** One progress report of {@link StubDeployer.deploy}. */
 export interface DeployProgress {
@@ -49,6 +45,8 @@ export interface DeployResult {
   platform: StubPlatform;
   uploaded: boolean;
   bytesUploaded: number;
+  /** How files were written when the deploy needed to (undefined when the install was intact). */
+  method?: UploadMethod;
   /** sha256 of stub.cjs, 12 hex digits (what the daemon reports as its buildId). */
   buildId: string;
   /**
@@ -74,31 +72,27 @@ export interface StubDeployerOptions {
    * if needed (in the probe's remote command) and reports it in {@link DeployResult.daemon}.
    */
   ensureDaemon?: string[];
+  /** Install base on the host (`installDir` of the host config; `~/` = the host's home). */
+  installDir?: string;
+  /** The upload method that worked on this host before: tried first. */
+  uploadMethod?: UploadMethod;
 }
 
 /** The stub bundle targets node18 (Debian bookworm's node). */
 const DEFAULT_MIN_NODE_MAJOR = 18;
-/** A live relay refreshes the lock every staleMs/4, so a minute without refresh means it died. */
-const DEFAULT_LOCK_STALE_MS = 60_000;
 /** Long enough for a relay to go from verifying a dir to starting its daemon. */
 const DEFAULT_GC_GRACE_MS = 10 * 60_000;
-/** A holder keeps the lock alive while it uploads; beyond this the link is too slow to be useful. */
-const LOCK_MAX_WAIT_MS = 5 * 60_000;
-/** Hashing ~1 MB or scanning /proc is quick; this only catches a wedged host. */
-const HELPER_TIMEOUT_MS = 60_000;
 /** Error messages carry the end of stderr, where the reason usually is. */
 const STDERR_TAIL_BYTES = 2048;
-const PRIVATE_DIR_MODE = 0o700;
-const COMPLETE_FILE_MODE = 0o644;
 
 const tail = (s: string): string => s.slice(-STDERR_TAIL_BYTES);
-const rand = (): string => randomBytes(4).toString('hex');
 
 /**
  * Installs the agent stub on a connected host: probes node and platform, reuses an intact install
- * (`~/.cache/ptyrelay/stub-<version>-<sha12>/`, verified by sha256 on the host) or uploads a fresh
- * one under a cross-relay lock (SFTP to a temp dir, verify, rename, `.complete` last), then removes
- * old stub dirs no daemon runs from. A tampered or partial install is replaced as a whole dir.
+ * (`<install base>/stub-<version>-<sha12>/`, verified by sha256 on the host) or uploads a fresh
+ * one under a cross-relay lock (SFTP, else exec channels; see StubInstaller), then removes old stub
+ * dirs no daemon runs from. A tampered or partial install is replaced as a whole dir. Every remote
+ * command is `/bin/sh -s` with its script on stdin, whatever the user's login shell.
  */
 export class StubDeployer {
   private readonly minNodeMajor: number;
@@ -113,7 +107,8 @@ export class StubDeployer {
 
   /**
    * Makes sure the stub for this host's platform is installed and intact.
-   * @throws PtyRelayError NODE_MISSING, NODE_TOO_OLD, UNSUPPORTED_PLATFORM or DEPLOY_FAILED.
+   * @throws PtyRelayError NODE_MISSING, NODE_TOO_OLD, UNSUPPORTED_PLATFORM, DIR_NOT_WRITABLE,
+   * DISK_FULL, DIR_NOEXEC, UPLOAD_FAILED (none retryable) or DEPLOY_FAILED.
    */
   async deploy(): Promise<DeployResult> {
     try {
@@ -143,7 +138,10 @@ export class StubDeployer {
     });
     this.progress({ step: 'probe', message: probe.summary });
     const artifacts = (this.opts.artifacts ?? collectStubArtifacts)(probe.platform);
-    const base = `${probe.home}/.cache/ptyrelay`;
+    const base = defaultInstallBase(
+      { HOME: probe.home, XDG_CACHE_HOME: probe.xdgCache },
+      this.opts.installDir,
+    );
     const installDir = `${base}/${artifacts.dirName}`;
     const stub = artifacts.files.find((f) => f.path === 'stub.cjs');
     if (!stub) throw new PtyRelayError('DEPLOY_FAILED', 'stub artifacts lack stub.cjs');
@@ -163,12 +161,11 @@ export class StubDeployer {
     const quick = this.firstContactResults(probe, sentProbe);
     if (quick) return this.done({ ...result(false, 0), daemon: quick.daemon }, t0);
     const sent = Date.now();
-    const [, verify, now, gc] = (await this.helper(probe, [
-      { op: 'ensureDir', dir: base },
+    const [verify, now, gc] = (await this.helper(probe, [
       { op: 'verify', dir: installDir, files: artifacts.files, requireComplete: true, touch: true },
       { op: 'now' },
       this.gcOp(base, artifacts.dirName, false, true),
-    ])) as [null, VerifyResult, number, GcResult];
+    ])) as [VerifyResult, number, GcResult];
     this.hostSkewMs = now - (sent + Date.now()) / 2;
     if (verify.complete && verify.bad.length === 0) {
       this.reportGc(gc);
@@ -177,42 +174,23 @@ export class StubDeployer {
     if (verify.complete)
       this.opts.log?.warn({ installDir, bad: verify.bad }, 'stub install damaged; reinstalling');
 
-    const sftp = await Sftp.open(this.conn);
-    try {
-      const lock = new InstallLock(sftp, `${base}/install.lock`, {
-        staleMs: this.opts.lockStaleMs ?? DEFAULT_LOCK_STALE_MS,
-        maxWaitMs: LOCK_MAX_WAIT_MS,
-        hostNow: () => Date.now() + this.hostSkewMs,
-        purpose: `install ${artifacts.dirName}`,
-        onWait: (owner) =>
-          this.progress({
-            step: 'lock',
-            message: `waiting for another install to finish (${owner?.trim()})`,
-          }),
-        onTakeover: (owner, ageMs) => this.opts.log?.warn({ owner, ageMs }, 'took over a stale install lock'),
-      });
-      this.progress({ step: 'lock', message: 'taking the install lock' });
-      try {
-        await lock.acquire();
-        // Whoever held the lock before us may have installed this very build.
-        if (await sftp.stat(`${installDir}/.complete`)) {
-          const [again, gc2] = (await this.helper(probe, [
-            { op: 'verify', dir: installDir, files: artifacts.files, requireComplete: true, touch: true },
-            this.gcOp(base, artifacts.dirName, true, true),
-          ])) as [VerifyResult, GcResult];
-          if (again.bad.length === 0) {
-            this.reportGc(gc2);
-            return this.done(result(false, 0), t0);
-          }
-        }
-        const bytes = await this.install(sftp, probe, artifacts, base, installDir, lock);
-        return this.done(result(true, bytes), t0);
-      } finally {
-        await lock.release();
-      }
-    } finally {
-      sftp.end();
-    }
+    const installer = new StubInstaller({
+      conn: this.conn,
+      nodePath: probe.node.execPath,
+      artifacts,
+      base,
+      installDir,
+      preferred: this.opts.uploadMethod,
+      lockStaleMs: this.opts.lockStaleMs,
+      hostNow: () => Date.now() + this.hostSkewMs,
+      gcOp: (underLock, onlyIfIntact) => this.gcOp(base, artifacts.dirName, underLock, onlyIfIntact),
+      reportGc: (g) => this.reportGc(g),
+      progress: (p) => this.progress(p),
+      log: this.opts.log,
+    });
+    await installer.checkInstallDir();
+    const out = await installer.install();
+    return this.done({ ...result(out.uploaded, out.bytes), method: out.method }, t0);
   }
 
   /**
@@ -221,7 +199,12 @@ export class StubDeployer {
    * under `$HOME` ({@link HOME_TOKEN}), which the relay does not know yet either.
    */
   private firstContactOps(): Record<string, HelperOp[]> {
-    const base = `${HOME_TOKEN}/.cache/ptyrelay`;
+    const configured = this.opts.installDir;
+    const base = !configured
+      ? `${CACHE_TOKEN}/ptyrelay`
+      : configured.startsWith('~/')
+        ? `${HOME_TOKEN}/${configured.slice(2)}`
+        : configured;
     const out: Record<string, HelperOp[]> = {};
     for (const platform of STUB_PLATFORMS) {
       let a: StubArtifacts;
@@ -272,9 +255,10 @@ export class StubDeployer {
   private done(r: DeployResult, t0: number): DeployResult {
     const ms = Date.now() - t0;
     const what = r.uploaded ? `installed (${r.bytesUploaded} bytes uploaded)` : 'already installed';
-    this.progress({ step: 'done', message: `stub ${what} in ${ms} ms` });
+    const via = r.method ? `, over ${r.method}` : '';
+    this.progress({ step: 'done', message: `stub ${what} in ${ms} ms${via}` });
     this.opts.log?.info(
-      { installDir: r.installDir, uploaded: r.uploaded, bytes: r.bytesUploaded, ms },
+      { installDir: r.installDir, uploaded: r.uploaded, bytes: r.bytesUploaded, method: r.method, ms },
       'stub ready',
     );
     return r;
@@ -294,92 +278,8 @@ export class StubDeployer {
       this.opts.log?.info({ removed: gc.removed, kept: gc.kept }, 'removed old stub dirs');
   }
 
-  /** Uploads into a temp dir, verifies it on the host, renames it into place, writes `.complete`. */
-  private async install(
-    sftp: Sftp,
-    probe: ProbeResult,
-    a: StubArtifacts,
-    base: string,
-    installDir: string,
-    lock: InstallLock,
-  ): Promise<number> {
-    const tmp = `${base}/.${a.dirName}.tmp-${rand()}`;
-    let sent = 0;
-    try {
-      const dirs = new Set<string>();
-      for (const f of a.files) {
-        const parts = f.path.split('/').slice(0, -1);
-        for (let i = 1; i <= parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
-      }
-      await sftp.mkdir(tmp, PRIVATE_DIR_MODE);
-      for (const d of [...dirs].sort()) await sftp.mkdir(`${tmp}/${d}`, PRIVATE_DIR_MODE);
-      this.progress({
-        step: 'upload',
-        message: `uploading ${a.files.length} files`,
-        bytes: 0,
-        totalBytes: a.totalBytes,
-      });
-      // All files at once: on a slow link per-file round trips dominate, not bandwidth.
-      await Promise.all(
-        a.files.map((f) =>
-          sftp.fastPut(f.source, `${tmp}/${f.path}`, {
-            mode: f.mode,
-            step: (fileBytes, chunk, fileTotalBytes) => {
-              sent += chunk;
-              this.progress({
-                step: 'upload',
-                message: `${f.path} ${fileBytes}/${fileTotalBytes}`,
-                bytes: sent,
-                totalBytes: a.totalBytes,
-                file: f.path,
-                fileBytes,
-                fileTotalBytes,
-              });
-            },
-          }),
-        ),
-      );
-      this.progress({ step: 'verify', message: 'verifying uploaded files on the host' });
-      const [check] = (await this.helper(probe, [
-        { op: 'verify', dir: tmp, files: a.files, requireComplete: false, touch: false },
-      ])) as [VerifyResult];
-      if (check.bad.length > 0) {
-        throw new PtyRelayError('DEPLOY_FAILED', 'uploaded stub files do not match', { bad: check.bad });
-      }
-      this.progress({ step: 'install', message: `installing ${installDir}` });
-      if (!(await lock.stillOwned())) throw new PtyRelayError('DEPLOY_FAILED', 'lost the install lock');
-      if (await sftp.stat(installDir)) await sftp.rename(installDir, `${base}/.${a.dirName}.old-${rand()}`);
-      await sftp.rename(tmp, installDir);
-      await sftp.writeFile(`${installDir}/.complete`, `${manifestJson(a)}\n`, COMPLETE_FILE_MODE);
-    } catch (err) {
-      await remoteExec(this.conn, `rm -rf ${shellQuote(tmp)}`, { timeoutMs: HELPER_TIMEOUT_MS }).catch(
-        () => {},
-      );
-      throw err;
-    }
-    const [gc] = (await this.helper(probe, [this.gcOp(base, a.dirName, true, false)])) as [GcResult];
-    this.reportGc(gc);
-    return sent;
-  }
-
   /** Runs the node helper with `ops` on the host's node and returns one result per op. */
-  private async helper(probe: ProbeResult, ops: HelperOp[]): Promise<unknown[]> {
-    const marker = newMarker();
-    const cmd = `${shellQuote(probe.node.execPath)} -`;
-    const r = await remoteExec(this.conn, cmd, {
-      timeoutMs: HELPER_TIMEOUT_MS,
-      stdin: helperScript(marker, ops),
-    });
-    const out = r.code === 0 ? parseHelperOutput(r.stdout, marker) : undefined;
-    if (!out || out.length !== ops.length) {
-      throw new PtyRelayError(
-        'DEPLOY_FAILED',
-        `remote step ${ops.map((o) => o.op).join('+')} failed (exit ${r.code ?? r.signal})`,
-        {
-          stderr: tail(r.stderr),
-        },
-      );
-    }
-    return out;
+  private helper(probe: ProbeResult, ops: HelperOp[]): Promise<unknown[]> {
+    return runHelper(this.conn, probe.node.execPath, ops);
   }
 }

@@ -5,6 +5,7 @@ import { ReconnectLadder, type ReconnectLadderOptions } from '../../provider/rec
 import type { Logger } from '../log.js';
 import type { StubClient } from '../stub-link/stub-client.js';
 import { AttemptRace, type RaceAttempt } from './attempt-race.js';
+import { DeployBackoff } from './deploy-backoff.js';
 import { linkCauseOf } from './link-cause.js';
 import { LinkHealth, type LinkHealthOptions } from './link-health.js';
 import { PROBE_INTERVAL_MS, type ReachabilityProbe } from './reachability-probe.js';
@@ -63,6 +64,9 @@ export class HostLink {
   private probeAbort: AbortController | undefined;
   /** The last probe's answer in this outage (undefined before the first). */
   private hostAnswered: boolean | undefined;
+  /** After a failed stub deploy: when the next one may run (see DeployBackoff). */
+  private readonly deployBackoff = new DeployBackoff();
+  private deployRetryTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly host: string,
@@ -85,13 +89,18 @@ export class HostLink {
     if (this.closed) return Promise.reject(new PtyRelayError('DISPOSED', `link to ${this.host} was closed`));
     const c = this.connectedClient;
     if (c && this.current.state === 'connected') return Promise.resolve(c);
+    if (this.current.state === 'deploy-failed') {
+      const blocked = this.deployBackoff.blocked(Date.now());
+      if (blocked) return Promise.reject(blocked);
+    }
     if (this.current.state === 'lost') {
       return Promise.reject(
         new PtyRelayError('LINK_CLOSED', `link to ${this.host} is lost: ${this.current.reason}`),
       );
     }
     const p = new Promise<StubClient>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    if (this.current.state === 'idle' && !this.race) this.connect();
+    const s = this.current.state;
+    if ((s === 'idle' || s === 'deploy-failed') && !this.race) this.connect();
     return p;
   }
 
@@ -103,6 +112,7 @@ export class HostLink {
 
   close(): void {
     this.closed = true;
+    clearTimeout(this.deployRetryTimer);
     this.stopConnecting();
     clearInterval(this.healthTimer);
     this.client?.close();
@@ -170,6 +180,7 @@ export class HostLink {
       return;
     }
     this.everConnected = true;
+    this.deployBackoff.reset();
     this.ladder.connected(Date.now());
     this.setState({ state: 'connected' });
     for (const w of this.waiters.splice(0)) w.resolve(client);
@@ -178,6 +189,10 @@ export class HostLink {
   private attemptFailed(err: Error, reconnect: boolean): void {
     const e = err instanceof PtyRelayError ? err : new PtyRelayError('CONNECT_FAILED', String(err));
     this.lastError = e;
+    if (e.phase === 'deploy') {
+      this.deployFailed(e, reconnect);
+      return;
+    }
     // Configuration and trust problems do not heal by retrying: fail fast on first contact. A host
     // that never answered is most likely misconfigured (address, port, name): so is any failure
     // of a first contact where the provider says so.
@@ -190,6 +205,28 @@ export class HostLink {
     if (this.stepDue) this.step();
     else if (!this.stepTimer) this.armStep();
     else this.reportReconnecting();
+  }
+
+  /**
+   * A stub deploy failed: report it (waiters get the error, the state says why and when the next
+   * attempt is) instead of climbing the ladder. A host with sessions to restore tries again on its
+   * own at that time; otherwise the next request after it does.
+   */
+  private deployFailed(e: PtyRelayError, reconnect: boolean): void {
+    this.stopConnecting();
+    const { state, delayMs } = this.deployBackoff.failed(e, Date.now());
+    this.opts.log?.warn(
+      { host: this.host, code: e.code, err: e.message, retryInMs: delayMs },
+      'stub deploy failed',
+    );
+    this.setState(state);
+    this.rejectWaiters(e);
+    if (!reconnect) return;
+    clearTimeout(this.deployRetryTimer);
+    this.deployRetryTimer = setTimeout(() => {
+      if (!this.closed && !this.race && this.current.state === 'deploy-failed') this.connect(e);
+    }, delayMs);
+    this.deployRetryTimer.unref();
   }
 
   /** Arms the next ladder step; gives up once the ladder is spent and no attempt is pending. */

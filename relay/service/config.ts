@@ -142,6 +142,9 @@ const HOST_KEYS = [
   'hostKeyPolicy',
   'proxyJump',
   'useAgent',
+  'installDir',
+  'runtimeDir',
+  'stateDir',
 ] as const;
 
 function validateListen(raw: unknown): RelayConfig['listen'] {
@@ -174,9 +177,19 @@ function validateHost(name: string, raw: unknown): SshHostConfig {
     'password',
     'knownHostsFile',
     'proxyJump',
+    'installDir',
+    'runtimeDir',
+    'stateDir',
   ] as const) {
     const v = optString(o, k, field);
     if (v !== undefined) out[k] = v;
+  }
+  for (const k of ['installDir', 'runtimeDir', 'stateDir'] as const) {
+    const v = out[k];
+    if (v !== undefined && !v.startsWith('/') && !v.startsWith('~/'))
+      throw configError(
+        `${field}.${k} must be an absolute path or start with ~/ (the host's home), got ${v}`,
+      );
   }
   const policy = oneOf(o, 'hostKeyPolicy', field, ['strict', 'ask', 'accept-new', 'no'] as const);
   if (policy !== undefined) out.hostKeyPolicy = policy;

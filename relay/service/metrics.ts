@@ -5,7 +5,14 @@ import { creditFor } from './terminal-credit.js';
 import type { TerminalRegistry } from './terminal-registry.js';
 
 /** Every link state name, so each host exports all of them (1 for the current one). */
-const LINK_STATES: LinkState['state'][] = ['idle', 'connecting', 'connected', 'reconnecting', 'lost'];
+const LINK_STATES: LinkState['state'][] = [
+  'idle',
+  'connecting',
+  'connected',
+  'reconnecting',
+  'lost',
+  'deploy-failed',
+];
 
 /**
  * Link state per host (from the providers' `onLinkState`) plus the service's Prometheus metrics

@@ -31,6 +31,12 @@ export interface SshHostConfig {
   connectTimeoutMs?: number;
   /** SSH keepalive interval (default 15 s, or ServerAliveInterval). */
   keepaliveIntervalMs?: number;
+  /** Where stub builds are installed on the host (default `$XDG_CACHE_HOME/ptyrelay` or `~/.cache/ptyrelay`). */
+  installDir?: string;
+  /** The daemon's runtime dir on the host (sockets, locks; default `$XDG_RUNTIME_DIR/ptyrelay` or `~/.cache/ptyrelay/run`). */
+  runtimeDir?: string;
+  /** The stub's persistent state dir on the host (default `$XDG_STATE_HOME/ptyrelay` or `~/.local/state/ptyrelay`). */
+  stateDir?: string;
 }
 
 /** How unknown and changed host keys are treated (StrictHostKeyChecking yes / ask / accept-new / no). */

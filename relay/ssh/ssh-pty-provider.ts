@@ -1,7 +1,7 @@
 import type { LookupFunction } from 'node:net';
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { shellQuote } from '../deploy/shell-quote.js';
+import type { UploadMethod } from '../deploy/remote-fs.js';
 import { collectStubArtifacts, type StubPlatform } from '../deploy/stub-artifacts.js';
 import { type DeployProgress, type DeployResult, StubDeployer } from '../deploy/stub-deployer.js';
 import { createLogger, type Logger } from '../log.js';
@@ -66,6 +66,8 @@ export class SshPtyProvider extends StubBackedProvider {
   private readonly links = new Map<string, HostLink>();
   private readonly deployed = new Map<string, DeployResult>();
   private readonly legacySockets = new Map<string, string>();
+  /** The upload method that last worked on each host: the next deploy tries it first. */
+  private readonly uploadMethods = new Map<string, UploadMethod>();
   /** Daemon socket of each host as last reached by streamlocal forwarding. */
   private readonly knownSocket = new Map<string, string>();
   protected readonly log: Logger;
@@ -121,8 +123,8 @@ export class SshPtyProvider extends StubBackedProvider {
     if (!primary || !socketPath)
       throw new PtyRelayError('NOT_FOUND', `no daemon of build ${build} on ${host}`);
     const { nodePath, stubPath } = primary.deploy;
-    const cmd = [nodePath, stubPath, 'connect', '--socket', socketPath].map(shellQuote).join(' ');
-    const ch = await openSocketChannel(primary.ssh.client, cmd, socketPath, {
+    const argv = [nodePath, stubPath, 'connect', '--socket', socketPath];
+    const ch = await openSocketChannel(primary.ssh.client, argv, socketPath, {
       preferExec: this.opts.preferExec,
     });
     const client = new StubClient(ch.stream, {
@@ -177,18 +179,28 @@ export class SshPtyProvider extends StubBackedProvider {
     try {
       attempt.signal.throwIfAborted();
       // A reconnect reuses this provider's verified install; a full check runs on first contact.
+      const daemonArgs = this.daemonArgsFor(cfg);
       const deploy =
         this.deployed.get(host) ??
         (await new StubDeployer(ssh.client, {
           log,
           onProgress: (p: DeployProgress) => progress(host, p),
           // An intact install also gets its daemon ensured in the probe's command (one exec).
-          ensureDaemon: this.opts.preferExec ? undefined : (this.opts.daemonArgs ?? []),
+          ensureDaemon: this.opts.preferExec ? undefined : daemonArgs,
+          installDir: cfg.installDir,
+          uploadMethod: this.uploadMethods.get(host),
           ...(this.opts.stubPath
             ? { artifacts: (p: StubPlatform) => collectStubArtifacts(p, this.opts.stubPath) }
             : {}),
         }).deploy());
-      const channel = await this.channelTo(host, ssh, deploy, log);
+      if (deploy.method) {
+        this.uploadMethods.set(host, deploy.method);
+        log.info(
+          { method: deploy.method, installDir: deploy.installDir },
+          `stub deployed over ${deploy.method}`,
+        );
+      }
+      const channel = await this.channelTo(host, ssh, deploy, log, daemonArgs);
       attempt.progress();
       const client = new StubClient(channel.stream, {
         role: 'ssh-relay',
@@ -300,11 +312,20 @@ export class SshPtyProvider extends StubBackedProvider {
    * command may have ensured it: forward straight to its socket (saves a remote command and a
    * node start for `ensure`); otherwise, or if that fails, ensure it runs.
    */
+  /** Flags for a daemon this relay starts on a host: the provider's, plus the host's own dirs. */
+  private daemonArgsFor(cfg: SshHostConfig): string[] {
+    const args = [...(this.opts.daemonArgs ?? [])];
+    if (cfg.runtimeDir) args.push('--runtime-dir', cfg.runtimeDir);
+    if (cfg.stateDir) args.push('--state-dir', cfg.stateDir);
+    return args;
+  }
+
   private async channelTo(
     host: string,
     ssh: SshConnection,
     deploy: DeployResult,
     log: Logger,
+    daemonArgs: string[],
   ): Promise<StubChannel> {
     // First contact may have ensured the daemon already (a one-shot hint: later links use `known`).
     const ensured = deploy.daemon;
@@ -312,7 +333,7 @@ export class SshPtyProvider extends StubBackedProvider {
     const known = this.knownSocket.get(host) ?? ensured?.socketPath;
     if (known && !this.opts.preferExec) {
       try {
-        const ch = await openSocketChannel(ssh.client, '', known, { streamlocalOnly: true });
+        const ch = await openSocketChannel(ssh.client, [], known, { streamlocalOnly: true });
         return { ...ch, socketPath: known, legacy: ensured?.legacy ?? [] };
       } catch {
         // the daemon went away (or forwarding is refused): start it the long way
@@ -320,7 +341,7 @@ export class SshPtyProvider extends StubBackedProvider {
     }
     return openStubChannel(ssh.client, deploy.nodePath, deploy.stubPath, {
       log,
-      daemonArgs: this.opts.daemonArgs,
+      daemonArgs,
       preferExec: this.opts.preferExec,
     });
   }

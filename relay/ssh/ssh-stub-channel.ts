@@ -1,12 +1,36 @@
 import type { Duplex } from 'node:stream';
 import type { Client } from 'ssh2';
-import { PtyRelayError } from '../../provider/errors.js';
-import { remoteExec } from '../deploy/remote-exec.js';
+import { z } from 'zod';
+import { type ErrorCode, ErrorCodes, PtyRelayError } from '../../provider/errors.js';
+import { newMarker, parseMarkedLines } from '../deploy/remote-scripts.js';
+import { execScript, openMarkedChannel, runSh } from '../deploy/sh-exec.js';
 import { shellQuote } from '../deploy/shell-quote.js';
 import type { Logger } from '../log.js';
 
 /** Starting a daemon on the host (and its first model worker) takes well under this. */
 const ENSURE_TIMEOUT_MS = 20_000;
+/** `stub.cjs connect` reaches a running daemon in a node start plus a socket connect. */
+const BRIDGE_START_TIMEOUT_MS = 20_000;
+
+const EnsureReportSchema = z.union([
+  z.object({
+    socketPath: z.string(),
+    legacy: z.array(z.object({ buildId: z.string(), socketPath: z.string() })).default([]),
+  }),
+  z.object({
+    error: z.string(),
+    code: z.string().optional(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  }),
+]);
+
+function parseJson(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return undefined; // the schema check reports it
+  }
+}
 
 export interface StubChannel {
   stream: Duplex;
@@ -23,16 +47,20 @@ function forwardStreamLocal(client: Client, socketPath: string): Promise<Duplex>
   });
 }
 
-function execBridge(client: Client, command: string): Promise<Duplex> {
-  return new Promise((resolve, reject) => {
-    client.exec(command, (err, stream) => {
-      if (err) reject(err);
-      else {
-        stream.stderr.on('data', () => {});
-        resolve(stream);
-      }
-    });
+/**
+ * `stub.cjs connect` over an exec channel, started by `/bin/sh` and read from its start marker on:
+ * what a login shell's rc files print before it is dropped, never fed to the frame decoder.
+ */
+async function execBridge(client: Client, argv: string[]): Promise<Duplex> {
+  const marker = newMarker();
+  const ch = await openMarkedChannel(client, execScript([...argv, '--start-marker', marker]), marker, {
+    timeoutMs: BRIDGE_START_TIMEOUT_MS,
+    what: 'stub connect',
+    // The daemon was ensured just before: a bridge that ends early is a link problem, not a deploy one.
+    failCode: 'LINK_CLOSED',
   });
+  ch.stream.stderr.on('data', () => {});
+  return ch.stream;
 }
 
 /**
@@ -46,33 +74,49 @@ export async function openStubChannel(
   stubPath: string,
   opts: { log?: Logger; daemonArgs?: string[]; preferExec?: boolean } = {},
 ): Promise<StubChannel> {
-  const base = [nodePath, stubPath].map(shellQuote).join(' ');
-  const extra = (opts.daemonArgs ?? []).map(shellQuote).join(' ');
-  const ensure = await remoteExec(client, `${base} ensure ${extra}`, { timeoutMs: ENSURE_TIMEOUT_MS });
-  const line = ensure.stdout.trim().split('\n').pop() ?? '';
-  let socketPath: string;
-  let legacy: StubChannel['legacy'] = [];
-  try {
-    const info = JSON.parse(line);
-    socketPath = info.socketPath;
-    legacy = Array.isArray(info.legacy) ? info.legacy : [];
-  } catch {
+  const extra = opts.daemonArgs ?? [];
+  const marker = newMarker();
+  const ensure = await runSh(
+    client,
+    `printf '%s' ${shellQuote(`${marker}report=`)}\n${execScript([nodePath, stubPath, 'ensure', ...extra])}`,
+    { timeoutMs: ENSURE_TIMEOUT_MS },
+  );
+  if (ensure.code === null && ensure.signal === null) {
+    // No exit status: the channel was torn down (a dropped connection), not a failed start.
+    throw new PtyRelayError('LINK_CLOSED', 'the connection closed while the stub daemon was being ensured');
+  }
+  const line = parseMarkedLines(ensure.stdout, marker).get('report')?.at(-1) ?? '';
+  const report = EnsureReportSchema.safeParse(parseJson(line));
+  if (!report.success) {
     throw new PtyRelayError(
       'DEPLOY_FAILED',
       `stub daemon did not start: ${ensure.stderr.slice(-2048) || line}`,
     );
   }
-  const ch = await openSocketChannel(client, `${base} connect ${extra}`, socketPath, opts);
+  if ('error' in report.data) throw ensureError(report.data);
+  const { socketPath, legacy } = report.data;
+  const ch = await openSocketChannel(client, [nodePath, stubPath, 'connect', ...extra], socketPath, opts);
   return { ...ch, socketPath, legacy };
+}
+
+/** The typed error `ensure` reported (a stub dir problem), else DEPLOY_FAILED with its message. */
+export function ensureError(r: {
+  error: string;
+  code?: string;
+  details?: Record<string, unknown>;
+}): PtyRelayError {
+  const code = r.code && r.code in ErrorCodes ? (r.code as ErrorCode) : undefined;
+  if (code) return new PtyRelayError(code, String(r.details?.message ?? r.error), r.details);
+  return new PtyRelayError('DEPLOY_FAILED', `stub daemon did not start: ${r.error.slice(-2048)}`);
 }
 
 /**
  * A stream to one daemon socket on the host: streamlocal forwarding, else an exec bridge
- * (`execCommand`, e.g. `node stub.cjs connect --socket PATH`).
+ * (`execArgv`, e.g. `node stub.cjs connect --socket PATH`).
  */
 export async function openSocketChannel(
   client: Client,
-  execCommand: string,
+  execArgv: string[],
   socketPath: string,
   opts: { log?: Logger; preferExec?: boolean; streamlocalOnly?: boolean } = {},
 ): Promise<{ stream: Duplex; via: 'streamlocal' | 'exec' }> {
@@ -87,5 +131,5 @@ export async function openSocketChannel(
       );
     }
   }
-  return { stream: await execBridge(client, execCommand), via: 'exec' };
+  return { stream: await execBridge(client, execArgv), via: 'exec' };
 }

@@ -127,6 +127,8 @@ export class StubClient {
     stream.on('error', (e) => lost(new PtyRelayError('LINK_CLOSED', `stub link error: ${e.message}`)));
     stream.on('close', () => lost(new PtyRelayError('LINK_CLOSED', 'stub link closed')));
     stream.on('end', () => lost(new PtyRelayError('LINK_CLOSED', 'stub link ended')));
+    // A stream handed over paused (an exec bridge past its start marker) flows from here on.
+    stream.resume();
     this.put(
       encodeJsonFrame({
         t: 'hello',

@@ -95,9 +95,13 @@ describe.skipIf(!available)('StubDeployer against a real sshd', () => {
   });
 
   it('uploads the stub on first deploy, with progress, and it runs', async () => {
-    const { result, events, ms } = await deployOn(conn);
+    const { value: deployed, execs } = await countingExecs(conn, () => deployOn(conn));
+    const { result, events, ms } = deployed;
     const a = collectStubArtifacts(LOCAL_PLATFORM);
     figures.firstDeployMs = ms;
+    figures.sftpRemoteCommands = execs.length;
+    expect(result.method).toBe('sftp');
+    expect(new Set(execs)).toEqual(new Set(['/bin/sh -s']));
     figures.bytesUploaded = result.bytesUploaded;
     expect(result.uploaded).toBe(true);
     expect(result.bytesUploaded).toBe(a.totalBytes);
@@ -136,6 +140,25 @@ describe.skipIf(!available)('StubDeployer against a real sshd', () => {
     );
     expect(daemon.stdout, daemon.stderr).toContain('daemon listening');
     expect(daemon.stdout).toContain(result.buildId);
+  });
+
+  it('installs over exec channels just the same, every remote command being /bin/sh -s', async () => {
+    const a = collectStubArtifacts(LOCAL_PLATFORM);
+    await sh(conn, `rm -rf ${shellQuote(`${base}/${a.dirName}`)}`);
+    const t0 = performance.now();
+    const { value: r, execs } = await countingExecs(conn, () =>
+      new StubDeployer(conn, { uploadMethod: 'exec' }).deploy(),
+    );
+    figures.execDeployMs = Math.round(performance.now() - t0);
+    figures.execRemoteCommands = execs.length;
+    expect(r.method).toBe('exec');
+    expect(r.uploaded).toBe(true);
+    expect(r.bytesUploaded).toBe(a.totalBytes);
+    expect(new Set(execs)).toEqual(new Set(['/bin/sh -s']));
+    // Same layout and manifest as an SFTP install: the next deploy finds it intact.
+    const again = await deployOn(conn);
+    expect(again.result.uploaded).toBe(false);
+    expect(await sh(conn, `ls -A ${shellQuote(base)}`)).not.toMatch(/\.(tmp|old)-|install\.lock/);
   });
 
   it('uploads nothing on the second deploy', async () => {
@@ -191,14 +214,33 @@ describe.skipIf(!available)('StubDeployer against a real sshd', () => {
 
   it('uploads once when two relays deploy at the same time', async () => {
     const installDir = (await deployOn(conn)).result.installDir;
-    await sh(conn, `rm -rf ${shellQuote(installDir)}`);
+    const lock = `${base}/install.lock`;
+    // A third party holds the lock until both relays wait for it: without it, one relay could
+    // finish before the other even looked, and the race this test is about would not happen.
+    await sh(
+      conn,
+      `rm -rf ${shellQuote(installDir)} && mkdir ${shellQuote(lock)} && cat > ${shellQuote(`${lock}/owner`)}`,
+      '{"token":"third-party","relayPid":1}',
+    );
     const other = await connectTo(sshd);
     try {
-      const [a, b] = await Promise.all([deployOn(conn), deployOn(other)]);
-      expect([a.result.uploaded, b.result.uploaded].sort()).toEqual([false, true]);
-      expect(a.result.installDir).toBe(b.result.installDir);
-      const waiter = a.result.uploaded ? b : a;
-      expect(waiter.events.some((e) => e.step === 'lock' && /waiting/.test(e.message))).toBe(true);
+      const [ea, eb]: DeployProgress[][] = [[], []];
+      const run = (c: Client, events: DeployProgress[]) =>
+        new StubDeployer(c, { onProgress: (p) => events.push(p) }).deploy();
+      const pending = Promise.all([run(conn, ea), run(other, eb)]);
+      const waiting = (ev: DeployProgress[]) =>
+        ev.some((e) => e.step === 'lock' && /waiting/.test(e.message));
+      const deadline = Date.now() + 20_000;
+      while (!(waiting(ea) && waiting(eb)) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      expect([waiting(ea), waiting(eb)]).toEqual([true, true]);
+      await sh(conn, `rm -rf ${shellQuote(lock)}`);
+      const [a, b] = await pending;
+      expect([a.uploaded, b.uploaded].sort()).toEqual([false, true]);
+      expect(a.installDir).toBe(b.installDir);
+      const second = a.uploaded ? eb : ea;
+      expect(second.some((e) => e.step === 'upload')).toBe(false);
+      expect(second.some((e) => e.step === 'check' && /installed it meanwhile/.test(e.message))).toBe(true);
     } finally {
       other.end();
     }
@@ -214,13 +256,20 @@ describe.skipIf(!available)('StubDeployer against a real sshd', () => {
       `rm -rf ${shellQuote(installDir)} && mkdir ${shellQuote(lock)} && cat > ${shellQuote(`${lock}/owner`)}`,
       owner,
     );
-    const pending = deployOn(conn);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Released only once the deploy says it waits (a fixed delay raced a slow probe under load).
+    const live: DeployProgress[] = [];
+    const t0 = performance.now();
+    const pending = new StubDeployer(conn, { onProgress: (p) => live.push(p) }).deploy();
+    const waiting = () => live.some((e) => e.step === 'lock' && e.message.includes('someone-else'));
+    const deadline = Date.now() + 20_000;
+    while (!waiting() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(waiting()).toBe(true);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(live.some((e) => e.step === 'upload')).toBe(false); // still held back
     await sh(conn, `rm -rf ${shellQuote(lock)}`);
     const waited = await pending;
-    expect(waited.result.uploaded).toBe(true);
-    expect(waited.ms).toBeGreaterThanOrEqual(1400);
-    expect(waited.events.some((e) => e.step === 'lock' && e.message.includes('someone-else'))).toBe(true);
+    expect(waited.uploaded).toBe(true);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(1000);
 
     // A lock whose owner stopped refreshing it long ago is broken.
     await sh(

@@ -27,7 +27,10 @@ const CREATE_USER_SCRIPT = [
 ].join('\n');
 
 /** Opens an ssh2 connection to the harness sshd, checking its host key. */
-export function connectTo(sshd: SshdInstance, user = sshd.user): Promise<Client> {
+export function connectTo(
+  sshd: Pick<SshdInstance, 'port' | 'user' | 'userKeyPath' | 'hostPublicKey'>,
+  user = sshd.user,
+): Promise<Client> {
   const expected = sshd.hostPublicKey.split(' ')[1];
   return new Promise((resolve, reject) => {
     const conn = new Client();

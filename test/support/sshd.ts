@@ -16,6 +16,8 @@ export interface SshdOptions {
   extraConfig?: string[];
   /** Login user; default {@link DEFAULT_TEST_USER}. Ignored (current user is used) when not root. */
   user?: string;
+  /** The `Subsystem sftp` command (default `internal-sftp`); null leaves the line out (no SFTP). */
+  sftpSubsystem?: string | null;
 }
 
 /** A running sshd started by {@link startSshd}. */
@@ -142,7 +144,7 @@ export function generateKey(
   return { privateKeyPath: path, publicKeyLine: fs.readFileSync(`${path}.pub`, 'utf8').trim() };
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
@@ -153,7 +155,7 @@ function freePort(): Promise<number> {
   });
 }
 
-function canConnect(port: number): Promise<boolean> {
+export function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = net.connect({ host: LOOPBACK, port });
     sock.once('connect', () => {
@@ -197,7 +199,7 @@ function buildConfig(dir: string, port: number, hostKeyPath: string, opts: SshdO
     'PrintLastLog no',
     'MaxStartups 100',
     'MaxSessions 100',
-    'Subsystem sftp internal-sftp',
+    ...(opts.sftpSubsystem === null ? [] : [`Subsystem sftp ${opts.sftpSubsystem ?? 'internal-sftp'}`]),
     ...matchBlocks,
     '',
   ].join('\n');
@@ -216,7 +218,7 @@ function procStat(pid: number | string): { state: string; ppid: number } | undef
 }
 
 /** Descendants of `pid` (zombies included) from /proc, grouped by depth, children first. */
-function descendantLevels(pid: number): number[][] {
+export function descendantLevels(pid: number): number[][] {
   const children = new Map<number, number[]>();
   for (const name of fs.readdirSync('/proc')) {
     const ppid = /^\d+$/.test(name) ? procStat(name)?.ppid : undefined;
@@ -246,7 +248,7 @@ const alive = (pid: number): boolean => (procStat(pid)?.state ?? 'Z') !== 'Z';
  * A detached shell that kills sshd and removes its dir once our stdin pipe hits EOF, i.e. when this Node
  * process dies without stop() or exit hooks running (vitest may kill its workers).
  */
-function spawnWatchdog(sshdPid: number, dir: string): ChildProcess {
+export function spawnWatchdog(sshdPid: number, dir: string): ChildProcess {
   const script = 'read _; kill -TERM "$0" 2>/dev/null; sleep 1; rm -rf "$1"';
   const watchdog = spawn('/bin/sh', ['-c', script, String(sshdPid), dir], {
     stdio: ['pipe', 'ignore', 'ignore'],
@@ -293,7 +295,7 @@ async function launch(configPath: string, logPath: string, port: number): Promis
   throw new Error(`sshd did not start within ${START_TIMEOUT_MS} ms:\n${readLog(logPath)}`);
 }
 
-async function stopProcess(child: ChildProcess, watchdog: ChildProcess): Promise<void> {
+export async function stopProcess(child: ChildProcess, watchdog: ChildProcess): Promise<void> {
   if (watchdog.pid !== undefined) signal(watchdog.pid, 'SIGKILL');
   const pid = child.pid;
   if (pid === undefined) return;
