@@ -12,7 +12,7 @@ import { runModelWorker } from './session/model-worker.js';
 
 /**
  * Entry of the bundled stub (`stub.cjs`):
- *   node stub.cjs daemon [--runtime-dir D] [--idle-exit-ms N] [--ring-bytes N]
+ *   node stub.cjs daemon [--runtime-dir D] [--state-dir D] [--idle-exit-ms N] [--ring-bytes N]
  *   node stub.cjs ensure [--runtime-dir D]    (starts the daemon if needed, prints its socket path)
  *   node stub.cjs connect [--runtime-dir D]   (bridges stdio to the daemon, starting it if needed)
  * The same file runs the screen-model worker thread.
@@ -75,6 +75,7 @@ async function main(argv: string[]): Promise<void> {
   if (cmd === 'daemon') {
     await runDaemon({
       runtimeDir,
+      stateDir: flag(args, '--state-dir'),
       idleExitMs: numFlag(args, '--idle-exit-ms'),
       ringBytes: numFlag(args, '--ring-bytes'),
       backgroundRingBytes: numFlag(args, '--background-ring-bytes'),

@@ -2,8 +2,14 @@ import { chmodSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { socketAnswers } from '../../provider/daemon-launcher.js';
-import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
+import {
+  bundleBuildId,
+  daemonLockPath,
+  daemonSocketPath,
+  defaultStateDir,
+} from '../../provider/stub-paths.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
+import { ColdRestoreService } from '../restore/cold-restore.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';
@@ -14,11 +20,15 @@ import { StubConnection } from './stub-connection.js';
 export const DEFAULT_IDLE_EXIT_MS = 15 * 60 * 1000;
 const SWEEP_INTERVAL_MS = 60 * 1000;
 const SUPERSEDED_EXIT_DELAY_MS = 200;
+/** Shutdown reason of a client's `daemonShutdown`: sessions end on purpose. */
+const REQUESTED = 'requested';
 /** Lost links' credit claims are checked this often (their grace is 30 s). */
 const CREDIT_SWEEP_MS = 1000;
 
 export interface DaemonOptions {
   runtimeDir: string;
+  /** Persistent state (cold-restore records); default {@link defaultStateDir}. */
+  stateDir?: string;
   idleExitMs?: number;
   ringBytes?: number;
   backgroundRingBytes?: number;
@@ -72,6 +82,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const connections = new Set<StubConnection>();
   let idleTimer: NodeJS.Timeout | undefined;
   let server: Server | undefined;
+  let coldRestore: ColdRestoreService | undefined;
 
   const registry = new SessionRegistry(
     model,
@@ -84,7 +95,18 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     },
     join(dir, 'shell'),
     () => armIdle(),
+    {
+      spawned: (s) => coldRestore?.track(s),
+      removed: (s) => coldRestore?.forget(s.id),
+      isReserved: (id) => coldRestore?.isReserved(id) ?? false,
+    },
   );
+  coldRestore = ColdRestoreService.open({
+    stateDir: opts.stateDir ?? defaultStateDir(),
+    runtimeDir: dir,
+    sessions: () => registry.list(),
+    log,
+  });
 
   const shutdown = async (reason: string) => {
     log('daemon exiting', { reason });
@@ -92,6 +114,10 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     server?.close();
     for (const c of connections) c.close();
     await registry.shutdownAll();
+    // Asked to end its sessions: they ended cleanly and leave no record. Otherwise (SIGTERM at a
+    // reboot, idle) the final saves stay for a cold restore.
+    if (reason === REQUESTED) await coldRestore?.discard(registry.list().map((s) => s.id));
+    else await coldRestore?.stop();
     releasePidLock(lockPath);
     try {
       unlinkSync(socketPath);
@@ -127,17 +153,21 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     }
   }
 
-  const handler = new StubRequestHandler(registry, {
-    info: () => ({
-      pid: process.pid,
-      buildId,
-      protocol: STUB_PROTOCOL_VERSION,
-      sessions: registry.aliveCount,
-      connections: connections.size,
-      startedAt,
-    }),
-    shutdown: () => void shutdown('requested'),
-  });
+  const handler = new StubRequestHandler(
+    registry,
+    {
+      info: () => ({
+        pid: process.pid,
+        buildId,
+        protocol: STUB_PROTOCOL_VERSION,
+        sessions: registry.aliveCount,
+        connections: connections.size,
+        startedAt,
+      }),
+      shutdown: () => void shutdown(REQUESTED),
+    },
+    coldRestore,
+  );
   const inputLedger = new Map<string, number>();
 
   server = createServer((socket) => {
@@ -172,7 +202,10 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   });
   process.umask(oldMask);
   chmodSync(socketPath, 0o600);
-  setInterval(() => registry.sweep(), SWEEP_INTERVAL_MS).unref();
+  setInterval(() => {
+    registry.sweep();
+    coldRestore?.sweep();
+  }, SWEEP_INTERVAL_MS).unref();
   setInterval(() => {
     const now = Date.now();
     for (const s of registry.list()) {

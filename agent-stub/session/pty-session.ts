@@ -90,6 +90,9 @@ export class PtySession {
   readonly incarnationId = randomUUID();
   readonly pid: number;
   readonly name?: string;
+  /** Program and arguments the PTY runs (what a cold restore reports). */
+  readonly command: string;
+  readonly args: readonly string[];
   readonly createdAt = Date.now();
   cols: number;
   rows: number;
@@ -104,6 +107,7 @@ export class PtySession {
   private readonly scanner: FactScanner;
   private readonly sinks = new Set<SessionSink>();
   private readonly exitWaiters: Array<() => void> = [];
+  private readonly exitListeners: Array<() => void> = [];
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly feeder: ModelFeeder;
   private commandDetection = false;
@@ -119,6 +123,8 @@ export class PtySession {
     this.cols = launch.cols;
     this.rows = launch.rows;
     this.name = launch.name;
+    this.command = launch.file;
+    this.args = [...launch.args];
     this.title = launch.name ?? launch.file;
     this.cwd = launch.cwd;
     this.ringBytes = limits.ringBytes;
@@ -168,6 +174,12 @@ export class PtySession {
 
   get alive(): boolean {
     return this.exited === undefined;
+  }
+
+  /** Calls `cb` once the process has exited (after the last output and the sinks' exit). */
+  onExited(cb: () => void): void {
+    if (this.exited) queueMicrotask(cb);
+    else this.exitListeners.push(cb);
   }
 
   get supportsCommandDetection(): boolean {
@@ -378,5 +390,6 @@ export class PtySession {
     this.gate.releaseAll();
     for (const s of this.sinks) s.exit(this, this.exited, this.ring.head);
     for (const w of this.exitWaiters.splice(0)) w();
+    for (const l of this.exitListeners.splice(0)) l();
   }
 }

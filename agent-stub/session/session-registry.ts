@@ -9,6 +9,15 @@ const EXITED_RETENTION_MS = 30 * 60 * 1000;
 /** requestIds remembered for spawn idempotence. */
 const REQUEST_ID_MEMORY = 10_000;
 
+/** Optional observers of the registry (cold restore persists sessions and reserves restored ids). */
+export interface RegistryHooks {
+  spawned?(s: PtySession): void;
+  /** The session is forgotten: shut down on purpose, or its exit retention ended. */
+  removed?(s: PtySession): void;
+  /** True when a new session must not take this id. */
+  isReserved?(id: string): boolean;
+}
+
 /** Mints ids (`pty-1`, …), owns every session of the daemon, and makes spawns idempotent. */
 export class SessionRegistry {
   private readonly sessions = new Map<string, PtySession>();
@@ -21,6 +30,7 @@ export class SessionRegistry {
     private readonly limits: SessionLimits,
     private readonly scriptDir: string,
     private readonly onChange: () => void = () => {},
+    private readonly hooks: RegistryHooks = {},
   ) {}
 
   /** Returns the existing session for a known paneKey (alive) or requestId, else spawns a new one. */
@@ -30,7 +40,8 @@ export class SessionRegistry {
       (p.paneKey !== undefined && this.sessions.get(this.byPaneKey.get(p.paneKey) ?? ''));
     if (known && (known.alive || p.paneKey === undefined)) return { session: known, reused: true };
     const launch = resolveLaunch(p, this.scriptDir);
-    const id = `pty-${this.nextId++}`;
+    let id = `pty-${this.nextId++}`;
+    while (this.hooks.isReserved?.(id)) id = `pty-${this.nextId++}`;
     let session: PtySession;
     try {
       session = new PtySession(id, launch, this.limits, this.model);
@@ -38,6 +49,7 @@ export class SessionRegistry {
       throw new PtyRelayError('SPAWN_FAILED', `spawn of ${launch.file} failed: ${(err as Error).message}`);
     }
     this.sessions.set(id, session);
+    this.hooks.spawned?.(session);
     if (p.paneKey !== undefined) this.byPaneKey.set(p.paneKey, id);
     if (p.requestId !== undefined) {
       this.byRequestId.set(p.requestId, id);
@@ -74,6 +86,7 @@ export class SessionRegistry {
     if (!s) return;
     this.sessions.delete(id);
     for (const [k, v] of this.byPaneKey) if (v === id) this.byPaneKey.delete(k);
+    this.hooks.removed?.(s);
     s.dispose();
     this.onChange();
   }

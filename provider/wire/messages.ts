@@ -1,4 +1,5 @@
 import type {
+  ColdRestore,
   ForegroundProcess,
   PtyAttachOptions,
   PtyExitInfo,
@@ -66,6 +67,8 @@ export interface StubAttachResult {
   reused?: boolean;
   exitedBeforeSpawnReply?: boolean;
   sessionExpired?: boolean;
+  /** With sessionExpired: what the daemon saved of the terminal before its host went down. */
+  coldRestore?: ColdRestore;
 }
 
 export interface StubMethods {

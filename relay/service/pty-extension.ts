@@ -19,6 +19,8 @@ import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from '
 import { creditFor } from './terminal-credit.js';
 import { claimHolder, type TerminalRegistry } from './terminal-registry.js';
 
+/** Catalog exit code of a terminal lost with its host without an exit of its own (killed: 128 + 9). */
+const LOST_EXIT_CODE = 137;
 /** Input de-duplication state of a client instance outlives its last connection by this long. */
 const LEDGER_TTL_MS = 10 * 60_000;
 
@@ -166,7 +168,10 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       fanout.note(e.id, RelayNotification.reattach, e, e.snapshot ? { resetTo: e.snapshot.seq } : {});
       if (e.sessionExpired) {
         fanout.forget(e.id);
-        registry.remove(e.id);
+        // A terminal the host kept a cold-restore record of stays listed, as exited.
+        if (e.coldRestore)
+          registry.update(e.id, { exitCode: e.coldRestore.exited?.exitCode ?? LOST_EXIT_CODE });
+        else registry.remove(e.id);
       }
     });
   }
@@ -230,6 +235,11 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     }
     // Terminals the registry does not know (spawned before this relay started) are adopted.
     if (!registry.find(r.id)) record(cs, r, hostOf(r.id));
+    if (r.sessionExpired) {
+      // Lost with its host: the result carries its cold-restore record; no stream follows.
+      if (fanout.isBound(a)) fanout.detach(a);
+      return r;
+    }
     if (cs.closed || !fanout.isBound(a)) return {};
     return fanout.complete(a, r, p);
   };

@@ -45,5 +45,7 @@ export function toSpawnResult(id: string, r: StubAttachResult, blob: Uint8Array 
   if (r.cwd !== undefined) out.cwd = r.cwd;
   if (r.reused) out.reused = true;
   if (r.exitedBeforeSpawnReply) out.exitedBeforeSpawnReply = true;
+  if (r.sessionExpired) out.sessionExpired = true;
+  if (r.coldRestore) out.coldRestore = r.coldRestore;
   return out;
 }
