@@ -39,7 +39,7 @@ describe.skipIf(!engine.ok)('containerized hosts', () => {
       ...HOSTS.map((h) => startHost(engine.images.host, key, h)),
       startHost(engine.images.nonode, key, 'bare'),
     ]);
-    HOSTS.forEach((h, i) => hosts.set(h, started[i]!));
+    for (const [i, h] of HOSTS.entries()) hosts.set(h, started[i]!);
     bare = started[HOSTS.length]!;
     // Each machine knows its own name, so a terminal can prove where it runs.
     await Promise.all(HOSTS.map((h) => hosts.get(h)!.run(`echo ${h}-machine > "$HOME/machine-name"`)));
@@ -91,7 +91,7 @@ describe.skipIf(!engine.ok)('containerized hosts', () => {
       const spawned = await Promise.all(
         HOSTS.map((host) => provider.spawn({ host, cols: 80, rows: 24, command: 'bash' })),
       );
-      spawned.forEach((r, i) => outs[i]!.bind(r.id, r.providerSequence.value));
+      for (const [i, r] of spawned.entries()) outs[i]!.bind(r.id, r.providerSequence.value);
       await Promise.all(spawned.map((r) => provider.write(r.id, 'echo "on=$(cat ~/machine-name) pid=$$"\r')));
       const seen = await Promise.all(outs.map((o, i) => o.waitText(`on=${HOSTS[i]}-machine`, 30_000)));
       seen.forEach((text, i) => {
