@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { SshHostConfig } from '../ssh/host-config.js';
 import {
   configError,
@@ -303,9 +303,22 @@ export function loadConfig(path?: string): RelayConfig {
   } catch (err) {
     throw configError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
   }
+  let config: RelayConfig;
   try {
-    return validateConfig(raw);
+    config = validateConfig(raw);
   } catch (err) {
     throw configError(`${file}: ${(err as Error).message}`);
   }
+  return withPathsRelativeTo(config, dirname(resolve(file)));
+}
+
+/** Host key and identity files given as relative paths are relative to the config file's directory. */
+function withPathsRelativeTo(config: RelayConfig, dir: string): RelayConfig {
+  const fix = (p: string | undefined) =>
+    p === undefined || isAbsolute(p) || p.startsWith('~') ? p : join(dir, p);
+  for (const h of Object.values(config.hosts)) {
+    if (h.identityFile !== undefined) h.identityFile = fix(h.identityFile);
+    if (h.knownHostsFile !== undefined) h.knownHostsFile = fix(h.knownHostsFile);
+  }
+  return config;
 }

@@ -75,6 +75,17 @@ main() {
   if have_image "$nonode_tag"; then log "reusing $nonode_tag"; else
     build_from "$nonode_tag" "$here/host-nonode" "$host_tag"
   fi
+  # Older builds of these images are dead weight (an image in use by a container stays).
+  local old
+  for old in $(docker images --format '{{.Repository}}:{{.Tag}}' 'ptyrelay/*'); do
+    case "$old" in
+      "$base_tag" | "$host_tag" | "$nonode_tag" | *:latest) ;;
+      *) docker rmi "$old" >/dev/null 2>&1 || true ;;
+    esac
+  done
+  # Fixed names for docker-compose.yml, pointing at the current builds.
+  docker tag "$host_tag" ptyrelay/host:latest
+  docker tag "$nonode_tag" ptyrelay/host-nonode:latest
   echo "PTYRELAY_BASE_IMAGE=$base_tag"
   echo "PTYRELAY_HOST_IMAGE=$host_tag"
   echo "PTYRELAY_NONODE_IMAGE=$nonode_tag"
