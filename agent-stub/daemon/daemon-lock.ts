@@ -1,4 +1,5 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { identityAlive, processIdentity } from './process-identity.js';
 
 function pidAlive(pid: number): boolean {
   try {
@@ -10,26 +11,38 @@ function pidAlive(pid: number): boolean {
 }
 
 /**
+ * Whether the lock's writer still runs. The lock holds `<pid>:<start time>`: after a reboot (or a
+ * container restart) with the runtime dir on persistent disk, the old pid often names another
+ * process, which must not keep every new daemon out. A bare pid (older builds) falls back to the pid.
+ */
+function ownerAlive(content: string): boolean {
+  if (content.includes(':')) return identityAlive(content);
+  const pid = Number(content);
+  return Number.isInteger(pid) && pid > 0 && pidAlive(pid);
+}
+
+/**
  * An exclusive pid lock file (O_EXCL create). A lock whose owner is dead is stale and taken over.
  * Returns false when a live process holds it.
  */
 export function acquirePidLock(path: string): boolean {
+  const me = processIdentity(process.pid) ?? `${process.pid}:`;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fd = openSync(path, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
+      writeSync(fd, me);
       closeSync(fd);
       return true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    let owner = Number.NaN;
+    let owner: string;
     try {
-      owner = Number(readFileSync(path, 'utf8').trim());
+      owner = readFileSync(path, 'utf8').trim();
     } catch {
       continue;
     }
-    if (Number.isInteger(owner) && owner > 0 && pidAlive(owner)) return owner === process.pid;
+    if (ownerAlive(owner)) return owner === me;
     try {
       unlinkSync(path);
     } catch {
@@ -41,7 +54,7 @@ export function acquirePidLock(path: string): boolean {
 
 export function releasePidLock(path: string): void {
   try {
-    if (Number(readFileSync(path, 'utf8').trim()) === process.pid) unlinkSync(path);
+    if (Number.parseInt(readFileSync(path, 'utf8').trim(), 10) === process.pid) unlinkSync(path);
   } catch {
     // already gone
   }

@@ -1,8 +1,8 @@
 import type { ColdRestore, PtyExitInfo, PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubAttachResult } from '../../provider/wire/messages.js';
+import { identityAlive, processIdentity } from '../daemon/process-identity.js';
 import type { PtySession } from '../session/pty-session.js';
-import { identityAlive, processIdentity } from './owner-identity.js';
 import { RestorePersister } from './restore-persister.js';
 import type { RestoreRecord } from './restore-record.js';
 import { RestoreStore, restoreScope } from './restore-store.js';

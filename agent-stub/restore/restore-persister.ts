@@ -88,6 +88,8 @@ export class RestorePersister {
 
   private save(s: PtySession): void {
     if (this.stopped || this.forgotten.has(s.id) || this.queued.has(s.id)) return;
+    // A session that has shown nothing yet has nothing to restore.
+    if (s.ring.head === 0 && s.alive) return;
     if (!this.chains.has(s.id) && this.savedKey.get(s.id) === this.keyOf(s)) return;
     // One save waits at most behind the one in flight; it reads the session's state when it runs.
     this.queued.add(s.id);
