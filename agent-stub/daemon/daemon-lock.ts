@@ -42,7 +42,7 @@ export function acquirePidLock(path: string): boolean {
     } catch {
       continue;
     }
-    if (ownerAlive(owner)) return owner === me;
+    if (ownerAlive(owner)) return owner === me || owner === String(process.pid);
     try {
       unlinkSync(path);
     } catch {
