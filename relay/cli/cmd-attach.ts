@@ -1,7 +1,10 @@
+import type { RelayClient } from '../../provider/client/relay-client.js';
 import type { PtyAttachResult, PtyExitInfo } from '../../provider/contract.js';
+import { shellQuote } from '../deploy/shell-quote.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
 import type { Command } from './command.js';
 import { connectRelay } from './relay-connect.js';
+import { askNewShell, paintRestored } from './restored-view.js';
 import { attachTty, type TtyAttachEnd } from './tty-attach.js';
 
 /** A status message wait this long before it is shown (a quick reconnect stays invisible). */
@@ -40,9 +43,46 @@ export function statusLine(stderr: NodeJS.WriteStream = process.stderr) {
 
 function ending(why: TtyAttachEnd, id: string, exit: PtyExitInfo | undefined, again: string): string {
   if (why === 'detached') return `\r\ndetached from ${id}; ${again} to come back\r\n`;
+  if (why === 'restored') return '';
   if (why === 'lost') return `\r\nlost the relay; ${id} keeps running — ${again} when it is back\r\n`;
   const how = exit ? ` (exit code ${exit.exitCode}${exit.signal ? `, ${exit.signal}` : ''})` : '';
   return `\r\n${id} exited${how}\r\n`;
+}
+
+type AttachOutcome = { why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo };
+
+/**
+ * A terminal lost with its host (cold restore): shows its saved screen marked as restored, then
+ * offers a new shell in its last cwd on the same host and attaches to it when accepted.
+ */
+async function offerNewShell(
+  client: RelayClient,
+  restored: PtyAttachResult,
+  signal: AbortSignal,
+): Promise<AttachOutcome> {
+  const cr = restored.coldRestore!;
+  const host = restored.id.slice(0, restored.id.lastIndexOf('/'));
+  paintRestored(process.stdout, restored.id, cr);
+  const cwdArg = cr.cwd ? ` --cwd ${shellQuote(cr.cwd)}` : '';
+  if (!cr.cwd || !(await askNewShell(process.stdin, process.stdout, cr.cwd))) {
+    process.stderr.write(`open a new shell there with: ptyrelay open ${host}${cwdArg}\r\n`);
+    return { why: 'restored', attach: restored };
+  }
+  const stdout = process.stdout;
+  return attachTty(
+    client,
+    async () => {
+      const r = await client.spawn({
+        host,
+        cwd: cr.cwd,
+        cols: stdout.columns || 80,
+        rows: stdout.rows || 24,
+      });
+      process.stderr.write(`started ${r.id} in ${cr.cwd}; detach with Ctrl-]\r\n`);
+      return r;
+    },
+    { signal },
+  );
 }
 
 const attach: Command = {
@@ -70,12 +110,13 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
     client.onHostProgress((p) =>
       p.step === 'link' ? status.clear() : status.show(`ptyrelay: host ${p.host}: ${p.message}`),
     );
-    let result: { why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo };
+    let result: AttachOutcome;
     try {
       result = await attachTty(client, () => client.attach(id), { signal: lost.signal });
     } finally {
       status.clear();
     }
+    if (result.why === 'restored') result = await offerNewShell(client, result.attach, lost.signal);
     process.stderr.write(
       ending(result.why, result.attach.id, result.exit, `ptyrelay attach ${result.attach.id}`),
     );

@@ -18,8 +18,11 @@ export interface TtyAttachOptions {
   signal?: AbortSignal;
 }
 
-/** Why an interactive attach ended. */
-export type TtyAttachEnd = 'detached' | 'exited' | 'lost';
+/**
+ * Why an interactive attach ended. `restored`: the terminal was lost with its host and the result
+ * carries its cold-restore record instead of a stream (the caller shows it).
+ */
+export type TtyAttachEnd = 'detached' | 'exited' | 'lost' | 'restored';
 
 /** Clears the user's screen and scrollback and repaints a snapshot. */
 function paintSnapshot(out: NodeJS.WritableStream, s: ScreenSnapshot): void {
@@ -81,6 +84,10 @@ export async function attachTty(
     throw err;
   }
   id = attach.id;
+  if (attach.sessionExpired && attach.coldRestore) {
+    unsubscribe();
+    return { why: 'restored', attach, exit: attach.exited };
+  }
   paintAttach(stdout, attach);
   for (const e of early) {
     if (e.id === id && e.seq >= attach.providerSequence.value) stdout.write(Buffer.from(e.data));
