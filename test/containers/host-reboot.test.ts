@@ -27,6 +27,11 @@ reportSkip('host reboot', engine);
 const HOST = 'rebooter';
 const WORK_DIR = '/home/dev/proj/deep dir';
 const TITLE = 'restore-title';
+/**
+ * Reconnect steps while the machine boots: the default ladder backs off to 10 s and 30 s, which on
+ * a slow boot turns a 10 s reboot into a minute of waiting; a steady 1 s keeps the suite short.
+ */
+const REBOOT_LADDER_MS = [250, 500, 1000];
 /** More lines than the 24-row screen holds: the first ones are only in the scrollback. */
 const LINES = 60;
 
@@ -40,6 +45,7 @@ describe.skipIf(!engine.ok)('a host that reboots under a terminal', () => {
     const p = new SshPtyProvider({
       hosts: { [HOST]: host.ssh },
       daemonArgs: ['--runtime-dir', REMOTE_RUNTIME_DIR],
+      link: { ladder: { steps: REBOOT_LADDER_MS } },
     });
     providers.push(p);
     return p;
