@@ -6,6 +6,11 @@ import type { RestoreStore } from './restore-store.js';
 
 /** A changed session's record is rewritten this often ("every few seconds while it changes"). */
 export const RESTORE_SAVE_INTERVAL_MS = 2000;
+/**
+ * While output keeps streaming, a session is saved at most this often: each save asks the model
+ * for a snapshot, which makes it parse a flood it would otherwise skip in part (model-feeder.ts).
+ */
+export const RESTORE_STREAMING_SAVE_INTERVAL_MS = 10_000;
 /** Scrollback rows kept above the screen in a record: enough to see what led up to the end. */
 export const RESTORE_SCROLLBACK_ROWS = 2000;
 /** Upper bound of one record file; a larger one is retaken with a quarter of the rows. */
@@ -37,6 +42,9 @@ export class RestorePersister {
   private readonly chains = new Map<string, Promise<void>>();
   private readonly forgotten = new Set<string>();
   private readonly queued = new Set<string>();
+  /** Ring head at the previous tick and time of the last save started, per session id. */
+  private readonly lastHead = new Map<string, number>();
+  private readonly lastSaveAt = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -57,6 +65,8 @@ export class RestorePersister {
   forget(id: string): Promise<void> {
     this.forgotten.add(id);
     this.savedKey.delete(id);
+    this.lastHead.delete(id);
+    this.lastSaveAt.delete(id);
     return this.enqueue(id, () => this.opts.store.remove(this.opts.scope, id));
   }
 
@@ -78,8 +88,15 @@ export class RestorePersister {
     await this.settle();
   }
 
-  private tick(): void {
-    for (const s of this.opts.sessions()) if (s.alive) this.save(s);
+  private tick(now = Date.now()): void {
+    for (const s of this.opts.sessions()) {
+      if (!s.alive) continue;
+      const streaming = this.lastHead.get(s.id) !== undefined && this.lastHead.get(s.id) !== s.ring.head;
+      this.lastHead.set(s.id, s.ring.head);
+      // Output still flowing: save now and then; the save after it settles catches the end.
+      if (streaming && now - (this.lastSaveAt.get(s.id) ?? 0) < RESTORE_STREAMING_SAVE_INTERVAL_MS) continue;
+      this.save(s);
+    }
   }
 
   private keyOf(s: PtySession): string {
@@ -93,6 +110,7 @@ export class RestorePersister {
     if (!this.chains.has(s.id) && this.savedKey.get(s.id) === this.keyOf(s)) return;
     // One save waits at most behind the one in flight; it reads the session's state when it runs.
     this.queued.add(s.id);
+    this.lastSaveAt.set(s.id, Date.now());
     void this.enqueue(s.id, async () => {
       this.queued.delete(s.id);
       const key = this.keyOf(s);
