@@ -7,10 +7,11 @@ import type { RestoreStore } from './restore-store.js';
 /** A changed session's record is rewritten this often ("every few seconds while it changes"). */
 export const RESTORE_SAVE_INTERVAL_MS = 2000;
 /**
- * While output keeps streaming, a session is saved at most this often: each save asks the model
- * for a snapshot, which makes it parse a flood it would otherwise skip in part (model-feeder.ts).
+ * While output keeps streaming, a session is saved at most this often, from the screen as the
+ * model has parsed it so far: a full snapshot would make the model parse a flood it otherwise
+ * skips in part (model-feeder.ts), and twenty flooding sessions made that visible.
  */
-export const RESTORE_STREAMING_SAVE_INTERVAL_MS = 10_000;
+export const RESTORE_STREAMING_SAVE_INTERVAL_MS = 30_000;
 /** Scrollback rows kept above the screen in a record: enough to see what led up to the end. */
 export const RESTORE_SCROLLBACK_ROWS = 2000;
 /** Upper bound of one record file; a larger one is retaken with a quarter of the rows. */
@@ -91,11 +92,15 @@ export class RestorePersister {
   private tick(now = Date.now()): void {
     for (const s of this.opts.sessions()) {
       if (!s.alive) continue;
-      const streaming = this.lastHead.get(s.id) !== undefined && this.lastHead.get(s.id) !== s.ring.head;
+      const before = this.lastHead.get(s.id);
       this.lastHead.set(s.id, s.ring.head);
+      // First sight: only note where the output stands, so a flood that starts with the session
+      // is recognised as streaming before it is ever saved.
+      if (before === undefined) continue;
+      const streaming = before !== s.ring.head;
       // Output still flowing: save now and then; the save after it settles catches the end.
       if (streaming && now - (this.lastSaveAt.get(s.id) ?? 0) < RESTORE_STREAMING_SAVE_INTERVAL_MS) continue;
-      this.save(s);
+      this.save(s, streaming);
     }
   }
 
@@ -103,7 +108,7 @@ export class RestorePersister {
     return `${s.incarnationId}:${s.ring.head}:${s.cols}x${s.rows}:${s.title}:${s.exited ? 'x' : ''}`;
   }
 
-  private save(s: PtySession): void {
+  private save(s: PtySession, streaming = false): void {
     if (this.stopped || this.forgotten.has(s.id) || this.queued.has(s.id)) return;
     // A session that has shown nothing yet has nothing to restore.
     if (s.ring.head === 0 && s.alive) return;
@@ -115,7 +120,7 @@ export class RestorePersister {
       this.queued.delete(s.id);
       const key = this.keyOf(s);
       if (this.forgotten.has(s.id) || this.savedKey.get(s.id) === key) return;
-      const text = await this.recordText(s);
+      const text = await this.recordText(s, streaming);
       if (this.forgotten.has(s.id)) return;
       if (text === undefined) {
         this.opts.log('cold-restore record too large; not saved', { id: s.id });
@@ -130,11 +135,12 @@ export class RestorePersister {
   }
 
   /** The record as JSON, with fewer scrollback rows until it fits the size bound. */
-  private async recordText(s: PtySession): Promise<string | undefined> {
+  private async recordText(s: PtySession, streaming: boolean): Promise<string | undefined> {
     const max = this.opts.maxRecordBytes ?? RESTORE_MAX_RECORD_BYTES;
     let rows = this.opts.scrollbackRows ?? RESTORE_SCROLLBACK_ROWS;
     for (;;) {
-      const text = JSON.stringify(this.record(s, await s.snapshot(rows), rows));
+      const snap = streaming ? await s.snapshotAsParsed(rows) : await s.snapshot(rows);
+      const text = JSON.stringify(this.record(s, snap, rows));
       if (Buffer.byteLength(text) <= max) return text;
       if (rows === 0) return undefined;
       rows = Math.floor(rows / 4);

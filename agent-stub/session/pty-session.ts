@@ -255,6 +255,14 @@ export class PtySession {
     return this.model.snapshot(this.incarnationId, scrollbackRows);
   }
 
+  /**
+   * The model's screen as far as it has parsed, without first feeding it output it holds back
+   * (a flood the feeder may partly skip): cheaper, and up to a few seconds behind the ring.
+   */
+  snapshotAsParsed(scrollbackRows?: number): Promise<ScreenSnapshot> {
+    return this.model.snapshot(this.incarnationId, scrollbackRows);
+  }
+
   clearModel(): void {
     this.feeder.flushAll();
     this.model.post({ kind: 'clear', sid: this.incarnationId });

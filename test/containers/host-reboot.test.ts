@@ -88,7 +88,7 @@ describe.skipIf(!engine.ok)('a host that reboots under a terminal', () => {
           ? host.run(`ls "${REMOTE_RESTORE_DIR}"/*.json`)
           : undefined;
       },
-      20_000,
+      30_000,
       'the cold-restore record',
     );
     expect(recordFile.trim().split('\n')).toHaveLength(1);

@@ -17,7 +17,7 @@ const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main
 const LINES = 30;
 const AHP_VERSIONS = ['0.1.0'];
 
-describe('a cold-restored terminal through the relay', { timeout: 60_000 }, () => {
+describe('a cold-restored terminal through the relay', { timeout: 120_000 }, () => {
   let fx: RelayFixture;
   let env: NodeJS.ProcessEnv;
   let workDir: string;
@@ -58,14 +58,14 @@ describe('a cold-restored terminal through the relay', { timeout: 60_000 }, () =
         readdirSync(restoreDir).some((f) =>
           readFileSync(join(restoreDir, f), 'utf8').includes(`kept-line-${LINES}`),
         ),
-      10_000,
+      20_000,
       'the record',
     );
 
     process.kill(fx.local.daemonPid, 'SIGKILL');
     process.kill(r.pid, 'SIGKILL');
     // The relay's link to the host comes back and finds the record: the terminal stays, exited.
-    await waitFor(() => fx.registry.find(r.id)?.exitCode === 137, 15_000, 'the registry update');
+    await waitFor(() => fx.registry.find(r.id)?.exitCode === 137, 30_000, 'the registry update');
     const ahp = await open(fx.url, { token: TEST_TOKEN });
     const init = (await ahp.request('initialize', {
       protocolVersions: AHP_VERSIONS,

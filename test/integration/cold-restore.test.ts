@@ -65,7 +65,7 @@ describe('cold restore after the daemon and its PTYs died', () => {
         const text = f ? readFileSync(join(restoreDir, f), 'utf8') : '';
         return text.includes(`cold-line-${LINES}`) && text.includes(TITLE) ? f : undefined;
       },
-      10_000,
+      20_000,
       'the record',
     );
     expect(statSync(join(restoreDir, file)).mode & 0o777).toBe(0o600);
@@ -77,7 +77,7 @@ describe('cold restore after the daemon and its PTYs died', () => {
     process.kill(old.pid, 'SIGKILL');
     const expired = await waitFor(
       () => reattached.find((e) => e.id === old.id && e.sessionExpired),
-      15_000,
+      30_000,
       'the expiry',
     );
     expect(expired.coldRestore).toMatchObject({ cwd: workDir, lastTitle: TITLE, cols: 80, rows: 24 });
@@ -111,5 +111,5 @@ describe('cold restore after the daemon and its PTYs died', () => {
     expect(isPtyRelayError(err, 'NOT_FOUND'), String(err)).toBe(true);
     await provider.shutdown(fresh.id);
     await waitFor(() => records().length === 0, 10_000, 'no records left');
-  }, 60_000);
+  }, 120_000);
 });
