@@ -25,11 +25,18 @@ const result = (value: number, over: Partial<PtySpawnResult> = {}): PtySpawnResu
   providerSequence: { value, generation: 'continued' },
   ...over,
 });
-const chunk = (seq: number, len = 100): PtyDataEvent => ({ id: ID, incarnationId: 'inc', seq, data: Buffer.alloc(len) });
+const chunk = (seq: number, len = 100): PtyDataEvent => ({
+  id: ID,
+  incarnationId: 'inc',
+  seq,
+  data: Buffer.alloc(len),
+});
 
 function setup() {
   const acked: number[] = [];
-  const provider = { acknowledgeDataEvent: (_id: string, n: number) => acked.push(n) } as unknown as IPtyProvider;
+  const provider = {
+    acknowledgeDataEvent: (_id: string, n: number) => acked.push(n),
+  } as unknown as IPtyProvider;
   const credit = new TerminalCredit();
   const resumes: Attachment[] = [];
   const f = new RelayFanout({ credit, clientBufferBytes: 1024, resume: (a) => resumes.push(a) });
@@ -115,7 +122,11 @@ describe('RelayFanout: lagging consumers cost nothing and resume from history', 
     const snapshot = { data: 'screen', cols: 80, rows: 24, seq: 5000, alternateScreen: false };
     f.resumed(
       a,
-      result(5100, { providerSequence: { value: 5100, generation: 'reset' }, snapshot, replay: Buffer.alloc(100) }),
+      result(5100, {
+        providerSequence: { value: 5100, generation: 'reset' },
+        snapshot,
+        replay: Buffer.alloc(100),
+      }),
       provider,
       'ptyrelay/reattach',
     );
