@@ -35,9 +35,9 @@ describe('one-shot commands take --timeout', () => {
   });
 
   it('gives up after --timeout seconds with TIMEOUT and exit code 1', async () => {
-    const r = await cli(['send', 'box/pty-1', 'hello', '--timeout', '1'], env);
+    const r = await cli(['read', 'box/pty-1', '--timeout', '1'], env);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('TIMEOUT: send did not finish within 1 s (--timeout)');
+    expect(r.stderr).toContain('TIMEOUT: read did not finish within 1 s (--timeout)');
     // It was the timer, not the WebSocket handshake limit (10 s, then CONNECT_FAILED).
     expect(r.stderr).not.toContain('CONNECT_FAILED');
   });

@@ -302,7 +302,11 @@ describe('snapshots of a flood that outruns the ring', () => {
   let fx: LocalFixture;
   beforeAll(async () => {
     // A 64 KiB ring is 1 ms of `yes`: a snapshot taken while it runs misses almost always.
-    fx = await startLocal(['--ring-bytes', String(64 * 1024), '--credit-window', String(16 * 1024)]);
+    fx = await startLocal([
+      ...['--ring-bytes', String(64 * 1024), '--credit-window', String(16 * 1024)],
+      // A read cannot promise more than the ring keeps (the daemon refuses to start otherwise).
+      ...['--max-read-bytes', String(64 * 1024)],
+    ]);
   });
   afterAll(async () => {
     await fx.cleanup();

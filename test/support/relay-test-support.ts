@@ -197,6 +197,10 @@ export class FakeProvider implements Partial<IPtyProvider> {
     this.writes.push({ id, data: String(data) });
   }
 
+  onBackgroundStreamEvent(): () => void {
+    return () => {};
+  }
+
   acknowledgeDataEvent(id: string, bytes: number): void {
     this.acked.set(id, (this.acked.get(id) ?? 0) + bytes);
   }
