@@ -194,6 +194,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       exitCode: r.exited?.exitCode,
       incarnationId: r.incarnationId,
       createdAt: Date.now(),
+      ...(r.alias !== undefined ? { alias: r.alias } : {}),
     });
   };
 

@@ -55,6 +55,7 @@ export function toSpawnResult(id: string, r: StubAttachResult, blob: Uint8Array 
   if (r.exited) out.exited = r.exited;
   if (r.title !== undefined) out.title = r.title;
   if (r.cwd !== undefined) out.cwd = r.cwd;
+  if (r.alias !== undefined) out.alias = r.alias;
   if (r.reused) out.reused = true;
   if (r.exitedBeforeSpawnReply) out.exitedBeforeSpawnReply = true;
   return out;
