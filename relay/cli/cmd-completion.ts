@@ -7,7 +7,7 @@ const COMPLETION_CONNECT_ATTEMPTS = 1;
 
 /** Candidates for one positional named in a usage line. */
 function fromName(name: string): string[] {
-  if (name === 'ID') return ['@ids'];
+  if (name === 'ID' || name === 'HOST/ID') return ['@ids'];
   if (name === 'HOST') return ['@hosts'];
   if (name === 'SIG') return Object.keys(osConstants.signals).map((s) => s.slice(3));
   return name.includes('|') ? name.split('|') : [];

@@ -66,7 +66,7 @@ export function positionalNames(cmd: Command): string[] {
   const words = cmd.usage.split(' ').slice(1);
   const names: string[] = [];
   for (const w of words) {
-    const m = /^\[?([A-Za-z][A-Za-z_|]*)\]?$/.exec(w);
+    const m = /^\[?([A-Za-z][A-Za-z_|/]*)\]?$/.exec(w);
     if (!m) break;
     names.push(m[1]!);
   }
