@@ -14,6 +14,8 @@ const PACKAGE_VERSION: string = JSON.parse(
   readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8'),
 ).version;
 const BASH = ['--', 'bash', '--norc', '--noprofile'];
+/** Each CLI run starts a Node process: seconds apiece on a machine shared by many test runs. */
+const CLI_TEST_TIMEOUT_MS = 240_000;
 
 async function openTerminal(env: NodeJS.ProcessEnv): Promise<string> {
   const r = await runCli(['open', 'local', '--json', ...BASH], env);
@@ -21,7 +23,7 @@ async function openTerminal(env: NodeJS.ProcessEnv): Promise<string> {
   return JSON.parse(r.stdout).id;
 }
 
-describe('ptyrelay as a Unix tool: usage, version, ids, attach', { timeout: 60_000 }, () => {
+describe('ptyrelay as a Unix tool: usage, version, ids, attach', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   let fx: RelayFixture;
   let env: NodeJS.ProcessEnv;
   beforeAll(async () => {
@@ -48,25 +50,28 @@ describe('ptyrelay as a Unix tool: usage, version, ids, attach', { timeout: 60_0
   });
 
   it('usage errors: our one-line message, the command usage, exit 2', async () => {
-    const bogus = await runCli(['ls', '--bogus'], env);
+    const badUrls = ['127.0.0.1:7791', 'http://127.0.0.1:7791', 'not a url'];
+    const [bogus, missing, value, json, ...urls] = await Promise.all([
+      runCli(['ls', '--bogus'], env),
+      runCli(['send', 'local/pty-1'], env),
+      runCli(['open', 'local', '--cwd'], env),
+      runCli(['ls', '--bogus', '--json'], env),
+      ...badUrls.map((url) => runCli(['ls'], { ...env, PTYRELAY_URL: url })),
+    ]);
     expect(bogus).toEqual({
       code: 2,
       stdout: '',
       stderr: 'ptyrelay: unknown option --bogus\nusage: ptyrelay ls [HOST]\n',
     });
-    const missing = await runCli(['send', 'local/pty-1'], env);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe('ptyrelay: missing TEXT\nusage: ptyrelay send HOST/ID TEXT [--raw]\n');
-    const value = await runCli(['open', 'local', '--cwd'], env);
     expect(value.stderr.split('\n')[0]).toBe('ptyrelay: --cwd needs a value');
-    for (const url of ['127.0.0.1:7791', 'http://127.0.0.1:7791', 'not a url']) {
-      const bad = await runCli(['ls'], { ...env, PTYRELAY_URL: url });
-      expect(bad.code, url).toBe(2);
-      expect(bad.stderr).toBe(
+    badUrls.forEach((url, i) => {
+      expect(urls[i]!.code, url).toBe(2);
+      expect(urls[i]!.stderr).toBe(
         `ptyrelay: PTYRELAY_URL must be a ws:// or wss:// URL (e.g. ws://127.0.0.1:7681), got ${url}\nusage: ptyrelay ls [HOST]\n`,
       );
-    }
-    const json = await runCli(['ls', '--bogus', '--json'], env);
+    });
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stderr)).toEqual({
       error: {
@@ -102,7 +107,7 @@ describe('ptyrelay as a Unix tool: usage, version, ids, attach', { timeout: 60_0
 
   it('attach refuses a stdin that is not a terminal, pointing at send and read', async () => {
     const id = await openTerminal(env);
-    const r = await runCli(['attach', id], env, { timeoutMs: 10_000 });
+    const r = await runCli(['attach', id], env, { timeoutMs: 60_000 });
     expect(r.code).toBe(2);
     expect(r.stderr.split('\n')[0]).toMatch(
       /^ptyrelay: attach needs a terminal on stdin;.*ptyrelay send .*ptyrelay read /,
@@ -126,7 +131,7 @@ describe('ptyrelay as a Unix tool: usage, version, ids, attach', { timeout: 60_0
       await a.wait('typed-42');
       proxy.refuse(true);
       proxy.cut();
-      await a.wait('detaches', 15_000);
+      await a.wait('detaches', 30_000);
       // Every drawn status line (reverse video on the bottom row) fits in cols - 1 and keeps its hint.
       const drawn = [...a.text().matchAll(/\x1b\[7m([^\x1b]*)\x1b\[0m/g)].map((m) => m[1]!);
       expect(drawn.length).toBeGreaterThan(0);
@@ -190,7 +195,7 @@ describe('ptyrelay as a Unix tool: usage, version, ids, attach', { timeout: 60_0
   });
 });
 
-describe('ptyrelay daemons: list and stop the per-user daemons', { timeout: 60_000 }, () => {
+describe('ptyrelay daemons: list and stop the per-user daemons', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   let fx: RelayFixture;
   let env: NodeJS.ProcessEnv;
   beforeAll(async () => {
@@ -240,14 +245,14 @@ describe('ptyrelay daemons: list and stop the per-user daemons', { timeout: 60_0
     expect(yes.text()).toContain(
       `stopped the daemon on local (build ${stubBuildId()}, pid ${fx.local.daemonPid})`,
     );
-    await waitFor(() => !pidAlive(fx.local.daemonPid), 5000, 'daemon exit');
+    await waitFor(() => !pidAlive(fx.local.daemonPid), 15_000, 'daemon exit');
     const after = JSON.parse((await runCli(['ls', '--json'], env)).stdout).terminals;
     expect(after.map((t: { id: string }) => t.id)).not.toContain(id);
   });
 });
 
 describe('ptyrelay serve: stdout carries the --json line first, then log lines without duplicate keys', {
-  timeout: 60_000,
+  timeout: CLI_TEST_TIMEOUT_MS,
 }, () => {
   let root: string;
   let relay: ChildProcess | undefined;
@@ -279,7 +284,7 @@ describe('ptyrelay serve: stdout carries the --json line first, then log lines w
     relay.stdout?.on('data', (d) => {
       stdout += d;
     });
-    await waitFor(() => stdout.includes('\n'), 15_000, 'first stdout line');
+    await waitFor(() => stdout.includes('\n'), 60_000, 'first stdout line');
     const [first, ...logs] = stdout.split('\n');
     const info = JSON.parse(first!);
     expect(info).toMatchObject({ url: expect.stringMatching(/^ws:\/\/127\.0\.0\.1:\d+$/), hosts: ['local'] });
@@ -289,7 +294,7 @@ describe('ptyrelay serve: stdout carries the --json line first, then log lines w
     // The relay's link to the local daemon drops and comes back: host-tagged log lines.
     const daemonPid = JSON.parse((await runCli(['daemons', '--json'], cenv)).stdout).daemons[0].pid;
     process.kill(daemonPid, 'SIGKILL');
-    await waitFor(() => /"msg":"reconnecting"/.test(stdout), 15_000, 'a reconnecting log line');
+    await waitFor(() => /"msg":"reconnecting"/.test(stdout), 30_000, 'a reconnecting log line');
     const lines = stdout.split('\n').slice(1).filter(Boolean);
     expect(lines.length).toBeGreaterThan(logs.filter(Boolean).length - 1);
     for (const line of lines) {

@@ -6,6 +6,11 @@ import { waitFor } from './local-daemon.js';
 /** The built CLI entry (tests run `npm run build` first). */
 export const CLI_MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
 
+/** One CLI run, generously: a Node start takes seconds on a machine shared by many test runs. */
+const CLI_RUN_TIMEOUT_MS = 60_000;
+/** Waiting for a CLI in a PTY to print something or exit. */
+const CLI_WAIT_MS = 30_000;
+
 export interface CliRun {
   code: number;
   stdout: string;
@@ -22,7 +27,7 @@ export function runCli(
     const child = execFile(
       process.execPath,
       [opts.main ?? CLI_MAIN, ...args],
-      { env, timeout: opts.timeoutMs ?? 20_000, cwd: opts.cwd },
+      { env, timeout: opts.timeoutMs ?? CLI_RUN_TIMEOUT_MS, cwd: opts.cwd },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
         resolve({ code, stdout, stderr });
@@ -50,9 +55,9 @@ export function cliInPty(args: string[], env: NodeJS.ProcessEnv, size = { cols: 
     p,
     text: () => out,
     exited: () => exit,
-    wait: (s: string | RegExp, ms = 10_000) =>
+    wait: (s: string | RegExp, ms = CLI_WAIT_MS) =>
       waitFor(() => (typeof s === 'string' ? out.includes(s) : s.test(out)), ms, JSON.stringify(String(s))),
-    waitExit: () => waitFor(() => exit !== undefined, 10_000, `exit of ptyrelay ${args.join(' ')}`),
+    waitExit: () => waitFor(() => exit !== undefined, CLI_WAIT_MS, `exit of ptyrelay ${args.join(' ')}`),
   };
 }
 
