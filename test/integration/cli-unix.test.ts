@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { stubBuildId } from '../../relay/stub-bundle.js';
 import { CLI_MAIN, cliInPty, runCli, topLevelKeys } from '../support/cli-runner.js';
+import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { pidAlive, waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
@@ -263,10 +264,9 @@ describe('ptyrelay serve: stdout carries the --json line first, then log lines w
     mkdirSync(join(root, 'home'));
   });
   afterAll(async () => {
-    relay?.kill('SIGKILL');
-    const p = new LocalPtyProvider({ runtimeDir });
-    await p.shutdownDaemon().catch(() => {});
-    await p.dispose();
+    // A relay stopped mid-start may still spawn its daemon: wait for its exit, then reap them.
+    await endProcess(relay);
+    await killDaemonsOf(runtimeDir);
     rmSync(root, { recursive: true, force: true });
   });
 

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
@@ -164,10 +165,9 @@ describe('ptyrelay serve (npm start) on the default config', { timeout: 60_000 }
     mkdirSync(home);
   });
   afterAll(async () => {
-    relay?.kill('SIGTERM');
-    const p = new LocalPtyProvider({ runtimeDir });
-    await p.shutdownDaemon().catch(() => {});
-    await p.dispose();
+    // A relay stopped mid-start may still spawn its daemon: wait for its exit, then reap them.
+    await endProcess(relay);
+    await killDaemonsOf(runtimeDir);
     rmSync(root, { recursive: true, force: true });
   });
 

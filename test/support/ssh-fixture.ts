@@ -31,8 +31,8 @@ const runtimeDirs = new Set<string>();
 
 /** Removes the remote runtime dirs of this file; call after its daemons were shut down. */
 export function removeRemoteRuntimeDirs(): void {
+  // Kept in the set: a later describe of the same file may still create (and remove) them.
   for (const dir of runtimeDirs) rmSync(dir, { recursive: true, force: true });
-  runtimeDirs.clear();
 }
 
 export function hostFor(sshd: SshdInstance, extra: Partial<SshHostConfig> = {}): SshHostConfig {
