@@ -3,7 +3,6 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { stubBuildId } from '../../relay/stub-bundle.js';
 import { CLI_MAIN, cliInPty, runCli, topLevelKeys } from '../support/cli-runner.js';
 import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { waitFor } from '../support/local-daemon.js';
