@@ -60,7 +60,8 @@ function attachInPty(id: string, env: NodeJS.ProcessEnv) {
   };
 }
 
-describe('ptyrelay CLI against a running relay', { timeout: 60_000 }, () => {
+// A dozen CLI runs in a row: each starts a Node process, seconds apiece on a loaded machine.
+describe('ptyrelay CLI against a running relay', { timeout: 180_000 }, () => {
   let fx: RelayFixture;
   let env: NodeJS.ProcessEnv;
   beforeAll(async () => {
