@@ -69,7 +69,9 @@ describe('ptyrelay as a Unix tool: usage, version, ids, attach', { timeout: CLI_
       stderr: 'ptyrelay: unknown option --bogus\nusage: ptyrelay ls [HOST]\n',
     });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toBe('ptyrelay: missing TEXT\nusage: ptyrelay send HOST/ID TEXT [--raw]\n');
+    expect(missing.stderr).toBe(
+      'ptyrelay: missing TEXT\nusage: ptyrelay send HOST/ID TEXT [--raw] [--wait SECONDS] [--no-wait]\n',
+    );
     expect(value.stderr.split('\n')[0]).toBe('ptyrelay: --cwd needs a value');
     badUrls.forEach((url, i) => {
       expect(urls[i]!.code, url).toBe(2);
