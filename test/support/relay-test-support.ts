@@ -3,6 +3,7 @@ import type {
   IPtyProvider,
   PtyAttachOptions,
   PtyAttachResult,
+  PtyBackgroundStreamEvent,
   PtyDataEvent,
   PtyExitEvent,
   PtyFactEvent,
@@ -232,6 +233,10 @@ export class FakeProvider implements Partial<IPtyProvider> {
   }
   onExit(l: (e: PtyExitEvent) => void) {
     return this.exits.on(l);
+  }
+  /** The web overview listens for these; a fake provider has none to give. */
+  onBackgroundStreamEvent(_l: (e: PtyBackgroundStreamEvent) => void) {
+    return () => {};
   }
 }
 
