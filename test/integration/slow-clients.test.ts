@@ -57,24 +57,24 @@ async function metric(url: string, name: string): Promise<number[]> {
     .map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)));
 }
 
+// Passed on the issue-20 branch; after this round's merges (per-turn cork on the WebSocket, the
+// host-daemon routing of attaches) the stalled RelayClient no longer catches up within 60 s and
+// the lagging attachment's resume is never reached. Skipped with this reason until fixed (issue 20).
+const CATCH_UP_REGRESSION =
+  'skipped: the stalled RelayClient does not catch up after the merges of issues 22/23 (open in issue 20)';
 describe('slow clients cost the relay nothing (real sockets)', () => {
   let fx: RelayFixture;
   let proxy: FaultProxy;
   beforeAll(async () => {
     fx = await startRelay();
     proxy = await FaultProxy.start({ host: '127.0.0.1', port: fx.port });
+    console.warn(CATCH_UP_REGRESSION);
   });
   afterAll(async () => {
     await proxy.close();
     await fx.cleanup();
   });
 
-  // Passed on the issue-20 branch; after this round's merges (per-turn cork on the WebSocket, the
-  // host-daemon routing of attaches) the stalled RelayClient no longer catches up within 60 s and
-  // the lagging attachment's resume is never reached. Skipped with this reason until fixed (issue 20).
-  const CATCH_UP_REGRESSION =
-    'skipped: the stalled RelayClient does not catch up after the merges of issues 22/23 (open in issue 20)';
-  beforeAll(() => console.warn(CATCH_UP_REGRESSION));
   it.skip('a reader is unaffected by stalled AHP and ptyrelay consumers, which stay bounded and resume exact or reset', async () => {
     const N = 1_500_000;
     const total = seqBytes(N);
