@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PtyDataEvent, PtyReattachEvent } from '../../provider/contract.js';
 import { creditFor } from '../../relay/service/terminal-credit.js';
 import { FaultProxy } from '../support/fault-proxy.js';
+import { waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
 import { open, type TestClient } from '../support/relay-test-support.js';
 
@@ -9,14 +10,6 @@ import { open, type TestClient } from '../support/relay-test-support.js';
 const BOUND = 1024 * 1024;
 /** What one send may add past the bound: one batched frame and its JSON envelope. */
 const FRAME_SLACK = 512 * 1024;
-
-async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** Bytes of `seq 1 n` with CRLF line ends (the PTY's onlcr). */
 function seqBytes(n: number): number {
