@@ -6,6 +6,8 @@ import { performance } from 'node:perf_hooks';
 const LISTEN_HOST = '127.0.0.1';
 /** Upper bound on bytes held in one direction's delay queue before the source socket is paused. */
 const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
+/** Bytes a stalled direction reads before it pauses its source (like a peer's full receive window). */
+const STALL_QUEUE_BYTES = 64 * 1024;
 /** Lower bound on the throttled queue limit, so tiny rates still make progress in whole chunks. */
 const MIN_THROTTLE_QUEUE_BYTES = 64 * 1024;
 /** Throttled directions queue at most this many seconds' worth of bytes before pausing the source. */
@@ -36,6 +38,8 @@ export interface FaultProxyStats {
 /** The proxy-wide fault settings every pipe consults. */
 interface Faults {
   blackholed: boolean;
+  /** Bytes are held, not forwarded: the sources are paused once a little is queued (a frozen path). */
+  stalled: boolean;
   delayMs: number;
   /** Bytes per second per direction; 0 means unlimited. */
   rate: number;
@@ -112,7 +116,7 @@ class Pipe {
     if (this.dead || this.faults.blackholed) return;
     this.stats[this.reads]++;
     const f = this.faults;
-    if (this.queue.length === 0 && !this.blocked && f.delayMs === 0 && f.rate === 0) {
+    if (this.queue.length === 0 && !this.blocked && !f.stalled && f.delayMs === 0 && f.rate === 0) {
       this.write(chunk);
       return;
     }
@@ -141,7 +145,7 @@ class Pipe {
   /** Writes every queued chunk that is due and within budget; returns ms until the next one may go. */
   private drain(): number | undefined {
     const f = this.faults;
-    while (!this.blocked && !f.blackholed && this.queue.length > 0) {
+    while (!this.blocked && !f.blackholed && !f.stalled && this.queue.length > 0) {
       const item = this.queue[0]!;
       const now = performance.now();
       const due = item.at + f.delayMs;
@@ -193,8 +197,9 @@ class Pipe {
   private updateFlow(): void {
     if (this.dead) return;
     const f = this.faults;
-    const limit =
-      f.rate > 0
+    const limit = f.stalled
+      ? STALL_QUEUE_BYTES
+      : f.rate > 0
         ? Math.min(MAX_QUEUED_BYTES, Math.max(MIN_THROTTLE_QUEUE_BYTES, f.rate * THROTTLE_QUEUE_SECONDS))
         : MAX_QUEUED_BYTES;
     const pause = !f.blackholed && (this.blocked || this.queued > limit);
@@ -270,7 +275,7 @@ class Link {
  */
 export class FaultProxy {
   private readonly links = new Set<Link>();
-  private readonly faults: Faults = { blackholed: false, delayMs: 0, rate: 0 };
+  private readonly faults: Faults = { blackholed: false, stalled: false, delayMs: 0, rate: 0 };
   private readonly counters = {
     connections: 0,
     active: 0,
@@ -333,6 +338,16 @@ export class FaultProxy {
     this.kickAll();
   }
 
+  /**
+   * Stops forwarding in both directions without losing anything, like a path whose far end froze
+   * (a sleeping laptop, a zero TCP window): each direction reads a little, then pauses its source
+   * so the sender's buffers fill and it sees backpressure. {@link restore} delivers what was held.
+   */
+  stall(): void {
+    this.faults.stalled = true;
+    this.kickAll();
+  }
+
   /** Adds `ms` of one-way latency to every chunk in both directions, preserving order. 0 disables. */
   delay(ms: number): void {
     if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`fault-proxy: bad delay ${ms}`);
@@ -361,6 +376,7 @@ export class FaultProxy {
   /** Returns to clean pass-through. Queued delayed bytes are delivered; dropped bytes stay dropped. */
   restore(): void {
     this.faults.blackholed = false;
+    this.faults.stalled = false;
     this.faults.delayMs = 0;
     this.faults.rate = 0;
     this.refusing = false;
