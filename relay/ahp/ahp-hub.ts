@@ -10,8 +10,9 @@ import {
   type TerminalRegistry,
 } from '../service/terminal-registry.js';
 import { ActionLog, type LogEntry } from './action-log.js';
-import { PeerSet } from './ahp-peers.js';
+import { type AhpPeer, PeerSet } from './ahp-peers.js';
 import { PendingEvents } from './pending-events.js';
+import { resyncActions } from './resync-actions.js';
 import { RootCatalog } from './root-catalog.js';
 import { type ChannelInit, type RawSegment, TerminalChannel } from './terminal-channel.js';
 import {
@@ -71,6 +72,7 @@ export class AhpHub {
     this.peers = new PeerSet(this.actionLog, { high: limits.highWatermark, low: limits.lowWatermark }, log);
     this.credit = creditFor(router);
     this.peers.onChange = () => this.reportCredit();
+    this.peers.resync = (peer) => this.resyncEntries(peer);
     for (const r of registry.list()) this.openChannel(this.initFromRecord(r));
     this.subscribe();
   }
@@ -182,6 +184,38 @@ export class AhpHub {
     this.peers.deliver(entry, raw ? { channel: ch.uri, segment: raw } : undefined);
     this.mirror(ch.id, action);
     return entry;
+  }
+
+  /**
+   * For a peer that fell out of the action log: logs, visible to its client only, the actions
+   * that bring every channel it follows to the current state (root: the catalog; terminals:
+   * `terminal/cleared`, the content and the metadata). Undefined for a peer without a client id.
+   */
+  private resyncEntries(peer: AhpPeer): LogEntry[] | undefined {
+    const onlyClientId = peer.clientId;
+    if (onlyClientId === undefined) return undefined;
+    const out: LogEntry[] = [];
+    for (const uri of peer.subscriptions) {
+      if (uri === ROOT_URI) {
+        const action: StateAction = {
+          type: 'root/terminalsChanged',
+          terminals: this.catalog.current.terminals,
+        };
+        out.push(this.actionLog.append(ROOT_URI, action, undefined, { onlyClientId }));
+        continue;
+      }
+      const ch = this.channelByUri(uri);
+      if (!ch) continue;
+      for (const action of resyncActions(ch.snapshotState())) {
+        out.push(this.actionLog.append(ch.uri, action, undefined, { onlyClientId }));
+      }
+    }
+    return out;
+  }
+
+  private channelByUri(uri: URI): TerminalChannel | undefined {
+    for (const ch of this.channels.values()) if (ch.uri === uri) return ch;
+    return undefined;
   }
 
   /** Sends an envelope only to connections of `clientId` (input echoes, rejections). */

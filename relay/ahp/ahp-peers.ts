@@ -36,13 +36,20 @@ export interface AhpPeer {
  * Delivers envelopes to subscribed connections with backpressure: a connection whose socket
  * buffer passes the high watermark stops getting live envelopes; once it drains below the low
  * watermark it is caught up, in order, from the action log. If the log no longer holds what it
- * missed, the connection is closed (4008) and the client reconnects (and gets snapshots).
+ * missed, it is resynchronized in place ({@link PeerSet.resync}: `terminal/cleared` and the
+ * current state of each channel it follows, then live envelopes); only a peer that cannot be
+ * resynchronized is closed (4008) and reconnects for snapshots.
  */
 export class PeerSet {
   private readonly peers = new Map<string, AhpPeer>();
   private timer: NodeJS.Timeout | undefined;
   /** Called when a peer starts or stops lagging, or leaves (credit is re-derived). */
   onChange?: () => void;
+  /**
+   * Logs, for `peer` alone, the envelopes that bring each channel it follows to its current
+   * state (undefined when that is not possible). Without it, such a peer is closed with 4008.
+   */
+  resync?: (peer: AhpPeer) => LogEntry[] | undefined;
 
   constructor(
     private readonly log: ActionLog,
@@ -150,6 +157,17 @@ export class PeerSet {
         continue;
       }
       const missed = this.log.since(p.behindFrom - 1);
+      const fresh = missed ? undefined : this.resync?.(p);
+      if (fresh) {
+        this.logger?.info(
+          { conn: p.conn.connectionId, missedFrom: p.behindFrom, envelopes: fresh.length },
+          'ahp peer fell out of the action log; resynchronized with the current state',
+        );
+        p.behindFrom = undefined;
+        changed = true;
+        for (const e of fresh) this.out(p, { entry: e });
+        continue;
+      }
       if (!missed) {
         this.logger?.info({ conn: p.conn.connectionId }, 'ahp peer too far behind; closing');
         this.peers.delete(p.conn.connectionId);

@@ -64,4 +64,32 @@ describe('PeerSet backpressure', () => {
     expect(conn.closedWith).toBe(CLOSE_TOO_FAR_BEHIND);
     peers.stop();
   });
+
+  it('resynchronizes a connection whose missed envelopes left the log, for its client only', async () => {
+    const log = new ActionLog(100, 1 << 20);
+    const peers = new PeerSet(log, { high: 100, low: 10 });
+    const late = fakeConn('late');
+    const other = fakeConn('other');
+    other.conn.clientId = 'someone-else';
+    peers.add(late.conn as unknown as RpcConnection).subscriptions.add('ch');
+    peers.add(other.conn as unknown as RpcConnection).subscriptions.add('ch');
+    peers.resync = (p) => [
+      log.append('ch', { type: 'terminal/cleared' }, undefined, { onlyClientId: p.clientId }),
+      log.append('ch', { type: 'terminal/data', data: 'SCREEN' }, undefined, { onlyClientId: p.clientId }),
+    ];
+    late.conn.bufferedAmount = 500;
+    for (let i = 0; i < 300; i++) peers.deliver(log.append('ch', { type: 'terminal/data', data: '.' }));
+    late.conn.bufferedAmount = 0;
+    await wait(50);
+    expect(late.conn.closedWith).toBeUndefined();
+    const tail = late.sent.slice(-2).map((e) => e.action);
+    expect(tail).toEqual([{ type: 'terminal/cleared' }, { type: 'terminal/data', data: 'SCREEN' }]);
+    // Live again: the next envelope follows the resync.
+    peers.deliver(log.append('ch', { type: 'terminal/data', data: 'live' }));
+    expect(late.sent.at(-1)?.action).toEqual({ type: 'terminal/data', data: 'live' });
+    // The peer that kept up never saw the resync.
+    expect(other.sent.some((e) => e.action.type === 'terminal/cleared')).toBe(false);
+    expect(other.sent).toHaveLength(301);
+    peers.stop();
+  });
 });
