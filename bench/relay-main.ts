@@ -20,7 +20,14 @@ interface RelayProcessArgs {
 async function run(): Promise<void> {
   const args = JSON.parse(process.argv[2] ?? '{}') as RelayProcessArgs;
   const log = createLogger({ level: 'silent' });
-  const provider = new SshPtyProvider({ hosts: args.hosts, daemonArgs: args.daemonArgs, log });
+  // As relay/service/host-router.ts: the service acknowledges output for its consumers
+  // (TerminalCredit), so the bench measures the credit path that runs in use.
+  const provider = new SshPtyProvider({
+    hosts: args.hosts,
+    daemonArgs: args.daemonArgs,
+    log,
+    link: { manualAck: true },
+  });
   const router: HostRouter = {
     hosts: () => Object.keys(args.hosts),
     providerFor: () => provider,
