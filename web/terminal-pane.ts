@@ -176,6 +176,8 @@ export class TerminalPane {
       raw = await this.link.request('ptyrelay/attach', {
         id: this.id,
         manualAck: true,
+        // A hidden pane re-attaching keeps its vote for the background (other viewers decide too).
+        background: !this.visible,
         ...(resume ? { fromSeq: this.seq, expectedIncarnationId: this.incarnationId } : {}),
       });
     } catch (err) {

@@ -87,6 +87,8 @@ export class RelayClient implements IPtyProvider {
   private readonly hostProgress = new Emitter<HostProgress>();
   private readonly manualAck: boolean;
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
+  /** Terminals this client asked to keep in the background (re-attached hidden after a reconnect). */
+  private readonly hidden = new Set<string>();
   /** Credit to the relay: much at once, little with the next input (one segment per keystroke). */
   private readonly acks = new AckScheduler((id, seq) => {
     this.link.notify(RelayNotification.ack, { id, seq });
@@ -192,6 +194,7 @@ export class RelayClient implements IPtyProvider {
    */
   async detach(id: string): Promise<void> {
     this.streams.forget(globalId(id));
+    this.hidden.delete(globalId(id));
     this.input.dropQueued({ id }, 'detached');
     await this.link.call(RelayMethod.detach, { id }, true);
   }
@@ -216,6 +219,7 @@ export class RelayClient implements IPtyProvider {
   async shutdown(id: string, opts: ShutdownOptions = {}): Promise<void> {
     await this.call(RelayMethod.shutdown, { id, ...opts });
     this.streams.forget(globalId(id));
+    this.hidden.delete(globalId(id));
   }
 
   /** Types `data` and waits for the stub's end reason (see docs/agents.md). Not retried after a drop. */
@@ -309,6 +313,9 @@ export class RelayClient implements IPtyProvider {
 
   async setPtyBackgrounded(id: string, background: boolean): Promise<void> {
     await this.call(RelayMethod.setBackgrounded, { id, background }, true);
+    // Re-attaches after a reconnect keep the wish (the relay counts each viewer's).
+    if (background) this.hidden.add(globalId(id));
+    else this.hidden.delete(globalId(id));
   }
 
   acknowledgeDataEvent(id: string, bytes: number): void {
@@ -407,6 +414,7 @@ export class RelayClient implements IPtyProvider {
         fromSeq: t.seq,
         expectedIncarnationId: t.incarnationId,
         ...(this.manualAck ? { manualAck: true } : {}),
+        ...(this.hidden.has(t.id) ? { background: true } : {}),
       };
       const w = inHandshake
         ? await this.link.callNow<WireAttachResult>(RelayMethod.attach, params)

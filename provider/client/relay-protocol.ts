@@ -130,6 +130,11 @@ export interface AttachParams {
   expectedIncarnationId?: string;
   /** The client acknowledges data itself with `ptyrelay/ack` (else the relay credits on send). */
   manualAck?: boolean;
+  /**
+   * The viewer keeps the terminal in the background (e.g. a hidden tab re-attaching). Default:
+   * it views it, which brings the terminal out of the background other viewers asked for.
+   */
+  background?: boolean;
 }
 
 /**

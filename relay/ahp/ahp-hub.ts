@@ -1,6 +1,7 @@
 import type { Unsubscribe } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
+import { backgroundFor, type RouterBackground } from '../service/background-votes.js';
 import type { HostRouter } from '../service/rpc-types.js';
 import { creditFor, type TerminalCredit } from '../service/terminal-credit.js';
 import {
@@ -58,6 +59,7 @@ export class AhpHub {
   private readonly pending = new Pending();
   private readonly offs: Unsubscribe[] = [];
   private readonly credit: TerminalCredit;
+  private readonly background: RouterBackground;
   /** Per channel: the stream position its output reached when last delivered to its peers. */
   private readonly delivered = new WeakMap<TerminalChannel, number>();
 
@@ -65,12 +67,13 @@ export class AhpHub {
     private readonly router: HostRouter,
     readonly registry: TerminalRegistry,
     private readonly limits: AhpLimits,
-    log?: Logger,
+    private readonly log?: Logger,
   ) {
     this.actionLog = new ActionLog(limits.replayActions, limits.replayBytes);
     this.catalog = new RootCatalog(registry);
     this.peers = new PeerSet(this.actionLog, { high: limits.highWatermark, low: limits.lowWatermark }, log);
     this.credit = creditFor(router);
+    this.background = backgroundFor(router);
     this.peers.onChange = () => this.reportCredit();
     this.peers.resync = (peer) => this.resyncEntries(peer);
     for (const r of registry.list()) this.openChannel(this.initFromRecord(r));
@@ -170,6 +173,14 @@ export class AhpHub {
     }
     if (subscribed) this.credit.report(ch.id, ch, this.delivered.get(ch) ?? 0, !keeping);
     else this.credit.drop(ch.id, ch);
+    // AHP has no background: a channel with subscribers keeps its terminal in the foreground,
+    // whatever a hidden web tab asked for (relay/service/background-votes.ts).
+    if (subscribed) {
+      this.background.vote(ch.id, this, false).catch((err: Error) => {
+        this.background.leave(this, ch.id);
+        this.log?.debug({ id: ch.id, err: err.message }, 'ahp: background vote not applied');
+      });
+    } else this.background.leave(this, ch.id, (f, m) => this.log?.warn(f, m));
   }
 
   /** Re-reports every channel (a peer lagged, caught up, subscribed or left). */

@@ -14,6 +14,7 @@ import { PtyRelayError } from '../../provider/errors.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { agentMethods } from '../agents/agent-rpc.js';
 import type { Logger } from '../log.js';
+import { backgroundFor } from './background-votes.js';
 import { InputLedger } from './input-ledger.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
 import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from './rpc-types.js';
@@ -88,6 +89,8 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   const ledgers = new Map<string, LedgerSlot>();
   const linkStates = new Map<string, LinkState>();
   const subscribed = new WeakSet<IPtyProvider>();
+  const background = backgroundFor(router);
+  const warn = (fields: Record<string, unknown>, msg: string) => log?.warn(fields, msg);
 
   const state = (conn: RpcConnection): ConnState => {
     let cs = conn.state.get('ptyrelay') as ConnState | undefined;
@@ -105,6 +108,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     cs.closed = true;
     conns.delete(cs);
     fanout.dropSink(cs.conn);
+    background.leave(cs.conn, undefined, warn);
     const slot = cs.slot;
     if (slot && slot.owner === cs) {
       // Input this client typed during a host outage is not sent once it has gone away.
@@ -171,6 +175,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       fanout.note(e.id, RelayNotification.reattach, e, e.snapshot ? { resetTo: e.snapshot.seq } : {});
       if (e.sessionExpired) {
         fanout.forget(e.id);
+        background.forget(e.id);
         registry.remove(e.id);
       }
     });
@@ -216,15 +221,29 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     // Registered only once the spawn succeeded.
     if (!registry.find(r.id)) record(cs, r, host, opts.name);
     if (cs.closed) return {};
-    return fanout.complete(fanout.bind(conn, r.id, manualAck === true, early), r, p);
+    const result = fanout.complete(fanout.bind(conn, r.id, manualAck === true, early), r, p);
+    await background.vote(r.id, conn, false);
+    return result;
   };
 
   const attach: RpcMethodHandler = async (conn, params) => {
     const cs = state(conn);
     holder(cs);
-    const { fromSeq, expectedIncarnationId, manualAck } = params as unknown as AttachParams;
+    const {
+      fromSeq,
+      expectedIncarnationId,
+      manualAck,
+      background: hidden,
+    } = params as unknown as AttachParams;
     const id = termId(params.id);
     const p = providerForId(id);
+    // A viewer counts as foreground unless it attaches hidden. Voted before binding: bringing the
+    // terminal out of other viewers' background resets their views (marker and snapshot), while
+    // this one attaches to the foreground stream.
+    await background.vote(id, conn, hidden === true).catch((err: Error) => {
+      background.leave(conn, id, warn);
+      log?.debug({ id, err: err.message }, 'attach: background vote not applied');
+    });
     const a = fanout.bind(conn, id, manualAck === true);
     // Input for this terminal that arrives meanwhile waits for it (see `input`).
     let settle!: () => void;
@@ -242,6 +261,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       }
       // Terminals the registry does not know (spawned before this relay started) are adopted.
       if (!registry.find(r.id)) record(cs, r, hostOf(r.id));
+      background.attached(id, warn);
     } finally {
       settle();
       if (cs.attaching.get(id) === settled) cs.attaching.delete(id);
@@ -264,7 +284,10 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       return;
     }
     p.attach(a.id, { fromSeq: a.sentSeq }).then(
-      (r) => fanout.resumed(a, r, p, RelayNotification.reattach),
+      (r) => {
+        fanout.resumed(a, r, p, RelayNotification.reattach);
+        background.attached(a.id, warn);
+      },
       (err: Error) => {
         log?.warn({ id: a.id, err: err.message }, 'lagging consumer resume failed; closing its connection');
         fanout.resumeFailed(a);
@@ -368,6 +391,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       const id = termId(params.id);
       const a = fanout.attachment(conn, id);
       if (a) fanout.detach(a);
+      background.leave(conn, id, warn);
       // What this client typed during an outage and is still queued goes with it (INPUT_EXPIRED).
       const owner = state(conn).slot?.key;
       if (owner) providerForId(id).dropQueuedInput?.(owner, id, 'detached');
@@ -377,6 +401,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     [RelayMethod.shutdown]: onTerminal(async (p, id, q) => {
       await p.shutdown(id, { immediate: q.immediate as boolean, deadlineMs: q.deadlineMs as number });
       fanout.forget(id);
+      background.forget(id);
       registry.remove(id);
     }),
     [RelayMethod.signal]: onTerminal((p, id, q) => p.sendSignal(id, str(q.signal, 'signal'))),
@@ -400,7 +425,13 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     [RelayMethod.clear]: onTerminal((p, id) => p.clearBuffer(id)),
     [RelayMethod.pause]: onTerminal((p, id) => p.pauseProducer(id)),
     [RelayMethod.resume]: onTerminal((p, id) => p.resumeProducer(id)),
-    [RelayMethod.setBackgrounded]: onTerminal((p, id, q) => p.setPtyBackgrounded(id, q.background === true)),
+    // Per viewer: the terminal goes to the background only when every viewer asked (background-votes.ts).
+    [RelayMethod.setBackgrounded]: async (conn, params) => {
+      const id = termId(params.id);
+      owned(state(conn), id);
+      await background.vote(id, conn, params.background === true);
+      return {};
+    },
     ...agentMethods(onTerminal),
   };
 
