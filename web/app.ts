@@ -1,9 +1,9 @@
 import { PtyRelayError } from '../provider/errors.js';
 import { askCreate, askName, askToken } from './dialogs.js';
-import { fill, h } from './dom.js';
 import { InputQueue } from './input-queue.js';
 import { KeyBar } from './key-bar.js';
 import { displayName, renderOverview } from './overview.js';
+import { PageShell } from './page-shell.js';
 import { type RelayLinkState, RpcSocket } from './rpc-socket.js';
 import {
   BackgroundEventSchema,
@@ -17,6 +17,7 @@ import {
   ReattachEventSchema,
   type TerminalSummary,
 } from './schemas.js';
+import { renderTabs, renderToolbar } from './tab-bar.js';
 import { TerminalPane } from './terminal-pane.js';
 import { forgetToken, saveToken } from './token-store.js';
 import { type DataFrame, decodeDataFrames } from './wire.js';
@@ -26,31 +27,6 @@ import { type DataFrame, decodeDataFrames } from './wire.js';
  * typed into from any other (the token is the access boundary; claims only coordinate clients).
  */
 export const WEB_CLIENT_ID = 'web';
-const SIGNALS = [
-  'SIGINT',
-  'SIGTERM',
-  'SIGHUP',
-  'SIGQUIT',
-  'SIGKILL',
-  'SIGTSTP',
-  'SIGCONT',
-  'SIGUSR1',
-  'SIGUSR2',
-];
-const TOAST_MS = 6000;
-
-function describeLink(s: RelayLinkState): string {
-  switch (s.state) {
-    case 'connecting':
-      return 'Connecting to the relay…';
-    case 'connected':
-      return 'Connected';
-    case 'reconnecting':
-      return `Relay link lost (${s.reason}). Reconnecting, attempt ${s.attempt}…`;
-    case 'lost':
-      return `Disconnected: ${s.reason}`;
-  }
-}
 
 /** The page: overview, tabs of terminals, actions, and the one connection that feeds them. */
 export class App {
@@ -69,20 +45,11 @@ export class App {
   /** Frames of terminals whose spawn reply has not arrived yet. */
   private spawnFrames: DataFrame[] | undefined;
   private link: RelayLinkState = { state: 'connecting' };
-  private toastTimer: ReturnType<typeof setTimeout> | undefined;
   /** The signal picked in the toolbar (kept across re-renders). */
   private signalChoice = 'SIGINT';
 
-  private readonly ui = {
-    status: h('span', { class: 'link-status', role: 'status' }),
-    banner: h('div', { class: 'banner', role: 'alert', hidden: true }),
-    overview: h('nav', { class: 'overview', 'aria-label': 'Hosts and terminals' }),
-    tabs: h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Open terminals' }),
-    panes: h('div', { class: 'panes' }),
-    toolbar: h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Terminal actions' }),
-    toast: h('div', { class: 'toast', 'aria-live': 'polite' }),
-    empty: h('p', { class: 'empty-view' }, 'Open a terminal from the list, or create one.'),
-  };
+  private readonly shell = new PageShell();
+  private readonly ui = this.shell.ui;
   private readonly keybar: KeyBar;
 
   constructor(private readonly root: HTMLElement) {
@@ -96,41 +63,10 @@ export class App {
   }
 
   private layout(): void {
-    const back = h(
-      'button',
-      {
-        type: 'button',
-        class: 'back',
-        'aria-label': 'Show the terminal list',
-        onclick: () => this.showList(),
-      },
-      '☰ Terminals',
-    );
-    const create = h(
-      'button',
-      { type: 'button', class: 'primary', title: 'Alt+Shift+N', onclick: () => void this.create() },
-      '+ New terminal',
-    );
-    fill(
-      this.root,
-      h('header', { class: 'topbar' }, back, h('h1', {}, 'ptyrelay'), this.ui.status, create),
-      this.ui.banner,
-      h(
-        'main',
-        { class: 'layout' },
-        this.ui.overview,
-        h(
-          'section',
-          { class: 'workspace', 'aria-label': 'Terminal' },
-          this.ui.tabs,
-          this.ui.toolbar,
-          this.ui.panes,
-          this.keybar.element,
-        ),
-      ),
-      this.ui.toast,
-    );
-    this.ui.panes.append(this.ui.empty);
+    this.shell.mount(this.root, this.keybar.element, {
+      showList: () => this.showList(),
+      create: () => void this.create(),
+    });
     this.render();
   }
 
@@ -463,94 +399,44 @@ export class App {
   }
 
   private renderTabs(): void {
-    const tabs = [...this.panes.keys()].map((id, i) => {
-      const selected = id === this.active;
-      return h(
-        'div',
-        { class: `tab${selected ? ' selected' : ''}`, 'data-tab': id },
-        h(
-          'button',
-          {
-            type: 'button',
-            role: 'tab',
-            'data-focus': `tab:${id}`,
-            'aria-selected': String(selected),
-            title: i < 9 ? `Alt+Shift+${i + 1}` : undefined,
-            onclick: () => void this.activate(id),
-          },
-          this.label(id),
-        ),
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'tab-close',
-            'data-focus': `hide:${id}`,
-            'aria-label': `Hide ${this.label(id)} (keeps running)`,
-            onclick: () => void this.hide(id),
-          },
-          '×',
-        ),
-      );
-    });
-    fill(this.ui.tabs, ...tabs);
+    renderTabs(
+      this.ui.tabs,
+      { open: [...this.panes.keys()], active: this.active, label: (id) => this.label(id) },
+      { activate: (id) => void this.activate(id), hide: (id) => void this.hide(id) },
+    );
   }
 
   private renderToolbar(): void {
     const id = this.active;
-    if (!id) {
-      fill(this.ui.toolbar);
-      return;
-    }
-    const t = this.summary(id);
-    const mine = this.owns(id);
-    const select = h(
-      'select',
-      { 'aria-label': 'Signal to send', disabled: !mine, 'data-focus': 'signal' },
-      ...SIGNALS.map((x) => h('option', { value: x, selected: x === this.signalChoice }, x)),
-    );
-    select.addEventListener('change', () => {
-      this.signalChoice = select.value;
-    });
-    const button = (label: string, key: string, enabled: boolean, onclick: () => void, cls?: string) =>
-      h('button', { type: 'button', class: cls, disabled: !enabled, 'data-focus': key, onclick }, label);
-    fill(
+    renderToolbar(
       this.ui.toolbar,
-      h('span', { class: 'where' }, `${t?.host ?? ''}${t?.cwd ? ` · ${t.cwd}` : ''}`),
-      button('Rename', 'rename', mine, () => void this.rename(id)),
-      select,
-      button('Send signal', 'send-signal', mine, () => void this.signal(id, select.value)),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'split-toggle',
-          'data-focus': 'split',
-          'aria-pressed': String(this.pair !== undefined),
-          onclick: () => void this.toggleSplit(),
+      {
+        id,
+        summary: id ? this.summary(id) : undefined,
+        mine: id ? this.owns(id) : false,
+        split: this.pair !== undefined,
+        signalChoice: this.signalChoice,
+      },
+      {
+        rename: (t) => void this.rename(t),
+        signal: (t, sig) => void this.signal(t, sig),
+        chooseSignal: (sig) => {
+          this.signalChoice = sig;
         },
-        'Split',
-      ),
-      button('Copy', 'copy', true, () => void this.panes.get(id)?.copy()),
-      button('Paste', 'paste', mine, () => void this.panes.get(id)?.pasteFromClipboard()),
-      button('Close terminal', 'close', mine, () => void this.closeTerminal(id), 'danger'),
+        toggleSplit: () => void this.toggleSplit(),
+        copy: (t) => void this.panes.get(t)?.copy(),
+        paste: (t) => void this.panes.get(t)?.pasteFromClipboard(),
+        close: (t) => void this.closeTerminal(t),
+      },
     );
   }
 
   private renderLink(): void {
-    const s = this.link;
-    this.ui.status.textContent = s.state === 'connected' ? '● connected' : `● ${s.state}`;
-    this.ui.status.className = `link-status ${s.state}`;
-    this.ui.banner.hidden = s.state === 'connected';
-    this.ui.banner.className = `banner ${s.state}`;
-    this.ui.banner.textContent = describeLink(s);
+    this.shell.showLink(this.link);
   }
 
   report(message: string): void {
-    this.ui.toast.textContent = message;
-    this.ui.toast.classList.add('shown');
-    clearTimeout(this.toastTimer);
-    this.toastTimer = setTimeout(() => this.ui.toast.classList.remove('shown'), TOAST_MS);
+    this.shell.toast(message);
   }
 
   private showList(): void {
