@@ -27,6 +27,8 @@ interface AhpClient {
   bytes: number;
   closeCode?: number;
   lastServerSeq: number;
+  /** `terminal/cleared` envelopes seen: resynchronized after falling out of the action log. */
+  cleared: number;
   request(method: string, params: unknown): Promise<{ result?: Record<string, unknown>; error?: unknown }>;
   pause(): void;
   resume(): void;
@@ -41,6 +43,7 @@ function connect(url: string, clientId: string): Promise<AhpClient> {
       ws,
       bytes: 0,
       lastServerSeq: 0,
+      cleared: 0,
       request: (method, params) =>
         new Promise((res) => {
           const id = ++n;
@@ -56,13 +59,14 @@ function connect(url: string, clientId: string): Promise<AhpClient> {
       const msg = JSON.parse(m.toString()) as {
         id?: number;
         method?: string;
-        params?: { serverSeq?: number };
+        params?: { serverSeq?: number; action?: { type?: string } };
       };
       if (msg.id !== undefined && waiting.has(msg.id)) {
         waiting.get(msg.id)!(msg as never);
         waiting.delete(msg.id);
       } else if (msg.method === 'action' && typeof msg.params?.serverSeq === 'number') {
         c.lastServerSeq = msg.params.serverSeq;
+        if (msg.params.action?.type === 'terminal/cleared') c.cleared++;
       }
     });
     ws.on('close', (code) => {
@@ -162,7 +166,8 @@ export async function slowClientsScenario(env: BenchEnv): Promise<ScenarioResult
     }
     const withStalled = (reader.bytes - b0) / 1e6 / (phaseMs / 1000);
 
-    // They read again: each catches up (envelopes continue) or is told to reconnect (4008).
+    // They read again: each catches up from the action log, or is resynchronized in place
+    // (terminal/cleared and the current state) when the log no longer holds what it missed.
     for (const c of stalled) c.resume();
     let caughtUp = 0;
     let closed4008 = 0;
@@ -178,6 +183,7 @@ export async function slowClientsScenario(env: BenchEnv): Promise<ScenarioResult
         hung.push(i);
       }
     }
+    const resynced = stalled.filter((c) => c.cleared > 0 && c.closeCode === undefined).length;
     if (hung.length > 0) errors.push(`stalled clients neither caught up nor were closed: ${hung.join(', ')}`);
     for (const c of stalled) c.ws.close();
 
@@ -221,6 +227,15 @@ export async function slowClientsScenario(env: BenchEnv): Promise<ScenarioResult
       },
       {
         scenario: 'slow-clients',
+        metric: `stalled clients live again after reading (of ${STALLED}; resynced in place: ${resynced})`,
+        unit: 'clients',
+        subject: 'caught up or resynced',
+        value: caughtUp,
+        better: 'higher',
+        target: { text: `${STALLED}, none closed`, met: caughtUp === STALLED && closed4008 === 0 },
+      },
+      {
+        scenario: 'slow-clients',
         metric: `relay RSS, ${IDLE} idle subscribed clients`,
         unit: 'MB',
         subject: 'ptyrelay serve',
@@ -237,6 +252,7 @@ export async function slowClientsScenario(env: BenchEnv): Promise<ScenarioResult
         withStalledMBps: withStalled,
         peakRssMb: peak,
         caughtUp,
+        resynced,
         closed4008,
         idleRss,
       },
