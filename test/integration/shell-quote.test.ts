@@ -36,6 +36,7 @@ const HOSTILE = [
   'a > redirected',
   '<in',
   '$HOME',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion that must stay literal
   '${HOME}',
   '$((1+1))',
   "it's",
