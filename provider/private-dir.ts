@@ -44,7 +44,11 @@ function ancestorProblem(real: string): PrivacyProblem | undefined {
   for (let p = dirname(real); ; p = dirname(p)) {
     const st = lstatSync(p);
     if (st.uid !== ROOT_UID && st.uid !== me()) {
-      return { path: p, reason: `${p} (above ${real}) is owned by uid ${st.uid}`, fix: 'use a dir of your own' };
+      return {
+        path: p,
+        reason: `${p} (above ${real}) is owned by uid ${st.uid}`,
+        fix: 'use a dir of your own',
+      };
     }
     if ((st.mode & GROUP_OTHER_WRITE) !== 0 && (st.mode & STICKY) === 0) {
       return {

@@ -12,9 +12,11 @@ import {
   object,
   oneOf,
   onlyKeys,
+  optArgv,
   optBoolean,
   optString,
 } from './config-validate.js';
+import { assertSecretFileMode } from './file-modes.js';
 
 export type { SshHostConfig };
 
@@ -138,6 +140,8 @@ const HOST_KEYS = [
   'identityFile',
   'passphrase',
   'password',
+  'passwordCommand',
+  'passphraseCommand',
   'knownHostsFile',
   'hostKeyPolicy',
   'proxyJump',
@@ -190,6 +194,15 @@ function validateHost(name: string, raw: unknown): SshHostConfig {
       throw configError(
         `${field}.${k} must be an absolute path or start with ~/ (the host's home), got ${v}`,
       );
+  }
+  for (const [k, plain] of [
+    ['passwordCommand', 'password'],
+    ['passphraseCommand', 'passphrase'],
+  ] as const) {
+    const argv = optArgv(o, k, field);
+    if (argv === undefined) continue;
+    if (out[plain] !== undefined) throw configError(`${field}: set ${plain} or ${k}, not both`);
+    out[k] = argv;
   }
   const policy = oneOf(o, 'hostKeyPolicy', field, ['strict', 'ask', 'accept-new', 'no'] as const);
   if (policy !== undefined) out.hostKeyPolicy = policy;
@@ -336,7 +349,9 @@ export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string 
 
 /**
  * Reads and validates the JSON config. Without `path`, a missing default file means "all
- * defaults"; an explicitly named file must exist.
+ * defaults"; an explicitly named file must exist. A file with a password or passphrase that the
+ * group or others can read, or with a password command they can change, is refused
+ * (INSECURE_FILE_MODE).
  */
 export function loadConfig(path?: string): RelayConfig {
   const file = path ?? defaultConfigPath();
@@ -350,9 +365,16 @@ export function loadConfig(path?: string): RelayConfig {
   } catch (err) {
     throw configError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
   }
+  let config: RelayConfig;
   try {
-    return validateConfig(raw);
+    config = validateConfig(raw);
   } catch (err) {
     throw configError(`${file}: ${(err as Error).message}`);
   }
+  const hosts = Object.values(config.hosts);
+  assertSecretFileMode(file, {
+    secrets: hosts.some((h) => h.password !== undefined || h.passphrase !== undefined),
+    commands: hosts.some((h) => h.passwordCommand !== undefined || h.passphraseCommand !== undefined),
+  });
+  return config;
 }

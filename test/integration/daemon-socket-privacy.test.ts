@@ -8,7 +8,12 @@ import { daemonSocketPath } from '../../provider/stub-paths.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { stubBuildId, stubBundlePath } from '../../relay/stub-bundle.js';
 import { type LocalFixture, startLocal } from '../support/local-daemon.js';
-import { createShellUser, removeShellUser, type ShellUser, shellUsersAvailable } from '../support/shell-users.js';
+import {
+  createShellUser,
+  removeShellUser,
+  type ShellUser,
+  shellUsersAvailable,
+} from '../support/shell-users.js';
 
 /** Users this file creates start with this (issue 18's tests). */
 const T18_USER_PREFIX = 'ptyrelay-t18-';
