@@ -83,6 +83,8 @@ export interface RelayConfig {
   agents: AgentsConfig;
   /** Input typed during an outage (docs/config.md, `input`). */
   input: InputConfig;
+  /** Serve https/wss with this certificate and key (docs/config.md, `tls`). */
+  tls?: { cert: string; key: string };
 }
 
 /** Input queued while a host is unreachable (docs/config.md, `input`). */
@@ -132,6 +134,7 @@ const TOP_KEYS = [
   'allowedOrigins',
   'agents',
   'input',
+  'tls',
 ] as const;
 const HOST_KEYS = [
   'host',
@@ -150,6 +153,17 @@ const HOST_KEYS = [
   'runtimeDir',
   'stateDir',
 ] as const;
+
+function validateTls(raw: unknown): RelayConfig['tls'] {
+  if (raw === undefined) return undefined;
+  const o = object(raw, 'tls');
+  onlyKeys(o, ['cert', 'key'], 'tls');
+  const cert = optString(o, 'cert', 'tls');
+  const key = optString(o, 'key', 'tls');
+  if (cert === undefined || key === undefined)
+    throw configError('tls needs both cert and key (PEM file paths)');
+  return { cert, key };
+}
 
 function validateListen(raw: unknown): RelayConfig['listen'] {
   const o = object(raw, 'listen');
@@ -339,6 +353,7 @@ export function validateConfig(raw: unknown): RelayConfig {
     allowedOrigins: validateOrigins(top.allowedOrigins),
     agents: validateAgentsConfig(top.agents, limits.ringBytes),
     input: validateInput(top.input),
+    ...(top.tls !== undefined ? { tls: validateTls(top.tls) } : {}),
   };
 }
 

@@ -23,11 +23,15 @@ export function insecureFileError(path: string, mode: number, why: string, fix: 
  * Refuses a file that holds secrets (passwords, passphrases) if the group or others can read it,
  * and one that names commands the relay runs if they can change it.
  */
-export function assertSecretFileMode(path: string, holds: { secrets: boolean; commands: boolean }): void {
+export function assertSecretFileMode(
+  path: string,
+  holds: { secrets: boolean; commands: boolean },
+  secretName = 'a password or passphrase',
+): void {
   if (!holds.secrets && !holds.commands) return;
   const mode = statSync(path).mode;
   if (holds.secrets && (mode & GROUP_OTHER_BITS) !== 0) {
-    throw insecureFileError(path, mode, 'it holds a password or passphrase', `chmod 600 ${path}`);
+    throw insecureFileError(path, mode, `it holds ${secretName}`, `chmod 600 ${path}`);
   }
   if (holds.commands && (mode & GROUP_OTHER_WRITE) !== 0) {
     throw insecureFileError(path, mode, 'it names commands the relay runs', `chmod go-w ${path}`);
