@@ -150,8 +150,10 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
       return;
     }
     if (path === '/healthz') {
-      // Without a token: only that the relay runs (host names say where it reaches).
+      // Without a token: only that the relay runs (host names say where it reaches). A token that
+      // does not authenticate gets 401, so the web page can tell a wrong token from a down relay.
       const grant = grantOf(req);
+      if (!grant && presentedToken(req) !== undefined) return unauthorized(res);
       if (!grant) return sendJson(res, 200, { ok: true });
       const hosts = Object.fromEntries(
         Object.entries(metrics.linkStates()).filter(([h]) => canSeeHost(grant, h)),
