@@ -79,7 +79,11 @@ export type FsResult = { ok: unknown } | { err: string; message: string };
 /** Result of a `checkDir` op: fine, or what is wrong (errno of the failed call, if any). */
 export type CheckDirResult =
   | { ok: true }
-  | { problem: 'DIR_NOT_WRITABLE' | 'DISK_FULL' | 'DIR_NOEXEC' | 'DIR_INSECURE'; message: string; errno?: string };
+  | {
+      problem: 'DIR_NOT_WRITABLE' | 'DISK_FULL' | 'DIR_NOEXEC' | 'DIR_INSECURE';
+      message: string;
+      errno?: string;
+    };
 
 /** Result of an `ensure` op: the stub's `EnsureReport`, or why there is none. */
 export type EnsureResult =
