@@ -121,13 +121,14 @@ describe('scoped tokens over ptyrelay/* and web/*', { timeout: 120_000 }, () => 
     await matrix('ptyrelay/agentRead', () => ({ id: t1, count: 5 }), SEE_T1);
     await matrix('ptyrelay/attach', () => ({ id: t1 }), SEE_T1);
     await matrix('ptyrelay/attach', () => ({ id: t2 }), SEE_T2);
+    // Backgrounding is a viewer's own preference (background-votes.ts): reading is enough.
+    await matrix('ptyrelay/setBackgrounded', () => ({ id: t1, background: false }), SEE_T1);
   });
 
   it('driving methods need write on the terminal (local: only when the token names it)', async () => {
     await matrix('ptyrelay/resize', () => ({ id: t1, cols: 81, rows: 25 }), DRIVE_T1);
     await matrix('ptyrelay/signal', () => ({ id: t1, signal: 'SIGCONT' }), DRIVE_T1);
     await matrix('ptyrelay/clear', () => ({ id: t1 }), DRIVE_T1);
-    await matrix('ptyrelay/setBackgrounded', () => ({ id: t1, background: false }), DRIVE_T1);
     for (const n of NAMES) {
       expect(await tryCall(n, 'ptyrelay/pause', { id: t1 })).toBe(outcome(DRIVE_T1, n));
       expect(await tryCall(n, 'ptyrelay/resume', { id: t1 })).toBe(outcome(DRIVE_T1, n));
