@@ -17,7 +17,10 @@ function caOf(env: NodeJS.ProcessEnv): { ca?: Buffer } {
   try {
     return { ca: readFileSync(path) };
   } catch (err) {
-    throw new PtyRelayError('CONFIG_INVALID', `PTYRELAY_CA: cannot read ${path}: ${(err as NodeJS.ErrnoException).code}`);
+    throw new PtyRelayError(
+      'CONFIG_INVALID',
+      `PTYRELAY_CA: cannot read ${path}: ${(err as NodeJS.ErrnoException).code}`,
+    );
   }
 }
 

@@ -14,14 +14,7 @@ import { PtyRelayError } from '../../provider/errors.js';
 import { privateDirProblem } from '../../provider/private-dir.js';
 import { defaultStateDir } from '../../provider/stub-paths.js';
 import { insecureFileError } from '../service/file-modes.js';
-import {
-  type Grant,
-  globalTerminalId,
-  hostOfTerminal,
-  LOCAL_HOST,
-  TOKEN_SCOPES,
-  type TokenScope,
-} from './grant.js';
+import { type Grant, globalTerminalId, hostOfTerminal, TOKEN_SCOPES, type TokenScope } from './grant.js';
 import { mintToken } from './token-format.js';
 
 /**

@@ -103,7 +103,7 @@ describe('token lifecycle: the CLI, revocation, expiry, audit', { timeout: 120_0
     const token = fx.mint('typist', { scope: 'write', hosts: ['local'] });
     const c = await fx.client(token);
     const typed = ['echo audit-typed-secret\r', 'true\r'];
-    typed.forEach((t, i) => c.ws.send(encodeInputFrame(t1, i + 1, Buffer.from(t))));
+    for (const [i, t] of typed.entries()) c.ws.send(encodeInputFrame(t1, i + 1, Buffer.from(t)));
     await c.waitFor(
       () =>
         c.notifications.some(
