@@ -166,7 +166,9 @@ if (!isMainThread && workerData?.role === MODEL_WORKER_MARKER) {
   runModelWorker();
 } else if (isMainThread && !process.env[STUB_LIBRARY_ENV]) {
   main(process.argv.slice(2)).catch((err) => {
-    process.stderr.write(`ptyrelay stub: ${err?.stack ?? err}\n`);
+    // A typed refusal (an insecure runtime dir) says what to do; anything else keeps its stack.
+    const text = isPtyRelayError(err) ? `${err.code}: ${err.message}` : (err?.stack ?? err);
+    process.stderr.write(`ptyrelay stub: ${text}\n`);
     process.exit(1);
   });
 }

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { dirname } from 'node:path';
+import { assertPrivateRuntime } from './private-dir.js';
 import { bundleBuildId, daemonLogPath, daemonSocketPath, listDaemonSockets } from './stub-paths.js';
 
 /** How long a freshly started daemon may take to accept connections. */
@@ -35,7 +37,9 @@ const DAEMON_NODE_FLAGS = ['--max-semi-space-size=2'];
 
 /**
  * Connects to the user's daemon, starting it detached (own session, stdio to its log file) when
- * none answers. Used by `stub.js connect` and by the local provider.
+ * none answers. Used by `stub.js connect` and by the local provider. The runtime dir must be
+ * private (DIR_INSECURE otherwise): a socket there that another user could have put in place
+ * is never spoken to.
  */
 export async function connectOrStartDaemon(
   stubFile: string,
@@ -44,9 +48,10 @@ export async function connectOrStartDaemon(
   nodePath = process.execPath,
 ): Promise<Socket> {
   const socketPath = daemonSocketPath(runtimeDir, bundleBuildId(stubFile));
+  mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
+  assertPrivateRuntime(runtimeDir, socketPath);
   const first = await tryConnect(socketPath);
   if (first) return first;
-  mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
   const logFd = openSync(daemonLogPath(runtimeDir), 'a', 0o600);
   const child = spawn(
     nodePath,
@@ -79,8 +84,9 @@ export async function liveLegacyDaemons(
   return alive.filter((d): d is { buildId: string; socketPath: string } => d !== undefined);
 }
 
-/** Connects to one daemon socket (no starting). */
+/** Connects to one daemon socket (no starting); its dir and the socket must be private. */
 export async function connectDaemonSocket(socketPath: string): Promise<Socket> {
+  assertPrivateRuntime(dirname(socketPath), socketPath);
   const s = await tryConnect(socketPath);
   if (!s) throw new Error(`no daemon answers at ${socketPath}`);
   return s;

@@ -40,9 +40,13 @@ export const ErrorCodes = {
   DIR_NOT_WRITABLE: { phase: 'deploy', retryable: false },
   DISK_FULL: { phase: 'deploy', retryable: false },
   DIR_NOEXEC: { phase: 'deploy', retryable: false },
+  DIR_INSECURE: { phase: 'deploy', retryable: false },
   TIMEOUT: { phase: 'timeout', retryable: true },
   ABORTED: { phase: 'session', retryable: false },
   CONFIG_INVALID: { phase: 'config', retryable: false },
+  INSECURE_FILE_MODE: { phase: 'config', retryable: false },
+  INSECURE_LISTEN: { phase: 'config', retryable: false },
+  NOT_PERMITTED: { phase: 'auth', retryable: false },
   DISPOSED: { phase: 'session', retryable: false },
 } as const satisfies Record<string, { phase: ErrorPhase; retryable: boolean }>;
 

@@ -6,7 +6,7 @@ import { STUB_DIR_SETTINGS, type StubDirKind } from './stub-paths.js';
 
 /** What makes a stub dir unusable; retrying will not fix any of these. */
 export interface StubDirProblem {
-  problem: 'DIR_NOT_WRITABLE' | 'DISK_FULL' | 'DIR_NOEXEC';
+  problem: 'DIR_NOT_WRITABLE' | 'DISK_FULL' | 'DIR_NOEXEC' | 'DIR_INSECURE';
   message: string;
   errno?: string;
 }
@@ -21,6 +21,7 @@ const WHAT: Record<StubDirProblem['problem'], string> = {
   DIR_NOT_WRITABLE: 'is not writable',
   DISK_FULL: 'is on a full file system',
   DIR_NOEXEC: 'does not allow running programs (mounted noexec)',
+  DIR_INSECURE: 'can be changed by other users',
 };
 
 /**
@@ -29,9 +30,10 @@ const WHAT: Record<StubDirProblem['problem'], string> = {
  */
 export function stubDirError(kind: StubDirKind, dir: string, p: StubDirProblem): PtyRelayError {
   const code: ErrorCode = p.problem;
+  const fix = p.problem === 'DIR_INSECURE' ? 'fix it' : 'free it';
   return new PtyRelayError(
     code,
-    `the stub's ${kind} dir ${dir} ${WHAT[p.problem]} (${p.errno ?? p.message}); free it, or change ${STUB_DIR_SETTINGS[kind]}`,
+    `the stub's ${kind} dir ${dir} ${WHAT[p.problem]} (${p.errno ?? p.message}); ${fix}, or change ${STUB_DIR_SETTINGS[kind]}`,
     { dir, kind, setting: STUB_DIR_SETTINGS[kind], errno: p.errno, reason: p.message },
   );
 }

@@ -1,5 +1,6 @@
 // Fetches the prebuilt node-pty binaries for remote Linux hosts (@lydell/node-pty-linux-*, same version as
 // the installed node-pty) into vendor/node-pty-prebuilds/<platform>/pty.node, using only `npm pack`.
+// A binary whose sha256 is not the one pinned in relay/deploy/pty-prebuild-pins.ts is not kept.
 // Offline or failing, it warns and exits 0: those platforms are then simply not deployable
 // (the local arch still has node-pty's own build).
 import { execFileSync } from 'node:child_process';
@@ -27,6 +28,10 @@ const outRoot = path.join(vendorRoot, 'node-pty-prebuilds');
 const ptyPkg = createRequire(path.join(root, 'package.json'))('node-pty/package.json');
 const version = ptyPkg.version;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+// The pins, compiled by `tsc` earlier in `npm run build`.
+const { prebuiltPinProblem } = await import(
+  path.join(root, 'dist', 'relay', 'deploy', 'pty-prebuild-pins.js')
+);
 
 fs.mkdirSync(outRoot, { recursive: true });
 // Keeps vendor/ out of git without touching the repo's .gitignore.
@@ -36,7 +41,12 @@ function current(dir) {
   try {
     const info = JSON.parse(fs.readFileSync(path.join(dir, 'source.json'), 'utf8'));
     const bytes = fs.readFileSync(path.join(dir, 'pty.node'));
-    return info.version === version && createHash('sha256').update(bytes).digest('hex') === info.sha256;
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    return (
+      info.version === version &&
+      sha256 === info.sha256 &&
+      !prebuiltPinProblem(path.basename(dir), version, sha256)
+    );
   } catch {
     return false;
   }
@@ -57,10 +67,15 @@ for (const platform of PLATFORMS) {
     const [packed] = JSON.parse(out);
     execFileSync('tar', ['-xzf', path.join(tmp, packed.filename), '-C', tmp, 'package/pty.node']);
     const bytes = fs.readFileSync(path.join(tmp, 'package', 'pty.node'));
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
     fs.rmSync(dir, { recursive: true, force: true });
+    const problem = prebuiltPinProblem(platform, version, sha256);
+    if (problem)
+      throw new Error(
+        `Error: ${spec}: ${problem} (check it, then pin it in relay/deploy/pty-prebuild-pins.ts)`,
+      );
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(path.join(dir, 'pty.node'), bytes, { mode: 0o755 });
-    const sha256 = createHash('sha256').update(bytes).digest('hex');
     const info = { package: packed.name, version: packed.version, integrity: packed.integrity, sha256 };
     fs.writeFileSync(path.join(dir, 'source.json'), `${JSON.stringify(info, null, 2)}\n`);
     console.log(`fetch-pty-prebuilds: ${spec} -> ${path.relative(root, dir)}`);

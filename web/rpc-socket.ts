@@ -39,8 +39,8 @@ function rpcError(e: { message: string; data?: { code?: string } & Record<string
 /**
  * One WebSocket to the relay speaking JSON-RPC 2.0 (text) and binary frames, reconnecting with a
  * ladder after every drop. The token travels as a subprotocol entry, never in a URL. A socket
- * that never opens is checked against `/metrics` with the token as a Bearer header: a 401 means
- * the token is wrong and the link is lost instead of retried.
+ * that never opens is checked against `/healthz` with the token as a Bearer header: a 401 means
+ * the token is wrong (revoked, expired) and the link is lost instead of retried.
  */
 export class RpcSocket {
   private ws: WebSocket | undefined;
@@ -111,7 +111,7 @@ export class RpcSocket {
   /** False (and the link lost) when the relay rejects the token. */
   private async checkAuth(): Promise<boolean> {
     try {
-      const res = await fetch('/metrics', { headers: { authorization: `Bearer ${this.token}` } });
+      const res = await fetch('/healthz', { headers: { authorization: `Bearer ${this.token}` } });
       if (res.status !== 401) return true;
     } catch (err) {
       // The relay is unreachable: that is a reason to retry, not an auth failure.

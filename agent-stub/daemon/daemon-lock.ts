@@ -1,4 +1,22 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+
+/**
+ * A lock file that holds no pid and is older than this was left by a writer that died mid-write
+ * (builds before the link-based create wrote the pid after creating the file); a younger one is
+ * taken to be held.
+ */
+export const UNREADABLE_LOCK_STALE_MS = 10_000;
+/** Rounds of create / inspect / remove-stale before giving up (each round another starter won). */
+const ATTEMPTS = 5;
 
 function pidAlive(pid: number): boolean {
   try {
@@ -9,40 +27,93 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+function isErrno(err: unknown, code: string): boolean {
+  return (err as NodeJS.ErrnoException)?.code === code;
+}
+
+/** What a lock file holds: its owner (undefined when the content is not a pid), inode and age. */
+interface LockFile {
+  pid: number | undefined;
+  ino: number;
+  mtimeMs: number;
+}
+
+/** The lock file's content and identity read from one open file, or undefined when there is none. */
+function readLock(path: string): LockFile | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return undefined;
+    throw err;
+  }
+  try {
+    const st = fstatSync(fd);
+    const text = readFileSync(fd, 'utf8').trim();
+    const pid = /^\d+$/.test(text) ? Number(text) : undefined;
+    return { pid: pid !== undefined && pid > 0 ? pid : undefined, ino: st.ino, mtimeMs: st.mtimeMs };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
- * An exclusive pid lock file (O_EXCL create). A lock whose owner is dead is stale and taken over.
- * Returns false when a live process holds it.
+ * Removes the stale lock with inode `ino`. It is moved aside first and checked: if another starter
+ * replaced it in the meantime, the fresh lock is put back rather than deleted.
+ */
+function removeStale(path: string, ino: number): void {
+  const aside = `${path}.${process.pid}.stale`;
+  try {
+    renameSync(path, aside);
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return; // another starter removed it first
+    throw err;
+  }
+  try {
+    if (readLock(aside)?.ino !== ino) linkSync(aside, path);
+  } catch (err) {
+    // EEXIST: a third starter created one meanwhile; theirs stands.
+    if (!isErrno(err, 'EEXIST')) throw err;
+  } finally {
+    unlinkSync(aside);
+  }
+}
+
+/**
+ * An exclusive pid lock file. The file appears with its pid already in it (written to a private
+ * name, then hard-linked into place, which fails if a lock exists), so a reader never sees it
+ * half-written. A lock whose owner is dead is stale and taken over. Returns false when a live
+ * process holds it.
  */
 export function acquirePidLock(path: string): boolean {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const fd = openSync(path, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  const mine = `${path}.${process.pid}.tmp`;
+  writeFileSync(mine, String(process.pid), { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      try {
+        linkSync(mine, path);
+        return true;
+      } catch (err) {
+        if (!isErrno(err, 'EEXIST')) throw err;
+      }
+      const held = readLock(path);
+      if (!held) continue;
+      if (held.pid === process.pid) return true;
+      if (held.pid !== undefined && pidAlive(held.pid)) return false;
+      if (held.pid === undefined && Date.now() - held.mtimeMs < UNREADABLE_LOCK_STALE_MS) return false;
+      removeStale(path, held.ino);
     }
-    let owner = Number.NaN;
-    try {
-      owner = Number(readFileSync(path, 'utf8').trim());
-    } catch {
-      continue;
-    }
-    if (Number.isInteger(owner) && owner > 0 && pidAlive(owner)) return owner === process.pid;
-    try {
-      unlinkSync(path);
-    } catch {
-      // another starter removed it first
-    }
+    return false;
+  } finally {
+    unlinkSync(mine);
   }
-  return false;
 }
 
 export function releasePidLock(path: string): void {
+  if (readLock(path)?.pid !== process.pid) return;
   try {
-    if (Number(readFileSync(path, 'utf8').trim()) === process.pid) unlinkSync(path);
-  } catch {
-    // already gone
+    unlinkSync(path);
+  } catch (err) {
+    if (!isErrno(err, 'ENOENT')) throw err;
   }
 }

@@ -1,7 +1,8 @@
-import { chmodSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
+import { chmodSync, mkdirSync, unlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { socketAnswers } from '../../provider/daemon-launcher.js';
+import { assertPrivateRuntime } from '../../provider/private-dir.js';
 import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
@@ -64,7 +65,8 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const readiness = resolveReadinessConfig(opts.readiness ?? {}, limits.ringBytes);
   const dir = opts.runtimeDir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
+  // A dir others can enter (or replace) would hand them the socket: refused, never chmodded.
+  assertPrivateRuntime(dir);
   const buildId = opts.buildId ?? ownBuildId();
   const socketPath = daemonSocketPath(dir, buildId);
   const lockPath = daemonLockPath(dir, buildId);
@@ -183,13 +185,18 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     connections.add(conn);
     armIdle();
   });
+  // Created 0600 (no window where another uid could connect), and checked like a client checks it.
   const oldMask = process.umask(0o177);
-  await new Promise<void>((resolve, reject) => {
-    server!.once('error', reject);
-    server!.listen(socketPath, () => resolve());
-  });
-  process.umask(oldMask);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server!.once('error', reject);
+      server!.listen(socketPath, () => resolve());
+    });
+  } finally {
+    process.umask(oldMask);
+  }
   chmodSync(socketPath, 0o600);
+  assertPrivateRuntime(dir, socketPath);
   setInterval(() => registry.sweep(), SWEEP_INTERVAL_MS).unref();
   setInterval(() => {
     const now = Date.now();

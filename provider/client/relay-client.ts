@@ -61,6 +61,8 @@ export interface RelayClientOptions {
   instanceId?: string;
   /** WebSocket implementation (default: the `ws` package). */
   WebSocket?: typeof WebSocket;
+  /** CA certificate(s) (PEM) a `wss://` relay's certificate must chain to, e.g. its self-signed one. */
+  ca?: string | Buffer;
   /** Acknowledge data yourself with `acknowledgeDataEvent` (default: the relay credits as it sends). */
   manualAck?: boolean;
   reconnect?: RelayReconnectOptions;

@@ -31,6 +31,8 @@ export interface RelayLinkOptions {
   WebSocket?: typeof WebSocket;
   reconnect?: RelayReconnectOptions;
   heartbeatMs?: number;
+  /** CA certificate(s) (PEM) a `wss://` relay's certificate must chain to, e.g. its self-signed one. */
+  ca?: string | Buffer;
 }
 
 /** What the owner of a link does on each event. */
@@ -212,6 +214,7 @@ export class RelayLink {
       headers: { Authorization: `Bearer ${this.opts.token}` },
       perMessageDeflate: false,
       handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+      ...(this.opts.ca !== undefined ? { ca: this.opts.ca } : {}),
     });
     ws.binaryType = 'nodebuffer';
     this.ws = ws;

@@ -47,6 +47,12 @@ export const RelayMethod = {
   hostKey: 'ptyrelay/hostKey',
   /** `{host, fingerprint, replace?}` → {@link HostKeyInfo}: records the key the person confirmed. */
   trustHostKey: 'ptyrelay/trustHostKey',
+  /** Admin: `{scope, name?, hosts?, terminal?, ttl?}` → `{token, record}` (the token is shown once). */
+  tokenCreate: 'ptyrelay/tokenCreate',
+  /** Admin: `{}` → `{tokens}` (never the tokens themselves). */
+  tokenList: 'ptyrelay/tokenList',
+  /** Admin: `{name}` → `{revoked}`; connections that used it are closed within a second. */
+  tokenRevoke: 'ptyrelay/tokenRevoke',
 } as const;
 
 /** A host's presented key and its standing in known_hosts (`ptyrelay/hostKey`, `ptyrelay/trustHostKey`). */

@@ -6,14 +6,20 @@ import {
   agentSendParamsSchema,
   parseWire,
 } from '../../provider/wire/agent-messages.js';
-import type { RpcMethodHandler } from '../service/rpc-types.js';
+import type { RpcConnection, RpcMethodHandler } from '../service/rpc-types.js';
 
-type TerminalFn = (p: IPtyProvider, id: string, params: Record<string, unknown>) => Promise<unknown>;
-type OnTerminal = (fn: TerminalFn, claim?: boolean) => RpcMethodHandler;
+type TerminalFn = (
+  p: IPtyProvider,
+  id: string,
+  params: Record<string, unknown>,
+  conn: RpcConnection,
+) => Promise<unknown>;
+type OnTerminal = (fn: TerminalFn, claim?: boolean, access?: 'read' | 'write') => RpcMethodHandler;
 
 /**
  * `ptyrelay/agentSend` and `ptyrelay/agentRead` for RelayClient (the CLI's `send`): the claim is
- * checked like any mutating call; params are schema-validated before they reach the provider.
+ * checked like any mutating call (a send also needs a token that may drive the terminal, a read
+ * one that may see it); params are schema-validated before they reach the provider.
  */
 export function agentMethods(onTerminal: OnTerminal): Record<string, RpcMethodHandler> {
   // One send at a time per terminal here too (the stub guards as well).
@@ -24,8 +30,9 @@ export function agentMethods(onTerminal: OnTerminal): Record<string, RpcMethodHa
     return p as Required<Pick<IPtyProvider, 'agentSend' | 'agentRead'>>;
   };
   return {
-    [RelayMethod.agentSend]: onTerminal(async (p, id, q) => {
+    [RelayMethod.agentSend]: onTerminal(async (p, id, q, conn) => {
       const a = parseWire(agentSendParamsSchema, { ...q, id }, 'agentSend');
+      if (a.data.length > 0) conn.noteInput(id, Buffer.byteLength(a.data));
       if (sending.has(id))
         throw new PtyRelayError('SEND_IN_PROGRESS', `${id} already has a send in progress`, { id });
       sending.add(id);
@@ -38,9 +45,13 @@ export function agentMethods(onTerminal: OnTerminal): Record<string, RpcMethodHa
         sending.delete(id);
       }
     }),
-    [RelayMethod.agentRead]: onTerminal(async (p, id, q) => {
-      const a = parseWire(agentReadParamsSchema, { ...q, id }, 'agentRead');
-      return need(p).agentRead(id, { offset: a.offset, count: a.count });
-    }),
+    [RelayMethod.agentRead]: onTerminal(
+      async (p, id, q) => {
+        const a = parseWire(agentReadParamsSchema, { ...q, id }, 'agentRead');
+        return need(p).agentRead(id, { offset: a.offset, count: a.count });
+      },
+      true,
+      'read',
+    ),
   };
 }

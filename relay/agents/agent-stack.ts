@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from '../log.js';
 import type { HostRouter } from '../service/rpc-types.js';
 import type { TerminalClaim, TerminalRegistry } from '../service/terminal-registry.js';
+import type { TokenAuthority } from '../tokens/token-authority.js';
 import type { AgentsConfig } from './agent-config.js';
 import { createMcpHttpRoute, type McpHttpRoute } from './mcp-http.js';
 import { TerminalToolService } from './terminal-tool-service.js';
@@ -56,7 +57,9 @@ export function createAgentService(o: AgentStackOptions): TerminalToolService {
 }
 
 /** The service plus its MCP endpoint at /mcp (behind `token`). */
-export function createAgentStack(o: AgentStackOptions & { token: string; allowedOrigins?: string[] }): {
+export function createAgentStack(
+  o: AgentStackOptions & { token?: string; auth?: TokenAuthority; allowedOrigins?: string[] },
+): {
   service: TerminalToolService;
   mcp: McpHttpRoute;
   close(): Promise<void>;
@@ -64,7 +67,7 @@ export function createAgentStack(o: AgentStackOptions & { token: string; allowed
   const service = createAgentService(o);
   const mcp = createMcpHttpRoute({
     service,
-    token: o.token,
+    ...(o.auth ? { auth: o.auth } : { token: o.token }),
     allowedOrigins: o.allowedOrigins,
     version: packageVersion(),
     log: o.log,

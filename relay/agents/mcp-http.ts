@@ -3,7 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../log.js';
-import { isAuthorized, originAllowed } from '../service/auth.js';
+import { originAllowed, presentedToken } from '../service/auth.js';
+import type { Grant } from '../tokens/grant.js';
+import { TokenAuthority } from '../tokens/token-authority.js';
 import type { AgentOwner } from './agent-owner.js';
 import { AGENT_HEADER, MCP_PATH } from './mcp-constants.js';
 import { createTerminalMcpServer } from './mcp-tools.js';
@@ -21,7 +23,10 @@ const IDLE_SWEEP_MS = 60 * 1000;
 
 export interface McpHttpOptions {
   service: TerminalToolService;
-  token: string;
+  /** The startup token alone (ignored when `auth` is given). */
+  token?: string;
+  /** Startup and scoped tokens: every request is checked, and a session belongs to its token. */
+  auth?: TokenAuthority;
   allowedOrigins?: string[];
   version: string;
   log?: Logger;
@@ -30,6 +35,8 @@ export interface McpHttpOptions {
 interface McpSession {
   transport: StreamableHTTPServerTransport;
   owner: AgentOwner;
+  /** The token that opened it: only that token may use it. */
+  tokenId: string;
   lastSeen: number;
   inFlight: number;
 }
@@ -66,7 +73,14 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
  * releases its owner, whose terminals then live for the grace period.
  */
 export function createMcpHttpRoute(o: McpHttpOptions) {
+  if (!o.auth && !o.token) throw new Error('createMcpHttpRoute needs a token');
+  const ownAuth = o.auth === undefined;
+  const auth = o.auth ?? new TokenAuthority({ startupToken: o.token!, ...(o.log ? { log: o.log } : {}) });
   const sessions = new Map<string, McpSession>();
+  // A revoked or expired token's sessions end (their open streams with them).
+  const offEnded = auth.onEnded((ids) => {
+    for (const s of sessions.values()) if (ids.has(s.tokenId)) void s.transport.close();
+  });
   const sweep = setInterval(() => {
     const now = Date.now();
     for (const s of sessions.values()) {
@@ -92,17 +106,20 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
     }
   }
 
-  async function open(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  async function open(req: IncomingMessage, res: ServerResponse, body: unknown, grant: Grant): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://relay');
     const named =
       (req.headers[AGENT_HEADER] as string | undefined) ?? url.searchParams.get('agent') ?? undefined;
     const owner = o.service.owner(named ? `agent:${named}` : `mcp:${randomUUID()}`);
-    const server = createTerminalMcpServer(o.service, owner, o.version);
+    const server = createTerminalMcpServer(o.service, owner, o.version, { grant, audit: auth.audit });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, owner, lastSeen: Date.now(), inFlight: 0 });
-        o.log?.info({ session: id, owner: owner.key }, 'MCP session opened');
+        sessions.set(id, { transport, owner, tokenId: grant.tokenId, lastSeen: Date.now(), inFlight: 0 });
+        o.log?.info(
+          { session: id, owner: owner.key, tokenName: grant.name, scope: grant.scope },
+          'MCP session opened',
+        );
       },
     });
     transport.onclose = () => {
@@ -122,21 +139,25 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
       plain(res, 403, 'forbidden');
       return true;
     }
-    if (!isAuthorized(req, o.token)) {
+    const grant = auth.authenticate(presentedToken(req));
+    if (!grant) {
       plain(res, 401, 'unauthorized', { 'www-authenticate': 'Bearer' });
       return true;
     }
     const sid = req.headers['mcp-session-id'] as string | undefined;
+    const known = sid ? sessions.get(sid) : undefined;
+    if (known && known.tokenId !== grant.tokenId) {
+      plain(res, 403, 'this MCP session belongs to another token');
+      return true;
+    }
     try {
       if (req.method === 'POST') {
         const body = await readJson(req);
-        const known = sid ? sessions.get(sid) : undefined;
         if (known) await forward(known, req, res, body);
-        else if (!sid && isInitializeRequest(body)) await open(req, res, body);
+        else if (!sid && isInitializeRequest(body)) await open(req, res, body, grant);
         else rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'initialize first');
         return true;
       }
-      const known = sid ? sessions.get(sid) : undefined;
       if (!known) rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'mcp-session-id required');
       else await forward(known, req, res);
     } catch (err) {
@@ -152,6 +173,8 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
     /** Ends every MCP session (their owners enter the grace period). */
     async close(): Promise<void> {
       clearInterval(sweep);
+      offEnded();
+      if (ownAuth) auth.dispose();
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       sessions.clear();
     },

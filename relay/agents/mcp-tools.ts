@@ -8,6 +8,16 @@ import {
   MAX_AGENT_READ_LINES,
   MAX_AGENT_TIMEOUT_MS,
 } from '../../provider/wire/agent-messages.js';
+import {
+  canRead,
+  canSeeHost,
+  type Grant,
+  needCreate,
+  needRead,
+  needWrite,
+  STARTUP_GRANT,
+} from '../tokens/grant.js';
+import type { InputAudit } from '../tokens/input-audit.js';
 import type { AgentOwner } from './agent-owner.js';
 import { END_REASON_TEXT } from './end-reason-text.js';
 import type { TerminalToolService } from './terminal-tool-service.js';
@@ -88,8 +98,18 @@ export function createTerminalMcpServer(
   service: TerminalToolService,
   owner: AgentOwner,
   version: string,
-  opts: { progressMs?: number } = {},
+  opts: { progressMs?: number; grant?: Grant; audit?: InputAudit } = {},
 ): McpServer {
+  // `ptyrelay mcp` on stdio is the user's own process: it acts with the startup token's rights.
+  const grant = opts.grant ?? STARTUP_GRANT;
+  /** The provider id of one of the owner's terminals (the service itself answers NOT_FOUND/NOT_OWNER). */
+  const providerIdOf = (id: string): string | undefined =>
+    service.list(owner).find((t) => t.id === id)?.providerId;
+  const check = (id: string, need: (g: Grant, pid: string) => void): string | undefined => {
+    const pid = providerIdOf(id);
+    if (pid !== undefined) need(grant, pid);
+    return pid;
+  };
   const server = new McpServer(
     { name: 'ptyrelay', version },
     {
@@ -101,7 +121,10 @@ export function createTerminalMcpServer(
   server.registerTool(
     'terminal_open',
     {
-      description: `Opens a persistent terminal (the user's login shell, or "command") on a host and returns its id. Hosts: ${service.hosts().join(', ')}.`,
+      description: `Opens a persistent terminal (the user's login shell, or "command") on a host and returns its id. Hosts: ${service
+        .hosts()
+        .filter((h) => canSeeHost(grant, h))
+        .join(', ')}.`,
       inputSchema: {
         host: z.string().optional().describe('Host name (default "local")'),
         cwd: z.string().optional().describe('Working directory (default: home)'),
@@ -112,6 +135,7 @@ export function createTerminalMcpServer(
     },
     (a) =>
       tool(async () => {
+        needCreate(grant, a.host ?? 'local');
         const t = await service.open(owner, a.host ?? 'local', a);
         return text(`opened ${t.id} on ${t.host} (${t.providerId}; a human can \`ptyrelay attach\` it)`, {
           id: t.id,
@@ -148,6 +172,8 @@ export function createTerminalMcpServer(
     },
     (a, extra) =>
       tool(async () => {
+        const pid = check(a.id, (g, p) => needWrite(g, p, 'type into'));
+        if (pid !== undefined && a.text.length > 0) opts.audit?.record(grant, pid, Buffer.byteLength(a.text));
         const r = await withProgress(
           extra as unknown as Extra,
           service.send(owner, a.id, a.text, { timeoutMs: a.timeoutMs, enter: a.enter }),
@@ -182,6 +208,7 @@ export function createTerminalMcpServer(
     },
     (a) =>
       tool(async () => {
+        check(a.id, needRead);
         const r = await service.read(owner, a.id, { offset: a.offset, count: a.count });
         const more =
           r.lineEnd < r.totalLines ? `; older: offset=${r.lineEnd}` : '; this reaches the oldest line';
@@ -202,6 +229,7 @@ export function createTerminalMcpServer(
     },
     (a) =>
       tool(async () => {
+        check(a.id, (g, p) => needWrite(g, p, 'signal'));
         const sig = await service.signal(owner, a.id, a.signal ?? 'SIGINT');
         return text(`sent ${sig} to ${a.id}`);
       }),
@@ -215,7 +243,7 @@ export function createTerminalMcpServer(
     },
     () =>
       tool(async () => {
-        const terms = service.list(owner);
+        const terms = service.list(owner).filter((t) => canRead(grant, t.providerId));
         const lines = terms.map(
           (t) =>
             `${t.id}  host=${t.host}${t.name ? ` name=${t.name}` : ''}${t.sending ? ' sending' : ''}${t.exitCode !== undefined ? ` exited=${t.exitCode}` : ''}`,
@@ -232,6 +260,7 @@ export function createTerminalMcpServer(
     },
     (a) =>
       tool(async () => {
+        check(a.id, (g, p) => needWrite(g, p, 'close'));
         await service.close(owner, a.id);
         return text(`closed ${a.id}`);
       }),

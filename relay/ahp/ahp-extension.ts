@@ -3,11 +3,13 @@ import type { Logger } from '../log.js';
 import { RpcError } from '../service/rpc-error.js';
 import type { HostRouter, RpcConnection, RpcExtension } from '../service/rpc-types.js';
 import type { TerminalRegistry } from '../service/terminal-registry.js';
+import { canRead, canSeeHost, canWrite, needCreate, needRead, needWrite } from '../tokens/grant.js';
 import { DEFAULT_REPLAY_ACTIONS, DEFAULT_REPLAY_BYTES } from './action-log.js';
 import { adoptTerminal } from './adopt-terminal.js';
 import { AhpHub, type AhpLimits } from './ahp-hub.js';
 import { parseClientAction, parseCreateTerminal } from './ahp-params.js';
 import { type AhpPeer, DEFAULT_HIGH_WATERMARK, DEFAULT_LOW_WATERMARK, PeerSet } from './ahp-peers.js';
+import { visibleEnvelope, visibleSnapshot } from './grant-view.js';
 import { DEFAULT_CONTENT_LIMIT } from './terminal-reducer.js';
 import {
   AhpErrorCodes,
@@ -20,7 +22,7 @@ import {
   type TerminalClientAction,
   type URI,
 } from './types.js';
-import { parseTerminalUri, terminalUri, uriToPath } from './uris.js';
+import { parseTerminalUri, terminalIdOf, terminalUri, uriToPath } from './uris.js';
 import { negotiateProtocolVersion } from './version.js';
 
 /** Size of a terminal created without cols/rows. */
@@ -96,8 +98,18 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
    * of (it restarted): see adoptTerminal. A host that cannot be reached leaves its terminals out
    * (logged), as unknown URIs always were, unless `strict` (a single `subscribe`: its caller learns why).
    */
-  const adopt = async (uris: unknown[], clientId: string, strict = false): Promise<void> => {
-    const terminals = uris.filter((u): u is URI => typeof u === 'string' && u !== ROOT_URI);
+  const adopt = async (
+    conn: RpcConnection,
+    uris: unknown[],
+    clientId: string,
+    strict = false,
+  ): Promise<void> => {
+    // Adopting claims the terminal: only for a token that may drive it.
+    const terminals = uris.filter((u): u is URI => {
+      if (typeof u !== 'string' || u === ROOT_URI) return false;
+      const id = parseTerminalUri(u)?.id;
+      return id !== undefined && canWrite(conn.grant, id);
+    });
     await Promise.all(
       terminals.map(async (uri) => {
         try {
@@ -110,8 +122,16 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     );
   };
 
+  /** The token may see `uri` (the root always; a terminal when it may read it). */
+  const readable = (conn: RpcConnection, uri: unknown): boolean => {
+    if (uri === ROOT_URI) return true;
+    const id = typeof uri === 'string' ? parseTerminalUri(uri)?.id : undefined;
+    return id !== undefined && canRead(conn.grant, id);
+  };
+
   const subscribe = (p: AhpPeer, uri: URI): Snapshot => {
-    const snap = hub.snapshot(uri);
+    if (uri !== ROOT_URI) needRead(p.conn.grant, terminalIdOf(uri));
+    const snap = visibleSnapshot(p.conn.grant, hub.snapshot(uri));
     p.subscriptions.add(snap.resource);
     hub.peers.holdUntilReplied(p);
     hub.reportCredit();
@@ -141,6 +161,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       host = target.host;
     }
     host ??= 'local';
+    needCreate(conn.grant, host);
     if (registry.list().length >= maxTerminals) {
       throw new PtyRelayError(
         'INVALID_ARGUMENT',
@@ -196,6 +217,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
   async function disposeTerminal(conn: RpcConnection, params: Record<string, unknown>) {
     const p = peerOf(conn);
     const ch = hub.channelOf(params.channel);
+    needWrite(conn.grant, ch.id, 'dispose');
     const rec = registry.checkClaim(ch.id, `client:${p.clientId}`);
     try {
       await router.providerFor(rec.host).shutdown(ch.id);
@@ -214,11 +236,13 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     clientSeq: number,
   ) {
     const ch = hub.channelOf(channel);
+    needWrite(p.conn.grant, ch.id, action.type === 'terminal/input' ? 'type into' : 'resize');
     const rec = registry.checkClaim(ch.id, `client:${p.clientId}`);
     const origin = { clientId: p.clientId, clientSeq };
     switch (action.type) {
       case 'terminal/input':
         await router.providerFor(rec.host).write(ch.id, action.data);
+        p.conn.noteInput(ch.id, Buffer.byteLength(action.data));
         // Keystrokes are echoed to their sender only (for write-ahead reconciliation).
         hub.notifyOrigin(ch.uri, action, origin);
         return;
@@ -267,8 +291,10 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
         true,
       );
     }
-    const initial = Array.isArray(params.initialSubscriptions) ? params.initialSubscriptions : [];
-    await adopt(initial, clientId);
+    const initial = (Array.isArray(params.initialSubscriptions) ? params.initialSubscriptions : []).filter(
+      (u: unknown) => readable(conn, u),
+    );
+    await adopt(conn, initial, clientId);
     const p = bind(conn, clientId);
     const caps = (params.capabilities ?? {}) as Record<string, unknown>;
     p.rawData = caps.rawData === true;
@@ -284,7 +310,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       capabilities: {
         rawData: p.rawData,
         createTerminal: { host: true, command: true, args: true },
-        hosts: router.hosts(),
+        hosts: router.hosts().filter((h) => canSeeHost(conn.grant, h)),
       },
       serverInfo: { name: 'ptyrelay' },
     };
@@ -296,7 +322,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     const subs = Array.isArray(params.subscriptions)
       ? params.subscriptions.filter((s) => typeof s === 'string')
       : [];
-    await adopt(subs, clientId);
+    await adopt(conn, subs, clientId);
     const p = bind(conn, clientId);
     p.rawData = rawClients.get(clientId) ?? false;
     hub.peers.holdUntilReplied(p);
@@ -304,16 +330,22 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     // The client says what it was subscribed to; that becomes this connection's set.
     p.subscriptions.clear();
     for (const uri of subs as URI[]) {
-      if (hub.exists(uri)) p.subscriptions.add(uri);
+      // What the token may not see is as gone to it as a terminal that ended.
+      if (hub.exists(uri) && readable(conn, uri)) p.subscriptions.add(uri);
       else missing.push(uri);
     }
     hub.reportCredit();
     // Raw-data clients cannot tell replayed output from bytes they got as binary frames.
     const entries = p.rawData ? undefined : hub.actionLog.since(typeof last === 'number' ? last : -1);
     if (!entries) {
-      return { type: 'snapshot', snapshots: [...p.subscriptions].map((u) => hub.snapshot(u)) };
+      return {
+        type: 'snapshot',
+        snapshots: [...p.subscriptions].map((u) => visibleSnapshot(conn.grant, hub.snapshot(u))),
+      };
     }
-    const actions = entries.filter((e) => PeerSet.wants(p, e)).map((e) => e.envelope);
+    const actions = entries
+      .filter((e) => PeerSet.wants(p, e))
+      .map((e) => visibleEnvelope(conn.grant, e.envelope));
     return { type: 'replay', actions, missing };
   }
 
@@ -325,7 +357,8 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       reconnect,
       subscribe: async (conn, params) => {
         const p = peerOf(conn);
-        await adopt([params.channel], p.clientId, true);
+        if (params.channel !== ROOT_URI) needRead(conn.grant, terminalIdOf(params.channel));
+        await adopt(conn, [params.channel], p.clientId, true);
         return { snapshot: subscribe(p, params.channel as URI) };
       },
       createTerminal,

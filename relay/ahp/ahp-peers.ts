@@ -2,7 +2,9 @@ import { encodeDataFrameParts } from '../../provider/wire/frame-codec.js';
 import type { Logger } from '../log.js';
 import type { RpcConnection } from '../service/rpc-types.js';
 import { type ActionLog, entryText, type LogEntry } from './action-log.js';
+import { seesEverything, visibleEnvelope } from './grant-view.js';
 import type { RawSegment } from './terminal-channel.js';
+import { ROOT_URI } from './types.js';
 
 /** Socket bytes queued above which a connection stops receiving live envelopes. */
 export const DEFAULT_HIGH_WATERMARK = 1024 * 1024;
@@ -122,7 +124,10 @@ export class PeerSet {
   }
 
   private send(p: AhpPeer, entry: LogEntry): void {
-    if (p.conn.sendRawText) p.conn.sendRawText(entryText(entry, this.log));
+    // A token limited to some terminals gets the root catalog filtered (one text per such peer).
+    if (!seesEverything(p.conn.grant) && entry.envelope.channel === ROOT_URI) {
+      p.conn.notify('action', visibleEnvelope(p.conn.grant, entry.envelope));
+    } else if (p.conn.sendRawText) p.conn.sendRawText(entryText(entry, this.log));
     else p.conn.notify('action', entry.envelope);
   }
 

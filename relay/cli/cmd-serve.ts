@@ -1,5 +1,5 @@
 import { homedir } from 'node:os';
-import { PtyRelayError } from '../../provider/errors.js';
+import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { createLogger } from '../log.js';
 import { loadConfig } from '../service/config.js';
 import { createHostKeyExtension } from '../service/host-key-extension.js';
@@ -7,6 +7,8 @@ import { createPtyExtension } from '../service/pty-extension.js';
 import { startRelayServer } from '../service/relay-server.js';
 import { TerminalRegistry } from '../service/terminal-registry.js';
 import { loadOrCreateToken } from '../service/token.js';
+import { TokenAuthority } from '../tokens/token-authority.js';
+import { TokenStore } from '../tokens/token-store.js';
 import type { Command } from './command.js';
 import { progress } from './relay-connect.js';
 
@@ -23,18 +25,38 @@ export function parseListen(s: string): { host: string; port: number } {
 const tilde = (p: string) => (p.startsWith(homedir()) ? `~${p.slice(homedir().length)}` : p);
 
 const serve: Command = {
-  usage: 'serve [--config FILE] [--listen HOST:PORT]',
+  usage: 'serve [--config FILE] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--insecure-listen]',
   summary: 'Runs the relay: the WebSocket service with the built-in local host and the configured SSH hosts.',
   help: `  --config FILE      JSON config (default $PTYRELAY_CONFIG or ~/.config/ptyrelay/config.json)
   --listen HOST:PORT  overrides the config's listen address (port 0: any free port)
-The token is $PTYRELAY_TOKEN, else ~/.config/ptyrelay/token (created on first run, mode 0600).
+  --tls-cert FILE     serve https/wss with this PEM certificate (with --tls-key; or "tls" in the config)
+  --tls-key FILE      its PEM private key (must not be readable by others)
+  --insecure-listen   allow a listen address beyond loopback without TLS (refused otherwise)
+The startup token (admin) is $PTYRELAY_TOKEN, else ~/.config/ptyrelay/token (created on first run,
+mode 0600); \`ptyrelay token create\` makes scoped ones.
 Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop with Ctrl-C.`,
-  options: { config: { type: 'string' }, listen: { type: 'string' } },
+  options: {
+    config: { type: 'string' },
+    listen: { type: 'string' },
+    'tls-cert': { type: 'string' },
+    'tls-key': { type: 'string' },
+    'insecure-listen': { type: 'boolean' },
+  },
   async run(args) {
     const config = loadConfig(args.values.config as string | undefined);
     if (args.values.listen) config.listen = parseListen(args.values.listen as string);
+    const cert = args.values['tls-cert'] as string | undefined;
+    const key = args.values['tls-key'] as string | undefined;
+    if ((cert === undefined) !== (key === undefined))
+      throw new PtyRelayError('INVALID_ARGUMENT', '--tls-cert and --tls-key go together');
+    if (cert && key) config.tls = { cert, key };
     const log = createLogger();
     const token = loadOrCreateToken();
+    if (token.warning) {
+      log.warn({ path: token.path }, token.warning);
+      progress(`warning: ${token.warning}`);
+    }
+    const auth = new TokenAuthority({ startupToken: token.token, store: new TokenStore(), log });
     // Loaded here: the SSH stack (ssh2) is only needed by the relay itself, not by client commands.
     const { createHostRouter } = await import('../service/host-router.js');
     const router = createHostRouter(config, { log });
@@ -45,12 +67,14 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       registry,
       agents: config.agents,
       log: log.child({ ext: 'agents' }),
-      token: token.token,
+      auth,
       allowedOrigins: config.allowedOrigins,
     });
     const server = await startRelayServer({
       listen: config.listen,
-      token: token.token,
+      auth,
+      ...(config.tls ? { tls: config.tls } : {}),
+      insecureListen: args.values['insecure-listen'] === true,
       allowedOrigins: config.allowedOrigins,
       router,
       registry,
@@ -70,6 +94,8 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       httpRoutes: [agents.mcp.handle],
     }).catch(async (err) => {
       await router.dispose();
+      auth.dispose();
+      if (isPtyRelayError(err)) throw err;
       throw new PtyRelayError(
         'CONNECT_FAILED',
         `cannot listen on ${config.listen.host}:${config.listen.port}: ${err.message}`,
@@ -103,6 +129,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     await agents.mcp.close();
     await server.close();
     await router.dispose();
+    auth.dispose();
     return 0;
   },
 };

@@ -4,6 +4,7 @@ import { attachCommands } from './cmd-attach.js';
 import { mcpCommands } from './cmd-mcp.js';
 import { serveCommands } from './cmd-serve.js';
 import { terminalCommands } from './cmd-terminals.js';
+import { tokenCommands } from './cmd-token.js';
 import { type Command, commandHelp, parseCommand, reportError } from './command.js';
 
 const COMMANDS: Record<string, Command> = {
@@ -12,6 +13,7 @@ const COMMANDS: Record<string, Command> = {
   ...agentCommands,
   ...attachCommands,
   ...mcpCommands,
+  ...tokenCommands,
 };
 
 function usage(): string {

@@ -10,19 +10,35 @@ export const DEFAULT_RELAY_URL = 'ws://127.0.0.1:7681';
 /** Claim identity of CLI invocations: `open` in one run and `send`/`kill` in the next own the same terminals. */
 export const DEFAULT_CLI_CLIENT_ID = 'ptyrelay-cli';
 
-/** The relay URL, token and client id from the environment (PTYRELAY_URL, PTYRELAY_TOKEN, the token file). */
+/** PTYRELAY_CA: a PEM file the relay's (e.g. self-signed) certificate must chain to. */
+function caOf(env: NodeJS.ProcessEnv): { ca?: Buffer } {
+  const path = env.PTYRELAY_CA;
+  if (!path) return {};
+  try {
+    return { ca: readFileSync(path) };
+  } catch (err) {
+    throw new PtyRelayError(
+      'CONFIG_INVALID',
+      `PTYRELAY_CA: cannot read ${path}: ${(err as NodeJS.ErrnoException).code}`,
+    );
+  }
+}
+
+/** The relay URL, token, client id and CA from the environment (PTYRELAY_URL, PTYRELAY_TOKEN, the token file, PTYRELAY_CA). */
 export function relayEnv(env: NodeJS.ProcessEnv = process.env): {
   url: string;
   token: string;
   clientId: string;
+  ca?: Buffer;
 } {
   const url = env.PTYRELAY_URL || DEFAULT_RELAY_URL;
   const clientId = env.PTYRELAY_CLIENT_ID || DEFAULT_CLI_CLIENT_ID;
+  const ca = caOf(env);
   const fromEnv = env.PTYRELAY_TOKEN?.trim();
-  if (fromEnv) return { url, token: fromEnv, clientId };
+  if (fromEnv) return { url, token: fromEnv, clientId, ...ca };
   const path = defaultTokenPath(env);
   try {
-    return { url, token: readFileSync(path, 'utf8').trim(), clientId };
+    return { url, token: readFileSync(path, 'utf8').trim(), clientId, ...ca };
   } catch {
     throw new PtyRelayError(
       'AUTH_FAILED',

@@ -48,6 +48,8 @@ export type HelperOp =
       dir: string;
       needBytes: number;
       exec: boolean;
+      /** Refuse a dir another user owns or may write (DIR_INSECURE): the install dir. */
+      private?: boolean;
     }
   | {
       op: 'ensure';
@@ -77,7 +79,11 @@ export type FsResult = { ok: unknown } | { err: string; message: string };
 /** Result of a `checkDir` op: fine, or what is wrong (errno of the failed call, if any). */
 export type CheckDirResult =
   | { ok: true }
-  | { problem: 'DIR_NOT_WRITABLE' | 'DISK_FULL' | 'DIR_NOEXEC'; message: string; errno?: string };
+  | {
+      problem: 'DIR_NOT_WRITABLE' | 'DISK_FULL' | 'DIR_NOEXEC' | 'DIR_INSECURE';
+      message: string;
+      errno?: string;
+    };
 
 /** Result of an `ensure` op: the stub's `EnsureReport`, or why there is none. */
 export type EnsureResult =
@@ -129,10 +135,24 @@ const fs = require('fs');
 const path = require('path');
 const crypto = require('crypto');
 let intact = true;
+// The daemon runs what the install dir holds: a dir another user may write (or owns) could hand
+// them the user's shell, so it is never used, however intact its files are.
+function insecure(dir) {
+  const st = fs.lstatSync(dir);
+  const uid = process.getuid();
+  if (st.uid !== uid) return dir + ' is owned by uid ' + st.uid + ', not by you (uid ' + uid + '); fix: use a dir of your own';
+  if (st.mode & 0o022) return dir + ' is mode 0' + (st.mode & 0o777).toString(8) + ': other users could replace the stub; fix: chmod go-w ' + dir;
+  return undefined;
+}
 function verify(o) {
   const complete = fs.existsSync(path.join(o.dir, '.complete'));
   const bad = [];
   if (o.requireComplete && !complete) { intact = false; return { complete, bad }; }
+  for (const d of [path.dirname(o.dir), o.dir]) {
+    let why;
+    try { why = insecure(d); } catch (e) { why = undefined; }
+    if (why) { intact = false; bad.push({ path: d, reason: 'insecure: ' + why }); return { complete, bad }; }
+  }
   for (const f of o.files) {
     const p = path.join(o.dir, f.path);
     let st;
@@ -216,6 +236,8 @@ function checkDir(o) {
       if (!fs.existsSync(p)) fs.mkdirSync(p, { mode: 0o700 });
     }
   } catch (e) { return classify(e); }
+  const why = o.private ? insecure(o.dir) : undefined;
+  if (why) return { problem: 'DIR_INSECURE', message: why };
   try {
     fs.writeFileSync(probe, '#!/bin/sh\\nexit 0\\n', { mode: 0o700 });
   } catch (e) {

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, posix } from 'node:path';
 import { PtyRelayError } from '../../provider/errors.js';
 import { packageRoot, stubBundlePath } from '../stub-bundle.js';
+import { prebuiltPinProblem } from './pty-prebuild-pins.js';
 
 /** Remote platforms the stub ships a `node-pty` binary for. */
 export type StubPlatform = 'linux-x64' | 'linux-arm64';
@@ -115,8 +116,14 @@ const parseVersion = (v: string): number[] => v.split('.').map(Number);
  * Binaries that fit node-pty's lib for `platform`: a prebuilt `@lydell/node-pty-<platform>` of the
  * same version (vendored or installed), and the repo's own build when the platform is this machine's.
  */
-function nativeCandidates(root: string, platform: StubPlatform, ptyVersion: string): NativeCandidate[] {
+function nativeCandidates(
+  root: string,
+  platform: StubPlatform,
+  ptyVersion: string,
+  refused: string[],
+): NativeCandidate[] {
   const out: NativeCandidate[] = [];
+  const prebuilt: NativeCandidate[] = [];
   const local = `${process.platform}-${process.arch}` === platform;
   const ptyPkg = resolveFrom(root, 'node-pty/package.json');
   if (local && ptyPkg) {
@@ -125,11 +132,22 @@ function nativeCandidates(root: string, platform: StubPlatform, ptyVersion: stri
   const vendored = join(root, VENDOR_PREBUILDS_DIR, platform);
   const vendoredInfo = join(vendored, 'source.json');
   if (existsSync(vendoredInfo) && JSON.parse(readFileSync(vendoredInfo, 'utf8')).version === ptyVersion) {
-    out.push({ path: join(vendored, 'pty.node'), label: `vendored @lydell/node-pty-${platform}` });
+    prebuilt.push({ path: join(vendored, 'pty.node'), label: `vendored @lydell/node-pty-${platform}` });
   }
   const lydellPkg = resolveFrom(root, `@lydell/node-pty-${platform}/package.json`);
   if (lydellPkg && JSON.parse(readFileSync(lydellPkg, 'utf8')).version === ptyVersion) {
-    out.push({ path: join(dirname(lydellPkg), 'pty.node'), label: `@lydell/node-pty-${platform}` });
+    prebuilt.push({ path: join(dirname(lydellPkg), 'pty.node'), label: `@lydell/node-pty-${platform}` });
+  }
+  // A downloaded binary is shipped only when it is the one pinned in the repo.
+  for (const c of prebuilt) {
+    if (!existsSync(c.path)) continue;
+    const problem = prebuiltPinProblem(
+      platform,
+      ptyVersion,
+      createHash('sha256').update(readFileSync(c.path)).digest('hex'),
+    );
+    if (problem) refused.push(`${c.label}: ${problem}`);
+    else out.push(c);
   }
   return out.filter((c) => existsSync(c.path) && elfMachine(c.path) === ELF_MACHINE[platform]);
 }
@@ -183,13 +201,14 @@ export function collectStubArtifacts(platform: StubPlatform, stub = stubBundlePa
   if (!ptyPkgPath) throw new PtyRelayError('CONFIG_INVALID', 'node-pty is not installed');
   const ptyRoot = dirname(ptyPkgPath);
   const ptyVersion: string = JSON.parse(readFileSync(ptyPkgPath, 'utf8')).version;
-  const candidates = nativeCandidates(root, platform, ptyVersion);
+  const refused: string[] = [];
+  const candidates = nativeCandidates(root, platform, ptyVersion, refused);
   if (candidates.length === 0) {
     throw new PtyRelayError(
       'UNSUPPORTED_PLATFORM',
       `no node-pty ${ptyVersion} binary for ${platform}; run \`npm run build\` with registry access ` +
-        `(it fetches @lydell/node-pty-${platform}) or install it`,
-      { platform },
+        `(it fetches @lydell/node-pty-${platform}) or install it${refused.length ? ` (refused: ${refused.join('; ')})` : ''}`,
+      { platform, ...(refused.length ? { refused } : {}) },
     );
   }
   const floors = candidates.map((c) => glibcFloor(c.path));

@@ -74,7 +74,7 @@ export class StubInstaller {
   async checkInstallDir(): Promise<void> {
     const need = this.c.artifacts.totalBytes + INSTALL_SLACK_BYTES;
     const [r] = (await runHelper(this.c.conn, this.c.nodePath, [
-      { op: 'checkDir', dir: this.c.base, needBytes: need, exec: true },
+      { op: 'checkDir', dir: this.c.base, needBytes: need, exec: true, private: true },
     ])) as [CheckDirResult];
     if ('problem' in r) throw stubDirError('install', this.c.base, r);
   }

@@ -4,7 +4,7 @@ import {
   connectOrStartDaemon,
   liveLegacyDaemons,
 } from '../../provider/daemon-launcher.js';
-import { PtyRelayError } from '../../provider/errors.js';
+import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { daemonSocketPath, defaultRuntimeDir } from '../../provider/stub-paths.js';
 import type { Logger } from '../log.js';
 import { stubBuildId, stubBundlePath } from '../stub-bundle.js';
@@ -54,6 +54,7 @@ export class LocalPtyProvider extends StubBackedProvider {
         ? await connectDaemonSocket(daemonSocketPath(this.runtimeDir, build))
         : await connectOrStartDaemon(this.stubPath, this.runtimeDir, this.opts.daemonArgs ?? []);
     } catch (err) {
+      if (isPtyRelayError(err)) throw err;
       throw new PtyRelayError('DAEMON_UNAVAILABLE', (err as Error).message);
     }
     if (!build)

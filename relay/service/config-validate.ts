@@ -46,6 +46,22 @@ export function optString(o: Obj, key: string, field: string): string | undefine
   return v;
 }
 
+/**
+ * A command as argv: a non-empty array of non-empty strings, the first an absolute path or a name
+ * looked up on PATH. It is run without a shell, so no word is ever expanded.
+ */
+export function optArgv(o: Obj, key: string, field: string): string[] | undefined {
+  const v = o[key];
+  if (v === undefined) return undefined;
+  const ok = Array.isArray(v) && v.length > 0 && v.every((w) => typeof w === 'string' && w.length > 0);
+  if (!ok || (v as string[]).some((w) => w.includes('\0'))) {
+    throw configError(
+      `${field}.${key} must be a command as an array of words, e.g. ["pass", "show", "build1"] (run without a shell), got ${describe(v)}`,
+    );
+  }
+  return v as string[];
+}
+
 export function optBoolean(o: Obj, key: string, field: string): boolean | undefined {
   const v = o[key];
   if (v === undefined) return undefined;

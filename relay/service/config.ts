@@ -12,9 +12,11 @@ import {
   object,
   oneOf,
   onlyKeys,
+  optArgv,
   optBoolean,
   optString,
 } from './config-validate.js';
+import { assertSecretFileMode } from './file-modes.js';
 
 export type { SshHostConfig };
 
@@ -81,6 +83,8 @@ export interface RelayConfig {
   agents: AgentsConfig;
   /** Input typed during an outage (docs/config.md, `input`). */
   input: InputConfig;
+  /** Serve https/wss with this certificate and key (docs/config.md, `tls`). */
+  tls?: { cert: string; key: string };
 }
 
 /** Input queued while a host is unreachable (docs/config.md, `input`). */
@@ -130,6 +134,7 @@ const TOP_KEYS = [
   'allowedOrigins',
   'agents',
   'input',
+  'tls',
 ] as const;
 const HOST_KEYS = [
   'host',
@@ -138,6 +143,8 @@ const HOST_KEYS = [
   'identityFile',
   'passphrase',
   'password',
+  'passwordCommand',
+  'passphraseCommand',
   'knownHostsFile',
   'hostKeyPolicy',
   'proxyJump',
@@ -146,6 +153,17 @@ const HOST_KEYS = [
   'runtimeDir',
   'stateDir',
 ] as const;
+
+function validateTls(raw: unknown): RelayConfig['tls'] {
+  if (raw === undefined) return undefined;
+  const o = object(raw, 'tls');
+  onlyKeys(o, ['cert', 'key'], 'tls');
+  const cert = optString(o, 'cert', 'tls');
+  const key = optString(o, 'key', 'tls');
+  if (cert === undefined || key === undefined)
+    throw configError('tls needs both cert and key (PEM file paths)');
+  return { cert, key };
+}
 
 function validateListen(raw: unknown): RelayConfig['listen'] {
   const o = object(raw, 'listen');
@@ -190,6 +208,15 @@ function validateHost(name: string, raw: unknown): SshHostConfig {
       throw configError(
         `${field}.${k} must be an absolute path or start with ~/ (the host's home), got ${v}`,
       );
+  }
+  for (const [k, plain] of [
+    ['passwordCommand', 'password'],
+    ['passphraseCommand', 'passphrase'],
+  ] as const) {
+    const argv = optArgv(o, k, field);
+    if (argv === undefined) continue;
+    if (out[plain] !== undefined) throw configError(`${field}: set ${plain} or ${k}, not both`);
+    out[k] = argv;
   }
   const policy = oneOf(o, 'hostKeyPolicy', field, ['strict', 'ask', 'accept-new', 'no'] as const);
   if (policy !== undefined) out.hostKeyPolicy = policy;
@@ -326,6 +353,7 @@ export function validateConfig(raw: unknown): RelayConfig {
     allowedOrigins: validateOrigins(top.allowedOrigins),
     agents: validateAgentsConfig(top.agents, limits.ringBytes),
     input: validateInput(top.input),
+    ...(top.tls !== undefined ? { tls: validateTls(top.tls) } : {}),
   };
 }
 
@@ -336,7 +364,9 @@ export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string 
 
 /**
  * Reads and validates the JSON config. Without `path`, a missing default file means "all
- * defaults"; an explicitly named file must exist.
+ * defaults"; an explicitly named file must exist. A file with a password or passphrase that the
+ * group or others can read, or with a password command they can change, is refused
+ * (INSECURE_FILE_MODE).
  */
 export function loadConfig(path?: string): RelayConfig {
   const file = path ?? defaultConfigPath();
@@ -350,9 +380,16 @@ export function loadConfig(path?: string): RelayConfig {
   } catch (err) {
     throw configError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
   }
+  let config: RelayConfig;
   try {
-    return validateConfig(raw);
+    config = validateConfig(raw);
   } catch (err) {
     throw configError(`${file}: ${(err as Error).message}`);
   }
+  const hosts = Object.values(config.hosts);
+  assertSecretFileMode(file, {
+    secrets: hosts.some((h) => h.password !== undefined || h.passphrase !== undefined),
+    commands: hosts.some((h) => h.passwordCommand !== undefined || h.passphraseCommand !== undefined),
+  });
+  return config;
 }

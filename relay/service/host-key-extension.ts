@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { RelayMethod } from '../../provider/client/relay-protocol.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { needAdmin, needHost } from '../tokens/grant.js';
 import type { HostRouter, RpcExtension } from './rpc-types.js';
 
 const HostKeyParams = z.object({ host: z.string().min(1) });
@@ -35,11 +36,14 @@ export function createHostKeyExtension(router: HostRouter): RpcExtension {
   return {
     name: 'ptyrelay-hostkeys',
     methods: {
-      [RelayMethod.hostKey]: async (_conn, params) => {
+      [RelayMethod.hostKey]: async (conn, params) => {
         const { host } = parse(HostKeyParams, params, RelayMethod.hostKey);
+        needHost(conn.grant, host);
         return admin(host).inspect();
       },
-      [RelayMethod.trustHostKey]: async (_conn, params) => {
+      [RelayMethod.trustHostKey]: async (conn, params) => {
+        // Trusting a key decides who the relay types passwords and keystrokes to.
+        needAdmin(conn.grant, 'trust host keys');
         const p = parse(TrustParams, params, RelayMethod.trustHostKey);
         return admin(p.host).trust(p.fingerprint, p.replace === true);
       },

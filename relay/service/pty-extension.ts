@@ -14,6 +14,7 @@ import { PtyRelayError } from '../../provider/errors.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { agentMethods } from '../agents/agent-rpc.js';
 import type { Logger } from '../log.js';
+import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead, needWrite } from '../tokens/grant.js';
 import { backgroundFor } from './background-votes.js';
 import { InputLedger } from './input-ledger.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
@@ -168,7 +169,8 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     });
     p.onLinkState?.((e) => {
       linkStates.set(e.host, e.state);
-      for (const cs of conns) if (cs.clientId) cs.conn.notify(RelayNotification.linkState, e);
+      for (const cs of conns)
+        if (cs.clientId && canSeeHost(cs.conn.grant, e.host)) cs.conn.notify(RelayNotification.linkState, e);
     });
     p.onReattach?.((e) => {
       // The relay's own link to the host came back; a reset restarts every view at the snapshot.
@@ -182,7 +184,8 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   }
   for (const p of router.providers()) subscribe(p);
   router.onHostProgress?.((p) => {
-    for (const cs of conns) if (cs.clientId) cs.conn.notify(RelayNotification.hostProgress, p);
+    for (const cs of conns)
+      if (cs.clientId && canSeeHost(cs.conn.grant, p.host)) cs.conn.notify(RelayNotification.hostProgress, p);
   });
 
   /** Publishes a terminal in the registry, claimed by this connection's client. */
@@ -207,6 +210,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     holder(cs);
     const { manualAck, signal: _signal, ...opts } = params as unknown as SpawnParams & { signal?: unknown };
     const host = opts.host ?? 'local';
+    needCreate(conn.grant, host);
     const p = providerOf(host);
     // Output can overtake the spawn reply; keep it until the id is known.
     const take = fanout.capture();
@@ -236,6 +240,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       background: hidden,
     } = params as unknown as AttachParams;
     const id = termId(params.id);
+    needRead(conn.grant, id);
     const p = providerForId(id);
     // A viewer counts as foreground unless it attaches hidden. Voted before binding: bringing the
     // terminal out of other viewers' background resets their views (marker and snapshot), while
@@ -259,8 +264,9 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
         if (fanout.isBound(a)) fanout.detach(a);
         throw err;
       }
-      // Terminals the registry does not know (spawned before this relay started) are adopted.
-      if (!registry.find(r.id)) record(cs, r, hostOf(r.id));
+      // Terminals the registry does not know (spawned before this relay started) are adopted, by
+      // a client that may drive them: a watcher's attach claims nothing.
+      if (!registry.find(r.id) && canWrite(conn.grant, r.id)) record(cs, r, hostOf(r.id));
       background.attached(id, warn);
     } finally {
       settle();
@@ -301,7 +307,11 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     if (!ledger) return void log?.warn({ conn: cs.conn.connectionId }, 'input before ptyrelay/hello dropped');
     if (!ledger.receive(inputSeq)) return;
     const owner = ledger === cs.slot?.ledger ? cs.slot.key : undefined;
-    const write = () => owned(cs, id).write(id, data, { owner });
+    const write = async () => {
+      needWrite(cs.conn.grant, id, 'type into');
+      await owned(cs, id).write(id, data, { owner });
+      cs.conn.noteInput(id, data.length);
+    };
     // A restarted relay learns a terminal's claim from the client's re-attach; input the client
     // resends before that attach completed (e.g. first contact with a host deploying a new build)
     // waits for it instead of failing NOT_FOUND.
@@ -318,14 +328,24 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     );
   };
 
-  type TerminalFn = (p: IPtyProvider, id: string, params: Record<string, unknown>) => Promise<unknown>;
-  /** A method on one terminal; `claim` requires the caller to own it. */
+  type TerminalFn = (
+    p: IPtyProvider,
+    id: string,
+    params: Record<string, unknown>,
+    conn: RpcConnection,
+  ) => Promise<unknown>;
+  /**
+   * A method on one terminal; `claim` requires the caller to own it, `access` is what the token
+   * must allow (by default: a claimed method drives the terminal, the others read it).
+   */
   const onTerminal =
-    (fn: TerminalFn, claim = true): RpcMethodHandler =>
+    (fn: TerminalFn, claim = true, access: 'read' | 'write' = claim ? 'write' : 'read'): RpcMethodHandler =>
     async (conn, params) => {
       const id = termId(params.id);
+      if (access === 'write') needWrite(conn.grant, id);
+      else needRead(conn.grant, id);
       const p = claim ? owned(state(conn), id) : providerForId(id);
-      return (await fn(p, id, params)) ?? {};
+      return (await fn(p, id, params, conn)) ?? {};
     };
 
   const hello: RpcMethodHandler = async (conn, params): Promise<HelloResult> => {
@@ -352,8 +372,9 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     return { api: RELAY_API_VERSION, serverInstanceId, clientId, input };
   };
 
-  const list: RpcMethodHandler = async (_conn, params) => {
+  const list: RpcMethodHandler = async (conn, params) => {
     const host = params.host as string | undefined;
+    if (host) needHost(conn.grant, host);
     const providers = host ? [providerOf(host)] : router.providers();
     const lists = await Promise.all(
       providers.map((p) =>
@@ -366,7 +387,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     );
     const terminals = lists
       .flat()
-      .filter((t) => !host || t.host === host)
+      .filter((t) => (!host || t.host === host) && canRead(conn.grant, t.id))
       .map((t) => {
         const r = registry.find(t.id);
         return r ? { ...t, owner: claimHolder(r.claim) } : t;
@@ -374,11 +395,14 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     return { terminals };
   };
 
-  const hosts: RpcMethodHandler = async () => ({
-    hosts: router.hosts().map((name) => {
-      const p = providerOf(name) as IPtyProvider & { linkState?: (h: string) => LinkState };
-      return { name, state: linkStates.get(name) ?? p.linkState?.(name) ?? { state: 'idle' } };
-    }),
+  const hosts: RpcMethodHandler = async (conn) => ({
+    hosts: router
+      .hosts()
+      .filter((name) => canSeeHost(conn.grant, name))
+      .map((name) => {
+        const p = providerOf(name) as IPtyProvider & { linkState?: (h: string) => LinkState };
+        return { name, state: linkStates.get(name) ?? p.linkState?.(name) ?? { state: 'idle' } };
+      }),
   });
 
   const methods: Record<string, RpcMethodHandler> = {
@@ -426,8 +450,10 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     [RelayMethod.pause]: onTerminal((p, id) => p.pauseProducer(id)),
     [RelayMethod.resume]: onTerminal((p, id) => p.resumeProducer(id)),
     // Per viewer: the terminal goes to the background only when every viewer asked (background-votes.ts).
+    // A view preference, as `attach`'s own vote is: what the token may read, it may background.
     [RelayMethod.setBackgrounded]: async (conn, params) => {
       const id = termId(params.id);
+      needRead(conn.grant, id);
       owned(state(conn), id);
       await background.vote(id, conn, params.background === true);
       return {};

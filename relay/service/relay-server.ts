@@ -1,14 +1,19 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { type AhpExtension, createAhpExtension } from '../ahp/ahp-extension.js';
 import { createLogger, type Logger } from '../log.js';
+import { canSeeHost, describeGrant, type Grant } from '../tokens/grant.js';
+import { TokenAuthority } from '../tokens/token-authority.js';
+import { createTokenExtension } from '../tokens/token-extension.js';
 import { createOverviewExtension } from '../web/overview-extension.js';
 import { fromOwnPage } from '../web/page-origin.js';
 import { defaultWebRoot, WebAssets } from '../web/web-assets.js';
-import { isAuthorized, originAllowed, selectSubprotocol } from './auth.js';
+import { originAllowed, presentedToken, selectSubprotocol } from './auth.js';
 import { DEFAULT_FLOW_CONTROL, DEFAULT_LIMITS, type FlowControlConfig, type RelayLimits } from './config.js';
+import { assertListenAllowed, loadTlsFiles, type TlsFiles } from './listen-policy.js';
 import { RelayMetrics } from './metrics.js';
 import { RpcDispatchTable, WsRpcConnection } from './rpc-connection.js';
 import type { HostRouter, RpcExtension } from './rpc-types.js';
@@ -21,12 +26,22 @@ export const DEFAULT_LISTEN_PORT = 7681;
 const CLOSE_GOING_AWAY = 1001;
 /** How long `close()` waits for clients to finish the close handshake. */
 const CLOSE_GRACE_MS = 1000;
+/** Close code for a connection whose token was revoked or expired (application range). */
+export const CLOSE_TOKEN_ENDED = 4401;
+/** A revoked token's connection is cut this long after its close frame if the peer stays silent. */
+const TOKEN_ENDED_GRACE_MS = 500;
 
 export interface RelayServerOptions {
-  /** Default 127.0.0.1:7681; port 0 picks a free port. */
+  /** Default 127.0.0.1:7681; port 0 picks a free port. Beyond loopback it needs `tls` or `insecureListen`. */
   listen?: { host: string; port: number };
-  /** Required bearer token (see token.ts). */
-  token: string;
+  /** The startup bearer token (admin; see token.ts). Ignored when `auth` is given. */
+  token?: string;
+  /** Startup and scoped tokens (see tokens/); default: the startup `token` alone. */
+  auth?: TokenAuthority;
+  /** Serve https/wss with this certificate and key (PEM files). */
+  tls?: TlsFiles;
+  /** Accept a non-loopback listen address without TLS (`--insecure-listen`). */
+  insecureListen?: boolean;
   /** Browser Origins allowed to connect; requests without Origin (non-browser clients) always pass. */
   allowedOrigins?: string[];
   router: HostRouter;
@@ -48,11 +63,13 @@ export interface RelayServerOptions {
 export type HttpRoute = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
 export interface RelayServer {
-  /** `ws://HOST:PORT` */
+  /** `ws://HOST:PORT` (`wss://` with TLS) */
   url: string;
   port: number;
-  /** `http://HOST:PORT` */
+  /** `http://HOST:PORT` (`https://` with TLS) */
   httpUrl: string;
+  /** Who may do what (the startup token and the scoped ones). */
+  auth: TokenAuthority;
   /** The installed AHP extension (tests, diagnostics). */
   ahp: AhpExtension;
   close(): Promise<void>;
@@ -65,6 +82,11 @@ function rejectUpgrade(socket: Duplex, status: number, text: string): void {
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
   socket.destroy();
+}
+
+function unauthorized(res: ServerResponse): void {
+  res.writeHead(401, { 'www-authenticate': 'Bearer', 'content-type': 'text/plain' });
+  res.end('unauthorized\n');
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -83,9 +105,14 @@ function urlHost(host: string): string {
  * `ptyrelay.token.<t>` subprotocol) and an allowed Origin, else 401/403 before the upgrade.
  */
 export async function startRelayServer(opts: RelayServerOptions): Promise<RelayServer> {
-  if (!opts.token) throw new Error('startRelayServer needs a token');
+  if (!opts.auth && !opts.token) throw new Error('startRelayServer needs a token');
   const log = opts.log ?? createLogger({ name: 'ptyrelay-server' });
   const listen = opts.listen ?? { host: DEFAULT_LISTEN_HOST, port: DEFAULT_LISTEN_PORT };
+  assertListenAllowed(listen.host, opts.tls !== undefined, opts.insecureListen === true);
+  const tls = opts.tls ? loadTlsFiles(opts.tls) : undefined;
+  const ownAuth = opts.auth === undefined;
+  const auth = opts.auth ?? new TokenAuthority({ startupToken: opts.token!, log });
+  const grantOf = (req: IncomingMessage): Grant | undefined => auth.authenticate(presentedToken(req));
   const allowedOrigins = opts.allowedOrigins ?? [];
   const limits = { ...DEFAULT_LIMITS, ...opts.limits };
   const flow = { ...DEFAULT_FLOW_CONTROL, ...opts.flowControl };
@@ -104,14 +131,16 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
     },
   });
   const overview = createOverviewExtension({ router: opts.router, registry: opts.registry });
-  const table = new RpcDispatchTable([ahp, ...(opts.extensions ?? []), overview]);
+  const tokens = createTokenExtension(auth);
+  const table = new RpcDispatchTable([ahp, ...(opts.extensions ?? []), overview, tokens]);
   const webRoot = opts.web === false ? undefined : (opts.web?.root ?? defaultWebRoot());
   const web = webRoot ? new WebAssets(webRoot) : undefined;
   if (!web && opts.web !== false) log.info('web page not built (npm run build); serving the API only');
 
-  const http = createServer((req, res) => {
-    void handleHttp(req, res);
-  });
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => void handleHttp(req, res);
+  const http: Server = tls
+    ? createHttpsServer({ cert: tls.cert, key: tls.key }, onRequest)
+    : createServer(onRequest);
 
   async function handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://relay').pathname;
@@ -121,15 +150,18 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
       return;
     }
     if (path === '/healthz') {
-      sendJson(res, 200, { ok: true, hosts: metrics.linkStates() });
-      return;
+      // Without a token: only that the relay runs (host names say where it reaches). A token that
+      // does not authenticate gets 401, so the web page can tell a wrong token from a down relay.
+      const grant = grantOf(req);
+      if (!grant && presentedToken(req) !== undefined) return unauthorized(res);
+      if (!grant) return sendJson(res, 200, { ok: true });
+      const hosts = Object.fromEntries(
+        Object.entries(metrics.linkStates()).filter(([h]) => canSeeHost(grant, h)),
+      );
+      return sendJson(res, 200, { ok: true, hosts });
     }
     if (path === '/metrics') {
-      if (!isAuthorized(req, opts.token)) {
-        res.writeHead(401, { 'www-authenticate': 'Bearer', 'content-type': 'text/plain' });
-        res.end('unauthorized\n');
-        return;
-      }
+      if (grantOf(req)?.scope !== 'admin') return unauthorized(res);
       try {
         const text = await metrics.text();
         res.writeHead(200, { 'content-type': metrics.contentType });
@@ -150,25 +182,40 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
   });
 
   http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!originAllowed(req, allowedOrigins) && !(web && fromOwnPage(req, listen.host, port))) {
+    if (!originAllowed(req, allowedOrigins) && !(web && fromOwnPage(req, listen.host, port, scheme))) {
       log.info({ origin: req.headers.origin }, 'upgrade refused: origin not allowed');
       rejectUpgrade(socket, 403, 'Forbidden');
       return;
     }
-    if (!isAuthorized(req, opts.token)) {
-      log.info({ remote: req.socket.remoteAddress }, 'upgrade refused: bad or missing token');
+    const grant = grantOf(req);
+    if (!grant) {
+      log.info({ remote: req.socket.remoteAddress }, 'upgrade refused: bad, revoked or expired token');
       rejectUpgrade(socket, 401, 'Unauthorized');
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       const conn = new WsRpcConnection(ws, table, {
         log,
+        grant,
+        audit: auth.audit,
         onSent: (kind, bytes) => metrics.sent(kind, bytes),
         socket,
       });
+      const who = {
+        conn: conn.connectionId,
+        tokenName: grant.name,
+        scope: grant.scope,
+        remote: req.socket.remoteAddress,
+      };
+      log.info({ ...who, reach: describeGrant(grant) }, 'connection opened');
+      byToken(grant.tokenId).add(conn);
       metrics.connectionOpened();
       metrics.track(conn);
-      conn.onClose(() => metrics.connectionClosed());
+      conn.onClose(() => {
+        metrics.connectionClosed();
+        byToken(grant.tokenId).delete(conn);
+        log.info(who, 'connection closed');
+      });
       for (const ext of table.extensions) {
         try {
           ext.onConnection?.(conn);
@@ -179,6 +226,24 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
     });
   });
 
+  /** Open connections per token id, so a revoked token's are closed. */
+  const connsByToken = new Map<string, Set<WsRpcConnection>>();
+  const byToken = (id: string): Set<WsRpcConnection> => {
+    const known = connsByToken.get(id);
+    if (known) return known;
+    const set = new Set<WsRpcConnection>();
+    connsByToken.set(id, set);
+    return set;
+  };
+  const offEnded = auth.onEnded((ids) => {
+    for (const id of ids) {
+      for (const conn of connsByToken.get(id) ?? [])
+        conn.closeWithin(TOKEN_ENDED_GRACE_MS, CLOSE_TOKEN_ENDED, 'token revoked or expired');
+      connsByToken.delete(id);
+    }
+  });
+  const scheme = tls ? 'https' : 'http';
+
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(listen.port, listen.host, () => {
@@ -188,14 +253,15 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
   });
   const port = (http.address() as AddressInfo).port;
   const hostForUrl = urlHost(listen.host);
-  log.info({ host: listen.host, port }, 'relay service listening');
+  log.info({ host: listen.host, port, tls: tls !== undefined }, 'relay service listening');
 
   let closing: Promise<void> | undefined;
   return {
-    url: `ws://${hostForUrl}:${port}`,
-    httpUrl: `http://${hostForUrl}:${port}`,
+    url: `${tls ? 'wss' : 'ws'}://${hostForUrl}:${port}`,
+    httpUrl: `${scheme}://${hostForUrl}:${port}`,
     port,
     ahp,
+    auth,
     close() {
       closing ??= (async () => {
         for (const ws of wss.clients) ws.close(CLOSE_GOING_AWAY, 'server shutting down');
@@ -212,6 +278,9 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
         ahp.dispose();
         overview.dispose();
         metrics.dispose();
+        offEnded();
+        if (ownAuth) auth.dispose();
+        else auth.audit.flush();
       })();
       return closing;
     },

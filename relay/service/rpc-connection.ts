@@ -3,6 +3,8 @@ import type { WebSocket } from 'ws';
 import { isPtyRelayError } from '../../provider/errors.js';
 import { type Corkable, corkPerTurn } from '../../provider/flow/turn-cork.js';
 import type { Logger } from '../log.js';
+import type { Grant } from '../tokens/grant.js';
+import type { InputAudit } from '../tokens/input-audit.js';
 import { JsonRpcErrorCodes, RpcError } from './rpc-error.js';
 import type { RpcConnection, RpcExtension, RpcMethodHandler, RpcNotificationHandler } from './rpc-types.js';
 
@@ -55,6 +57,10 @@ export class RpcDispatchTable {
 
 export interface ConnectionHooks {
   log: Logger;
+  /** What the token that opened the connection allows. */
+  grant: Grant;
+  /** Where input is audited. */
+  audit?: InputAudit;
   /** Bytes handed to the socket. */
   onSent?(kind: 'text' | 'binary', bytes: number): void;
   /** The connection's socket: what one turn of the event loop sends leaves as one write. */
@@ -72,6 +78,7 @@ export class WsRpcConnection implements ClosableRpcConnection {
   private readonly closeCallbacks: Array<() => void> = [];
   private closed = false;
   private readonly beforeSend: () => void;
+  readonly grant: Grant;
 
   constructor(
     private readonly ws: WebSocket,
@@ -79,6 +86,7 @@ export class WsRpcConnection implements ClosableRpcConnection {
     private readonly hooks: ConnectionHooks,
   ) {
     this.beforeSend = corkPerTurn(hooks.socket);
+    this.grant = hooks.grant;
     ws.on('message', (data, isBinary) => this.onMessage(data as Buffer | Buffer[] | ArrayBuffer, isBinary));
     ws.on('close', () => this.onSocketClose());
     ws.on('error', (err) => hooks.log.debug({ err: err.message, conn: this.connectionId }, 'ws error'));
@@ -111,6 +119,10 @@ export class WsRpcConnection implements ClosableRpcConnection {
     this.hooks.onSent?.('binary', buf.length);
   }
 
+  noteInput(id: string, bytes: number): void {
+    this.hooks.audit?.record(this.grant, id, bytes);
+  }
+
   onClose(cb: () => void): void {
     if (this.closed) queueMicrotask(cb);
     else this.closeCallbacks.push(cb);
@@ -118,6 +130,14 @@ export class WsRpcConnection implements ClosableRpcConnection {
 
   close(code = 1000, reason = ''): void {
     this.ws.close(code, reason);
+  }
+
+  /** Closes now: the close frame is sent, and the socket is cut if the peer has not answered within `graceMs`. */
+  closeWithin(graceMs: number, code: number, reason: string): void {
+    this.ws.close(code, reason);
+    const cut = setTimeout(() => this.ws.terminate(), graceMs);
+    cut.unref();
+    this.ws.once('close', () => clearTimeout(cut));
   }
 
   private onSocketClose(): void {

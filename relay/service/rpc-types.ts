@@ -1,6 +1,7 @@
 import type { HostKeyInfo, HostProgress } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider } from '../../provider/contract.js';
 import type { Logger } from '../log.js';
+import type { Grant } from '../tokens/grant.js';
 
 /**
  * Seam between the WebSocket service (transport, auth, JSON-RPC framing) and what speaks over it:
@@ -26,6 +27,10 @@ export interface RpcConnection {
   onClose(cb: () => void): void;
   /** Arbitrary per-connection state for extensions. */
   readonly state: Map<string, unknown>;
+  /** What the connection's token allows (every method checks it). */
+  readonly grant: Grant;
+  /** Audits input this connection typed into terminal `id` (the count, never the bytes). */
+  noteInput(id: string, bytes: number): void;
 }
 
 /** A JSON-RPC method: resolve with the result or throw a PtyRelayError (mapped to a JSON-RPC error). */

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PtyRelayError } from '../../provider/errors.js';
+import { tokenFileWarning } from './file-modes.js';
 
 /** Random bytes in a created token (hex-encoded: 64 characters). */
 export const TOKEN_BYTES = 32;
@@ -16,6 +17,8 @@ export interface LoadedToken {
   /** The token file, when the token came from (or was written to) one. */
   path?: string;
   source: 'env' | 'file' | 'created';
+  /** Set when the token file can be read by others (left as it is: the user decides). */
+  warning?: string;
 }
 
 /** `~/.config/ptyrelay/token`. */
@@ -33,17 +36,17 @@ function checked(token: string, where: string): string {
   return token;
 }
 
-function readToken(path: string): string {
-  const mode = statSync(path).mode & 0o777;
-  // Never leave a bearer token readable by others.
-  if ((mode & 0o077) !== 0) chmodSync(path, FILE_MODE);
-  return checked(readFileSync(path, 'utf8').trim(), path);
+function readToken(path: string): LoadedToken {
+  const token = checked(readFileSync(path, 'utf8').trim(), path);
+  const warning = tokenFileWarning(path);
+  return { token, path, source: 'file', ...(warning ? { warning } : {}) };
 }
 
 /**
  * The relay's bearer token: `PTYRELAY_TOKEN` if set, else the token file (default
  * `~/.config/ptyrelay/token`), created on first run with 32 random bytes in hex (file 0600 in
- * a 0700 directory).
+ * a 0700 directory). A file others can read is used with a `warning` (never chmodded behind the
+ * user's back).
  */
 export function loadOrCreateToken(opts: { env?: NodeJS.ProcessEnv; path?: string } = {}): LoadedToken {
   const env = opts.env ?? process.env;
@@ -51,7 +54,7 @@ export function loadOrCreateToken(opts: { env?: NodeJS.ProcessEnv; path?: string
   if (fromEnv) return { token: checked(fromEnv, 'PTYRELAY_TOKEN'), source: 'env' };
   const path = opts.path ?? defaultTokenPath(env);
   try {
-    return { token: readToken(path), path, source: 'file' };
+    return readToken(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -63,8 +66,7 @@ export function loadOrCreateToken(opts: { env?: NodeJS.ProcessEnv; path?: string
     // `wx`: if another process created it meanwhile, use theirs.
     writeFileSync(path, `${token}\n`, { mode: FILE_MODE, flag: 'wx' });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
-      return { token: readToken(path), path, source: 'file' };
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readToken(path);
     throw err;
   }
   chmodSync(path, FILE_MODE);

@@ -15,6 +15,10 @@ export interface SshHostConfig {
   passphrase?: string;
   /** Used only when configured. */
   password?: string;
+  /** Prints the password on stdout: argv run without a shell, at each connect (instead of `password`). */
+  passwordCommand?: string[];
+  /** Prints the identity file's passphrase on stdout: argv run without a shell (instead of `passphrase`). */
+  passphraseCommand?: string[];
   /** Extra known_hosts file (checked with ~/.ssh/known_hosts; new keys are recorded here); `~` and tokens expanded. */
   knownHostsFile?: string;
   /**
@@ -59,6 +63,8 @@ export interface ResolvedHost {
   identityFiles: string[];
   passphrase?: string;
   password?: string;
+  passwordCommand?: string[];
+  passphraseCommand?: string[];
   knownHostsFiles: string[];
   appendKnownHostsTo: string;
   hostKeyPolicy: HostKeyPolicy;
@@ -119,6 +125,8 @@ export function resolveHost(cfg: SshHostConfig, home = process.env.HOME || homed
     identityFiles,
     passphrase: cfg.passphrase,
     password: cfg.password,
+    ...(cfg.passwordCommand ? { passwordCommand: cfg.passwordCommand } : {}),
+    ...(cfg.passphraseCommand ? { passphraseCommand: cfg.passphraseCommand } : {}),
     knownHostsFiles: [...userKnown, ...(knownHostsFile ? [knownHostsFile] : [])],
     appendKnownHostsTo: knownHostsFile ?? userKnown[0] ?? join(home, '.ssh', 'known_hosts'),
     hostKeyPolicy: cfg.hostKeyPolicy ?? filePolicy ?? 'ask',

@@ -19,6 +19,7 @@ import {
   readKnownHostsFiles,
   verifyHostKey,
 } from './known-hosts.js';
+import { withSecretCommands } from './secret-command.js';
 import { authFailed, planAuth, type TriedCredential } from './ssh-auth.js';
 
 export interface ConnectOptions {
@@ -152,11 +153,12 @@ export interface SshConnection {
  * key checking, keepalive and TCP_NODELAY.
  */
 export async function connectSsh(
-  h: ResolvedHost,
+  configured: ResolvedHost,
   opts: ConnectOptions = {},
   depth = 0,
 ): Promise<SshConnection> {
   opts.signal?.throwIfAborted();
+  const h = await withSecretCommands(configured);
   let jump: SshConnection | undefined;
   let sock: Duplex;
   const hops = h.proxyJump && h.proxyJump !== 'none' ? parseJumpChain(h.proxyJump) : [];

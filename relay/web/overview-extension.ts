@@ -2,6 +2,7 @@ import type { Unsubscribe } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { HostRouter, RpcConnection, RpcExtension } from '../service/rpc-types.js';
 import type { TerminalRegistry } from '../service/terminal-registry.js';
+import { canRead, needWrite } from '../tokens/grant.js';
 import { TerminalSummaries, type TerminalSummary } from './terminal-summaries.js';
 
 /** How often activity rates are measured and changed summaries pushed. */
@@ -49,13 +50,16 @@ export function createOverviewExtension(opts: {
   }
 
   const current = (): TerminalSummary[] => summaries.list(registry.list());
+  /** What one connection's token may see of the overview. */
+  const visible = (conn: RpcConnection, all: TerminalSummary[]) =>
+    all.filter((t) => canRead(conn.grant, t.id));
   const push = (): void => {
     if (watchers.size === 0) return;
     const terminals = current();
     const json = JSON.stringify(terminals);
     if (json === lastJson) return;
     lastJson = json;
-    for (const c of watchers) c.notify(WebNotification.overviewChanged, { terminals });
+    for (const c of watchers) c.notify(WebNotification.overviewChanged, { terminals: visible(c, terminals) });
   };
   const timer = setInterval(() => {
     const now = Date.now();
@@ -81,7 +85,7 @@ export function createOverviewExtension(opts: {
           watchers.add(conn);
           conn.onClose(() => watchers.delete(conn));
         }
-        return { terminals: current() };
+        return { terminals: visible(conn, current()) };
       },
       [WebMethod.rename]: async (conn, params) => {
         const { id, name } = params;
@@ -93,6 +97,7 @@ export function createOverviewExtension(opts: {
         }
         if (!conn.clientId)
           throw new PtyRelayError('INVALID_ARGUMENT', 'call ptyrelay/hello or initialize first');
+        needWrite(conn.grant, id, 'rename');
         registry.checkClaim(id, `client:${conn.clientId}`);
         registry.update(id, { name: name.trim() || undefined });
         return {};

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -103,6 +103,26 @@ describe.skipIf(!available)("the stub's dirs: read-only, full, noexec", () => {
     expect(err.code).toBe('DIR_NOEXEC');
     expect(err.retryable).toBe(false);
     expect(err.details?.dir).toBe(`${u.home}/noexec/ptyrelay`);
+  });
+
+  it('an install dir other users may write is refused with DIR_INSECURE, even with an intact install in it', async () => {
+    const base = join(u.home, 'shared', 'ptyrelay');
+    mkdirSync(base, { recursive: true });
+    chownSync(join(u.home, 'shared'), u.uid, u.gid);
+    chownSync(base, u.uid, u.gid);
+    chmodSync(base, 0o777);
+    const fresh = await errorOf(new StubDeployer(conn, { installDir: '~/shared/ptyrelay' }).deploy());
+    expect(fresh.code, fresh.message).toBe('DIR_INSECURE');
+    expect(fresh.retryable).toBe(false);
+    expect(fresh.message).toContain(`chmod go-w ${base}`);
+    expect(fresh.message).toContain('installDir');
+    expect(readdirSync(base)).toEqual([]);
+    // Fixed, it deploys; opened up again later, the intact install there is not used.
+    chmodSync(base, 0o700);
+    await new StubDeployer(conn, { installDir: '~/shared/ptyrelay' }).deploy();
+    chmodSync(base, 0o775);
+    const later = await errorOf(new StubDeployer(conn, { installDir: '~/shared/ptyrelay' }).deploy());
+    expect(later.code, later.message).toBe('DIR_INSECURE');
   });
 
   it('a read-only state dir fails the daemon start with DIR_NOT_WRITABLE naming stateDir', async () => {

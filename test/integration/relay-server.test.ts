@@ -62,11 +62,17 @@ describe('relay server with the real local provider', () => {
     return c;
   }
 
-  it('GET /healthz answers without a token; /metrics needs it', async () => {
+  it('GET /healthz says only ok without a token, 401 with a wrong one, the hosts with a right one; /metrics needs it', async () => {
     const h = await fetch(`${server.httpUrl}/healthz`);
     expect(h.status).toBe(200);
-    const body = await h.json();
-    expect(body).toMatchObject({ ok: true, hosts: { local: { state: expect.any(String) } } });
+    expect(await h.json()).toEqual({ ok: true });
+    // A token that does not authenticate is told so (the web page tells a wrong token from a down relay).
+    const bad = await fetch(`${server.httpUrl}/healthz`, { headers: { authorization: 'Bearer nope' } });
+    expect(bad.status).toBe(401);
+    const authed = await fetch(`${server.httpUrl}/healthz`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(await authed.json()).toMatchObject({ ok: true, hosts: { local: { state: expect.any(String) } } });
     expect((await fetch(`${server.httpUrl}/metrics`)).status).toBe(401);
     const wrong = await fetch(`${server.httpUrl}/metrics`, { headers: { authorization: 'Bearer nope' } });
     expect(wrong.status).toBe(401);

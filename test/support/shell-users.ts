@@ -33,11 +33,16 @@ function locked(script: string, ...args: string[]): void {
 }
 
 /**
- * Creates (or resets) `ptyrelay-t21-<suffix>` with `shell` as login shell, an unlocked password
+ * Creates (or resets) `<prefix><suffix>` (default prefix `ptyrelay-t21-`) with `shell` as login shell, an unlocked password
  * field (key logins) and `rcFiles` (path relative to home → content) owned by the user.
  */
-export function createShellUser(suffix: string, shell: string, rcFiles: Record<string, string>): ShellUser {
-  const name = `${T21_USER_PREFIX}${suffix}`;
+export function createShellUser(
+  suffix: string,
+  shell: string,
+  rcFiles: Record<string, string>,
+  prefix = T21_USER_PREFIX,
+): ShellUser {
+  const name = `${prefix}${suffix}`;
   locked(
     [
       'getent passwd "$1" >/dev/null || useradd -m -s "$2" -p "*" "$1" || [ $? -eq 9 ]',

@@ -3,6 +3,7 @@ import { ActionLog } from '../../relay/ahp/action-log.js';
 import { CLOSE_TOO_FAR_BEHIND, PeerSet } from '../../relay/ahp/ahp-peers.js';
 import type { ActionEnvelope } from '../../relay/ahp/types.js';
 import type { RpcConnection } from '../../relay/service/rpc-types.js';
+import { STARTUP_GRANT } from '../../relay/tokens/grant.js';
 
 /** A connection whose socket buffer the test controls. */
 function fakeConn(id: string) {
@@ -13,6 +14,8 @@ function fakeConn(id: string) {
     bufferedAmount: 0,
     closedWith: undefined as number | undefined,
     state: new Map(),
+    grant: STARTUP_GRANT,
+    noteInput: () => {},
     notify: (_m: string, p: unknown) => {
       sent.push(p as ActionEnvelope);
     },

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isPtyRelayError } from '../../provider/errors.js';
+import { PTY_PREBUILD_SHA256, prebuiltPinProblem } from '../../relay/deploy/pty-prebuild-pins.js';
 import {
   collectStubArtifacts,
   manifestJson,
@@ -147,5 +148,36 @@ describe.skipIf(!available(LOCAL))('collectStubArtifacts', () => {
     expect(res.out).toContain('40 100');
     expect(res.out).toContain('got:hi');
     expect(res.proc).toBe('string');
+  });
+});
+
+describe('pinned prebuilt pty.node', () => {
+  const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
+  const PTY_VERSION: string = JSON.parse(
+    readFileSync(join(ROOT, 'node_modules', 'node-pty', 'package.json'), 'utf8'),
+  ).version;
+
+  it('ships a prebuilt only when its sha256 is the one pinned for its node-pty version and platform', () => {
+    const pinned = PTY_PREBUILD_SHA256[PTY_VERSION]?.['linux-arm64'];
+    expect(pinned, `node-pty ${PTY_VERSION} has no pinned prebuilts`).toMatch(/^[0-9a-f]{64}$/);
+    expect(prebuiltPinProblem('linux-arm64', PTY_VERSION, pinned!)).toBeUndefined();
+    expect(prebuiltPinProblem('linux-arm64', PTY_VERSION, '0'.repeat(64))).toMatch(/is not the pinned/);
+    expect(prebuiltPinProblem('linux-arm64', '0.0.1', pinned!)).toMatch(
+      /no sha256 is pinned for node-pty 0.0.1/,
+    );
+  });
+
+  it('what a deploy ships for another platform is the pinned binary', () => {
+    const other = (['linux-x64', 'linux-arm64'] as StubPlatform[]).find((p) => p !== LOCAL)!;
+    const a = available(other);
+    if (!a) {
+      console.log(
+        `stub-artifacts: no ${other} prebuilt here (offline build); the pin is checked by the unit above only`,
+      );
+      return;
+    }
+    const native = a.files.find((f) => f.path === PTY_NODE)!;
+    expect(native.sha256).toBe(PTY_PREBUILD_SHA256[PTY_VERSION]?.[other]);
+    expect(sha(native.source)).toBe(native.sha256);
   });
 });

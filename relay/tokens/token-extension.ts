@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { RelayMethod } from '../../provider/client/relay-protocol.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import type { RpcExtension } from '../service/rpc-types.js';
+import { needAdmin, TOKEN_SCOPES } from './grant.js';
+import type { TokenAuthority } from './token-authority.js';
+import { parseTtl, type TokenStore } from './token-store.js';
+
+const CreateParams = z.strictObject({
+  scope: z.enum(TOKEN_SCOPES),
+  name: z.string().optional(),
+  hosts: z.array(z.string()).optional(),
+  terminal: z.string().optional(),
+  ttl: z.string().optional(),
+});
+const RevokeParams = z.strictObject({ name: z.string().min(1) });
+
+function parse<T>(schema: z.ZodType<T>, params: unknown, method: string): T {
+  const r = schema.safeParse(params);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  throw new PtyRelayError(
+    'INVALID_ARGUMENT',
+    `${method}: ${issue?.path.join('.') || 'params'}: ${issue?.message}`,
+  );
+}
+
+/**
+ * `ptyrelay/tokenCreate|tokenList|tokenRevoke`: token management over the API, for admin tokens
+ * only (the CLI's `ptyrelay token` works on the store directly; a running relay notices).
+ */
+export function createTokenExtension(auth: TokenAuthority): RpcExtension {
+  const store = (): TokenStore => {
+    if (!auth.store)
+      throw new PtyRelayError('INVALID_ARGUMENT', 'this relay has no token store (only its startup token)');
+    return auth.store;
+  };
+  return {
+    name: 'ptyrelay-tokens',
+    methods: {
+      [RelayMethod.tokenCreate]: async (conn, params) => {
+        needAdmin(conn.grant, 'manage tokens');
+        const p = parse(CreateParams, params, RelayMethod.tokenCreate);
+        const { record, token } = store().create({
+          scope: p.scope,
+          ...(p.name !== undefined ? { name: p.name } : {}),
+          ...(p.hosts ? { hosts: p.hosts } : {}),
+          ...(p.terminal !== undefined ? { terminal: p.terminal } : {}),
+          ...(p.ttl !== undefined ? { ttlMs: parseTtl(p.ttl) } : {}),
+        });
+        const { sha256: _hash, v: _v, ...shown } = record;
+        return { token, record: shown };
+      },
+      [RelayMethod.tokenList]: async (conn) => {
+        needAdmin(conn.grant, 'manage tokens');
+        return { tokens: store().list() };
+      },
+      [RelayMethod.tokenRevoke]: async (conn, params) => {
+        needAdmin(conn.grant, 'manage tokens');
+        const { name } = parse(RevokeParams, params, RelayMethod.tokenRevoke);
+        const { sha256: _hash, v: _v, ...revoked } = store().revoke(name);
+        // After this reply has gone out: a token may revoke itself.
+        setImmediate(() => auth.refresh());
+        return { revoked };
+      },
+    },
+  };
+}
