@@ -228,10 +228,11 @@ export class StubRequestHandler {
   private async foreground(conn: StubConnection, s: PtySession, reply: ReplyNow): Promise<HandlerOutput> {
     const done = await useSnapshot(s, (snapshot) => {
       const replay = s.ring.slice(snapshot.seq);
-      if (!replay) return false;
+      // Bytes the RAM tail no longer holds come from the log after the marker.
+      if (!replay && !s.history.has(snapshot.seq)) return false;
       conn.sendBackground(s, { type: 'backgroundMarker', background: false, seq: snapshot.seq, snapshot });
-      if (replay.length > 0) conn.sendData(s, snapshot.seq, replay);
-      conn.setForeground(s, snapshot.seq);
+      if (replay && replay.length > 0) conn.sendData(s, snapshot.seq, replay);
+      conn.setForeground(s, snapshot.seq, !replay);
       reply({ result: {} });
       return true;
     });
@@ -239,7 +240,11 @@ export class StubRequestHandler {
     throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);
   }
 
-  /** Exact replay from `fromSeq` when the ring holds it, else a snapshot at S plus the bytes [S, head). */
+  /**
+   * Exact replay from `fromSeq` when the history holds it, else a snapshot at S plus the bytes
+   * [S, head). Bytes in the RAM tail travel in the reply; older ones are read from the log and
+   * follow it as ordinary output (the reply's `seq` is where that stream continues).
+   */
   private async attach(
     conn: StubConnection,
     s: PtySession,
@@ -253,18 +258,22 @@ export class StubRequestHandler {
       generation: 'continued' | 'reset',
       snapshot?: StubAttachResult['snapshot'],
     ) => {
-      const replay = s.ring.slice(from);
-      if (!replay) return false;
+      const inRing = s.ring.slice(from);
+      if (!inRing && !s.history.has(from)) return false;
+      const catchUp = !inRing;
+      const replay = inRing ?? Buffer.alloc(0);
       const result: StubAttachResult = {
         id: s.id,
         pid: s.pid,
         incarnationId: s.incarnationId,
         title: s.title,
         cwd: s.cwd,
-        ...(s.exited ? { exited: s.exited } : {}),
+        // After a catch-up the exit follows the replayed bytes as an exit event.
+        ...(s.exited && !catchUp ? { exited: s.exited } : {}),
         cols: s.cols,
         rows: s.rows,
-        seq: s.ring.head,
+        seq: from + replay.length,
+        historyStartSeq: s.history.start,
         generation,
         ...(snapshot ? { snapshot } : {}),
         replayBytes: replay.length,
@@ -272,10 +281,11 @@ export class StubRequestHandler {
         ...extra,
       };
       reply({ result, blob: replay });
-      conn.attach(s, from);
+      conn.attach(s, from, catchUp);
+      if (catchUp && s.exited) conn.exit(s, s.exited, s.history.head);
       return true;
     };
-    if (fromSeq !== undefined && s.ring.has(fromSeq) && commit(fromSeq, 'continued')) return REPLIED;
+    if (fromSeq !== undefined && s.history.has(fromSeq) && commit(fromSeq, 'continued')) return REPLIED;
     s.widenRing();
     try {
       if (await useSnapshot(s, (snapshot) => commit(snapshot.seq, 'reset', snapshot))) return REPLIED;

@@ -62,8 +62,15 @@ export interface StubAttachResult {
   incarnationId: string;
   cols: number;
   rows: number;
+  /**
+   * Where the stream of DATA frames after this reply continues: the end of the replay in the
+   * blob. Until issue 19 that was always the head; a replay from the output log on disk sends
+   * the older bytes as DATA frames after the reply, so `seq` may be below the head.
+   */
   seq: number;
   generation: 'continued' | 'reset';
+  /** Oldest seq the session's history (RAM tail and log) still holds. */
+  historyStartSeq?: number;
   /** The attached JSON-blob frame's blob holds replay bytes of this length. */
   replayBytes?: number;
   /** Seq of the first replay byte. */

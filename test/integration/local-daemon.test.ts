@@ -34,7 +34,11 @@ const { Terminal } = xtermHeadless;
 describe('local daemon', () => {
   let fx: LocalFixture;
   beforeAll(async () => {
-    fx = await startLocal(['--ring-bytes', String(1024 * 1024)]);
+    fx = await startLocal([
+      ...['--ring-bytes', String(1024 * 1024)],
+      // A small output log, so that a 10 MiB flood still outgrows the history.
+      ...['--history-session-bytes', String(2 * 1024 * 1024), '--history-segment-bytes', String(256 * 1024)],
+    ]);
   });
   afterAll(async () => {
     await fx.cleanup();
@@ -66,7 +70,7 @@ describe('local daemon', () => {
     await fx.provider.shutdown(r.id);
   });
 
-  it('answers a fromSeq that fell out of a 1 MiB ring with a snapshot and reset', async () => {
+  it('answers a fromSeq that fell out of the history (1 MiB ring, 2 MiB log) with a snapshot and reset', async () => {
     const r = await fx.provider.spawn({
       cols: 80,
       rows: 24,
