@@ -1,6 +1,13 @@
 import type { ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { StubAttachResult, StubMethod, StubSpawnParams } from '../../provider/wire/messages.js';
+import { parseWire } from '../../provider/wire/agent-messages.js';
+import { DEFAULT_HISTORY_PAGE_BYTES, historyParamsSchema } from '../../provider/wire/history-messages.js';
+import type {
+  StubAttachResult,
+  StubHistoryPage,
+  StubMethod,
+  StubSpawnParams,
+} from '../../provider/wire/messages.js';
 import type { AgentRequests } from '../readiness/agent-requests.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
 import type { PtySession } from '../session/pty-session.js';
@@ -75,6 +82,28 @@ function validSpawn(p: Params): StubSpawnParams {
     throw new PtyRelayError('INVALID_ARGUMENT', 'command must be a non-empty string');
   }
   return { ...(p as unknown as StubSpawnParams), cols, rows };
+}
+
+/**
+ * A page of `s`'s history from `fromSeq` (or the oldest seq held, if that is later). A segment
+ * dropped while the page is read moves the start: the read is tried again from the new start.
+ */
+async function readHistoryPage(s: PtySession, fromSeq: number, maxBytes?: number): Promise<HandlerOutput> {
+  const size = maxBytes ?? DEFAULT_HISTORY_PAGE_BYTES;
+  for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+    const head = s.history.head;
+    const from = Math.min(head, Math.max(fromSeq, s.history.start));
+    const data = await s.history.read(from, Math.min(head, from + size));
+    if (!data) continue;
+    const result: StubHistoryPage = {
+      fromSeq: from,
+      bytes: data.length,
+      startSeq: s.history.start,
+      headSeq: head,
+    };
+    return { result, blob: data };
+  }
+  throw new PtyRelayError('TIMEOUT', `${s.id}'s history moved on faster than it could be read`);
 }
 
 /** Gate reason while a snapshot is retried: the program waits so its output cannot outrun the ring. */
@@ -188,6 +217,10 @@ export class StubRequestHandler {
           throw new PtyRelayError('INVALID_ARGUMENT', `${method} is not enabled in this daemon`);
         const s = this.registry.get(str(p, 'id'));
         return { result: await (method === 'agentSend' ? this.agent.send(s, p) : this.agent.read(s, p)) };
+      }
+      case 'readHistory': {
+        const q = parseWire(historyParamsSchema, p, 'readHistory');
+        return readHistoryPage(this.registry.get(q.id), q.fromSeq ?? 0, q.maxBytes);
       }
       case 'daemonInfo':
         return { result: this.control.info() };

@@ -56,6 +56,17 @@ export interface StubSpawnParams {
   requestId?: string;
 }
 
+/** A page of output history: the blob holds `bytes` bytes from `fromSeq`. */
+export interface StubHistoryPage {
+  /** Seq of the page's first byte: the asked seq, or the oldest one held if that is gone. */
+  fromSeq: number;
+  bytes: number;
+  /** Oldest seq held. */
+  startSeq: number;
+  /** Seq of the next byte the session will write. */
+  headSeq: number;
+}
+
 export interface StubAttachResult {
   id: string;
   pid: number;
@@ -116,6 +127,11 @@ export interface StubMethods {
   agentSend: { params: AgentSendParams; result: AgentSendResult };
   /** A page of a session's text as plain lines. */
   agentRead: { params: AgentReadParams; result: AgentReadResult };
+  /** A page of the session's output history (RAM tail and log): the bytes travel as the blob. */
+  readHistory: {
+    params: { id: string; fromSeq?: number; maxBytes?: number };
+    result: StubHistoryPage;
+  };
   /** Ends every session and the daemon itself (tests, `ptyrelay` admin). */
   daemonShutdown: { params: Record<string, never>; result: Record<string, never> };
 }

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -177,6 +178,55 @@ describe('output history on disk', () => {
     live.stop();
     await fx.provider.shutdown(r.id, { immediate: true });
   }, 60_000);
+});
+
+describe('output history: readers', () => {
+  it('a reader pages through 60 MiB of history, byte-exact', async () => {
+    const fx = await startLocal(['--history-session-bytes', String(96 * MiB)]);
+    try {
+      // seq 1..7,500,000 with CR LF: 66.4 MB.
+      const n = 7_500_000;
+      const r = await fx.provider.spawn({
+        cols: 80,
+        rows: 24,
+        command: 'sh',
+        args: ['-c', `seq 1 ${n}; echo PAGE-END; exec sleep 600`],
+      });
+      const expected = createHash('sha256');
+      let expectedLen = 0;
+      for (let i = 1; i <= n; i += 100_000) {
+        const chunk = `${Array.from({ length: Math.min(100_000, n - i + 1) }, (_, k) => String(i + k)).join('\r\n')}\r\n`;
+        expected.update(chunk);
+        expectedLen += chunk.length;
+      }
+      expected.update('PAGE-END\r\n');
+      expectedLen += 'PAGE-END\r\n'.length;
+      expect(expectedLen).toBeGreaterThan(60 * MiB);
+      const provider = fx.provider;
+      await waitFor(
+        async () => (await provider.readHistory(r.id, { fromSeq: 0, maxBytes: 1 })).headSeq >= expectedLen,
+        120_000,
+        'the output to reach its end',
+      );
+      const got = createHash('sha256');
+      let seq = 0;
+      let pages = 0;
+      while (seq < expectedLen) {
+        const page = await provider.readHistory(r.id, { fromSeq: seq, maxBytes: 1 * MiB });
+        expect(page.fromSeq).toBe(seq);
+        expect(page.startSeq).toBe(0);
+        const take = Buffer.from(page.data).subarray(0, expectedLen - seq);
+        got.update(take);
+        seq += take.length;
+        pages++;
+      }
+      expect(pages).toBeGreaterThanOrEqual(60);
+      expect(got.digest('hex')).toBe(expected.digest('hex'));
+      await provider.shutdown(r.id, { immediate: true });
+    } finally {
+      await fx.cleanup();
+    }
+  }, 180_000);
 });
 
 /** The parent dir. */
