@@ -275,17 +275,20 @@ describe('output history: host-wide cap and lifecycle', () => {
     const fx = await startLocal();
     const root = join(stateDir(), 'history');
     const ddir = daemonHistoryDir(stateDir(), fx.daemonPid);
-    const r = await fx.provider.spawn({
-      cols: 80,
-      rows: 24,
-      command: 'sh',
-      args: ['-c', 'echo hi; exec sleep 600'],
-    });
-    await waitFor(() => segmentsOf(join(ddir, localId(r.id))).length > 0, 5000, 'a segment');
     // A daemon that died without cleaning up (no such pid, or not started at that time).
     const dead = join(root, 'd-4194000-1');
-    mkdirSync(join(dead, 'pty-999'), { recursive: true });
-    await fx.cleanup();
+    try {
+      const r = await fx.provider.spawn({
+        cols: 80,
+        rows: 24,
+        command: 'sh',
+        args: ['-c', 'echo hi; exec sleep 600'],
+      });
+      await waitFor(() => segmentsOf(join(ddir, localId(r.id))).length > 0, 5000, 'a segment');
+      mkdirSync(join(dead, 'pty-999'), { recursive: true });
+    } finally {
+      await fx.cleanup();
+    }
     await waitFor(() => !existsSync(ddir), 5000, "the daemon's history dir to be removed at its exit");
     const again = await startLocal();
     try {
