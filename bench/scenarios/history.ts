@@ -5,7 +5,6 @@ import { daemonSocketPath } from '../../provider/stub-paths.js';
 import { encodeJsonFrame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
-import { stubBuildId } from '../../relay/stub-bundle.js';
 import type { BenchEnv } from '../lib/env.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
 import { now, procStatusBytes, round, sleep } from '../lib/util.js';
@@ -71,13 +70,20 @@ function seqBytes(n: number): number {
 
 /** Attaches as relay `linkId`, never acknowledges, and vanishes without a goodbye. */
 async function vanishingRelay(d: Daemon, id: string, linkId: string): Promise<void> {
-  const sock = connect(daemonSocketPath(d.runtimeDir, stubBuildId()));
+  const sock = connect(daemonSocketPath(d.runtimeDir, (await d.provider.daemonInfo()).buildId));
   const dec = new FrameDecoder();
-  await new Promise<void>((res) => sock.once('connect', () => res()));
+  await new Promise<void>((res, rej) => {
+    sock.once('connect', () => res());
+    sock.once('error', rej);
+  });
   const replied = new Promise<void>((resolve) => {
     sock.on('data', (c) => {
       for (const f of dec.push(c))
-        if (f.type === FrameType.Json && (f.message as { t?: string }).t === 'res') resolve();
+        if (
+          (f.type === FrameType.Json || f.type === FrameType.JsonBlob) &&
+          (f.message as { t?: string }).t === 'res'
+        )
+          resolve();
     });
   });
   sock.write(

@@ -148,10 +148,15 @@ describe('output history on disk', () => {
     // A relay that attaches, never acknowledges, and vanishes without a goodbye.
     const sock = connect(daemonSocketPath(fx.runtimeDir, stubBuildId()));
     const dec = new FrameDecoder();
-    const replied = new Promise<void>((resolve) => {
+    const replied = new Promise<{ result?: { generation?: string }; error?: unknown }>((resolve) => {
       sock.on('data', (c) => {
+        // The attach reply carries its replay: a JSON+BLOB frame.
         for (const f of dec.push(c))
-          if (f.type === FrameType.Json && (f.message as { t?: string }).t === 'res') resolve();
+          if (
+            (f.type === FrameType.Json || f.type === FrameType.JsonBlob) &&
+            (f.message as { t?: string }).t === 'res'
+          )
+            resolve(f.message as { result?: { generation?: string }; error?: unknown });
       });
     });
     await new Promise<void>((res) => sock.once('connect', () => res()));
@@ -164,8 +169,12 @@ describe('output history on disk', () => {
         linkId: 'gone-relay',
       }),
     );
-    sock.write(encodeJsonFrame({ t: 'req', rid: 1, method: 'attach', params: { id: r.id, fromSeq: 0 } }));
-    await replied;
+    sock.write(
+      encodeJsonFrame({ t: 'req', rid: 1, method: 'attach', params: { id: localId(r.id), fromSeq: 0 } }),
+    );
+    const attached = await replied;
+    expect(attached.error).toBeUndefined();
+    expect(attached.result?.generation).toBe('continued');
     sock.destroy();
     await new Promise((res) => setTimeout(res, 100));
     await fx.provider.write(r.id, 'go\r');
