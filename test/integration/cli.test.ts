@@ -89,8 +89,9 @@ describe('ptyrelay CLI against a running relay', { timeout: 60_000 }, () => {
       'the output to end',
     );
     const whole = await cli(['history', id], { ...env });
-    expect(whole.stderr).toBe('');
     expect(whole.code).toBe(0);
+    // Progress lines may appear on stderr; a gap in the history would be said there too.
+    expect(whole.stderr).not.toMatch(/no longer held/);
     const lines = `${Array.from({ length: 300000 }, (_, i) => String(i + 1)).join('\r\n')}\r\nHISTORY-END\r\n`;
     // stdout as a string is fine: the output is ASCII.
     expect(whole.stdout).toBe(lines);
