@@ -60,6 +60,17 @@ function numFlag(args: string[], name: string): number | undefined {
   return n;
 }
 
+/** `--history on|off` (default on). */
+function historyFlag(args: string[]): boolean | undefined {
+  const v = flag(args, '--history');
+  if (v === undefined) return undefined;
+  if (v !== 'on' && v !== 'off') {
+    process.stderr.write(`--history must be on or off, got ${v}\n`);
+    process.exit(2);
+  }
+  return v === 'on';
+}
+
 /** Free space a new daemon wants in its runtime dir: sockets, locks and the log. */
 const RUNTIME_MIN_FREE_BYTES = 64 * 1024;
 /** Free space a new daemon wants in its state dir: snapshots and history segments start small. */
@@ -127,6 +138,14 @@ async function main(argv: string[]): Promise<void> {
         maxReadBytes: numFlag(args, '--max-read-bytes'),
       },
       batching: flag(args, '--output-batching') === 'timer' ? 'timer' : 'backpressure',
+      history: {
+        enabled: historyFlag(args),
+        segmentBytes: numFlag(args, '--history-segment-bytes'),
+        sessionBytes: numFlag(args, '--history-session-bytes'),
+        hostBytes: numFlag(args, '--history-host-bytes'),
+        freePercent: numFlag(args, '--history-free-percent'),
+        tailBytes: numFlag(args, '--tail-bytes'),
+      },
     });
     return;
   }

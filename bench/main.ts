@@ -29,6 +29,7 @@ import {
   withTimeout,
 } from './lib/util.js';
 import { floodScenario } from './scenarios/flood.js';
+import { historyScenario } from './scenarios/history.js';
 import { memoryScenario } from './scenarios/memory.js';
 import { reconnectScenario } from './scenarios/reconnect.js';
 import { scaleScenario } from './scenarios/scale.js';
@@ -49,6 +50,7 @@ const SCENARIOS = [
   'snapshot',
   'slow-clients',
   'web',
+  'history',
 ] as const;
 /** A scenario that runs longer than this is abandoned (its figures are missing, the run goes on). */
 const SCENARIO_TIMEOUT_MS = { quick: 90_000, full: 480_000 };
@@ -162,6 +164,7 @@ export async function main(argv: string[]): Promise<number> {
       snapshot: () => snapshotScenario(env, provider),
       'slow-clients': () => slowClientsScenario(env),
       web: () => webEchoScenario(env),
+      history: () => historyScenario(env),
     };
     let waitBudget = QUIET_WAIT_BUDGET_MS[opts.quick ? 'quick' : 'full'];
     for (const name of SCENARIOS) {

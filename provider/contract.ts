@@ -15,6 +15,17 @@ export interface ProviderSequence {
 }
 
 /** A serialized screen (VT sequences that repaint it) taken at a known seq. */
+/** A page of a terminal's output history (IPtyProvider.readHistory). */
+export interface PtyHistoryPage {
+  /** Seq of `data[0]`. */
+  fromSeq: number;
+  data: Uint8Array;
+  /** Oldest seq the host still holds. */
+  startSeq: number;
+  /** Seq of the next byte the terminal will write. */
+  headSeq: number;
+}
+
 export interface ScreenSnapshot {
   /** VT data that reproduces screen, scrollback rows and cursor when written to a fresh emulator. */
   data: string;
@@ -314,6 +325,12 @@ export interface IPtyProvider {
   /** `false` only when the provider positively answered that the PTY is absent; `undefined` when it cannot tell. */
   probePtyLiveness(id: string): Promise<boolean | undefined>;
   getBufferSnapshot(id: string, opts?: { scrollbackRows?: number }): Promise<ScreenSnapshot>;
+  /**
+   * A page of the terminal's raw output history from `fromSeq` (RAM tail and the host's log on
+   * disk, docs/reconnect.md): at most `maxBytes` (default 1 MiB, at most 4 MiB). A `fromSeq` the
+   * history no longer holds starts the page at the oldest seq held (`fromSeq` in the page says so).
+   */
+  readHistory?(id: string, opts?: { fromSeq?: number; maxBytes?: number }): Promise<PtyHistoryPage>;
   /** Drop the model's scrollback (the screen stays). */
   clearBuffer(id: string): Promise<void>;
   /** Stop reading the PTY (the writing program blocks in the kernel). */

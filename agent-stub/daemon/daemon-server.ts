@@ -6,6 +6,8 @@ import { assertPrivateRuntime } from '../../provider/private-dir.js';
 import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
+import { DEFAULT_TAIL_BYTES, type HistoryLimits, resolveHistoryLimits } from '../history/history-limits.js';
+import { HistoryStore } from '../history/history-store.js';
 import { AgentRequests } from '../readiness/agent-requests.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
@@ -39,6 +41,8 @@ export interface DaemonOptions {
   readiness?: Partial<ReadinessConfig>;
   /** `--output-batching timer`: the old 4 ms batcher, for the bench's A/B only. */
   batching?: BatchingMode;
+  /** Output history on disk (flags --history, --history-*-bytes, --history-free-percent, --tail-bytes). */
+  history?: Partial<HistoryLimits>;
 }
 
 function log(msg: string, extra: Record<string, unknown> = {}): void {
@@ -62,6 +66,15 @@ export function ownBuildId(): string {
  */
 export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const limits = resolveLimits(opts);
+  // The tail is never larger than the ring a session would keep without a log.
+  const historyLimits = resolveHistoryLimits({
+    ...opts.history,
+    tailBytes: opts.history?.tailBytes ?? Math.min(DEFAULT_TAIL_BYTES, limits.ringBytes),
+  });
+  if (historyLimits.tailBytes > limits.ringBytes)
+    throw new RangeError(
+      `--tail-bytes ${historyLimits.tailBytes} must not exceed --ring-bytes ${limits.ringBytes}`,
+    );
   const readiness = resolveReadinessConfig(opts.readiness ?? {}, limits.ringBytes);
   const dir = opts.runtimeDir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -86,6 +99,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   let idleTimer: NodeJS.Timeout | undefined;
   let server: Server | undefined;
   const ids = new TerminalIdAllocator(join(opts.stateDir, 'ids'), `${buildId} ${process.pid}`, log);
+  const history = new HistoryStore(opts.stateDir, historyLimits, log);
 
   const registry = new SessionRegistry(
     model,
@@ -95,10 +109,13 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       scrollbackRows: limits.scrollbackRows,
       creditWindow: limits.creditWindow,
       creditWindowMax: limits.creditWindowMax,
+      tailBytes: historyLimits.tailBytes,
+      logBytes: historyLimits.sessionBytes,
     },
     join(dir, 'shell'),
     () => armIdle(),
     () => ids.next(),
+    history,
   );
 
   const shutdown = async (reason: string) => {
@@ -107,6 +124,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     server?.close();
     for (const c of connections) c.close();
     await registry.shutdownAll();
+    history.dispose();
     releasePidLock(lockPath);
     try {
       unlinkSync(socketPath);

@@ -1,6 +1,13 @@
 import type { ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { StubAttachResult, StubMethod, StubSpawnParams } from '../../provider/wire/messages.js';
+import { parseWire } from '../../provider/wire/agent-messages.js';
+import { DEFAULT_HISTORY_PAGE_BYTES, historyParamsSchema } from '../../provider/wire/history-messages.js';
+import type {
+  StubAttachResult,
+  StubHistoryPage,
+  StubMethod,
+  StubSpawnParams,
+} from '../../provider/wire/messages.js';
 import type { AgentRequests } from '../readiness/agent-requests.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
 import type { PtySession } from '../session/pty-session.js';
@@ -75,6 +82,28 @@ function validSpawn(p: Params): StubSpawnParams {
     throw new PtyRelayError('INVALID_ARGUMENT', 'command must be a non-empty string');
   }
   return { ...(p as unknown as StubSpawnParams), cols, rows };
+}
+
+/**
+ * A page of `s`'s history from `fromSeq` (or the oldest seq held, if that is later). A segment
+ * dropped while the page is read moves the start: the read is tried again from the new start.
+ */
+async function readHistoryPage(s: PtySession, fromSeq: number, maxBytes?: number): Promise<HandlerOutput> {
+  const size = maxBytes ?? DEFAULT_HISTORY_PAGE_BYTES;
+  for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+    const head = s.history.head;
+    const from = Math.min(head, Math.max(fromSeq, s.history.start));
+    const data = await s.history.read(from, Math.min(head, from + size));
+    if (!data) continue;
+    const result: StubHistoryPage = {
+      fromSeq: from,
+      bytes: data.length,
+      startSeq: s.history.start,
+      headSeq: head,
+    };
+    return { result, blob: data };
+  }
+  throw new PtyRelayError('TIMEOUT', `${s.id}'s history moved on faster than it could be read`);
 }
 
 /** Gate reason while a snapshot is retried: the program waits so its output cannot outrun the ring. */
@@ -189,6 +218,10 @@ export class StubRequestHandler {
         const s = this.registry.get(str(p, 'id'));
         return { result: await (method === 'agentSend' ? this.agent.send(s, p) : this.agent.read(s, p)) };
       }
+      case 'readHistory': {
+        const q = parseWire(historyParamsSchema, p, 'readHistory');
+        return readHistoryPage(this.registry.get(q.id), q.fromSeq ?? 0, q.maxBytes);
+      }
       case 'daemonInfo':
         return { result: this.control.info() };
       case 'daemonShutdown':
@@ -228,10 +261,11 @@ export class StubRequestHandler {
   private async foreground(conn: StubConnection, s: PtySession, reply: ReplyNow): Promise<HandlerOutput> {
     const done = await useSnapshot(s, (snapshot) => {
       const replay = s.ring.slice(snapshot.seq);
-      if (!replay) return false;
+      // Bytes the RAM tail no longer holds come from the log after the marker.
+      if (!replay && !s.history.has(snapshot.seq)) return false;
       conn.sendBackground(s, { type: 'backgroundMarker', background: false, seq: snapshot.seq, snapshot });
-      if (replay.length > 0) conn.sendData(s, snapshot.seq, replay);
-      conn.setForeground(s, snapshot.seq);
+      if (replay && replay.length > 0) conn.sendData(s, snapshot.seq, replay);
+      conn.setForeground(s, snapshot.seq, !replay);
       reply({ result: {} });
       return true;
     });
@@ -239,7 +273,11 @@ export class StubRequestHandler {
     throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);
   }
 
-  /** Exact replay from `fromSeq` when the ring holds it, else a snapshot at S plus the bytes [S, head). */
+  /**
+   * Exact replay from `fromSeq` when the history holds it, else a snapshot at S plus the bytes
+   * [S, head). Bytes in the RAM tail travel in the reply; older ones are read from the log and
+   * follow it as ordinary output (the reply's `seq` is where that stream continues).
+   */
   private async attach(
     conn: StubConnection,
     s: PtySession,
@@ -253,18 +291,22 @@ export class StubRequestHandler {
       generation: 'continued' | 'reset',
       snapshot?: StubAttachResult['snapshot'],
     ) => {
-      const replay = s.ring.slice(from);
-      if (!replay) return false;
+      const inRing = s.ring.slice(from);
+      if (!inRing && !s.history.has(from)) return false;
+      const catchUp = !inRing;
+      const replay = inRing ?? Buffer.alloc(0);
       const result: StubAttachResult = {
         id: s.id,
         pid: s.pid,
         incarnationId: s.incarnationId,
         title: s.title,
         cwd: s.cwd,
-        ...(s.exited ? { exited: s.exited } : {}),
+        // After a catch-up the exit follows the replayed bytes as an exit event.
+        ...(s.exited && !catchUp ? { exited: s.exited } : {}),
         cols: s.cols,
         rows: s.rows,
-        seq: s.ring.head,
+        seq: from + replay.length,
+        historyStartSeq: s.history.start,
         generation,
         ...(snapshot ? { snapshot } : {}),
         replayBytes: replay.length,
@@ -272,10 +314,11 @@ export class StubRequestHandler {
         ...extra,
       };
       reply({ result, blob: replay });
-      conn.attach(s, from);
+      conn.attach(s, from, catchUp);
+      if (catchUp && s.exited) conn.exit(s, s.exited, s.history.head);
       return true;
     };
-    if (fromSeq !== undefined && s.ring.has(fromSeq) && commit(fromSeq, 'continued')) return REPLIED;
+    if (fromSeq !== undefined && s.history.has(fromSeq) && commit(fromSeq, 'continued')) return REPLIED;
     s.widenRing();
     try {
       if (await useSnapshot(s, (snapshot) => commit(snapshot.seq, 'reset', snapshot))) return REPLIED;

@@ -18,6 +18,7 @@ import {
 import type { PtySession, SessionSink } from '../session/pty-session.js';
 import { BackgroundDelivery } from './background-delivery.js';
 import { ConnectionOutput } from './connection-output.js';
+import { HistoryCatchUp } from './history-catch-up.js';
 import type { BatchingMode } from './output-batcher.js';
 import { type HandlerOutput, REPLIED, type StubRequestHandler } from './request-handler.js';
 
@@ -60,6 +61,9 @@ export class StubConnection implements SessionSink {
   private closed = false;
   private readonly background: BackgroundDelivery;
   private readonly out: ConnectionOutput;
+  private readonly catchUp: HistoryCatchUp;
+  /** Exits held back until their session's catch-up reached the head. */
+  private readonly heldExits = new Map<PtySession, { info: PtyExitInfo; seq: number }>();
 
   constructor(
     private readonly socket: Socket,
@@ -86,6 +90,25 @@ export class StubConnection implements SessionSink {
       },
       ctx.batching,
     );
+    this.catchUp = new HistoryCatchUp({
+      send: (s, seq, d) => this.sendData(s, seq, d),
+      buffered: () => this.out.buffered,
+      caughtUp: (s) => {
+        const held = this.heldExits.get(s);
+        this.heldExits.delete(s);
+        if (held) this.exit(s, held.info, held.seq);
+      },
+      lost: (s, seq, err) => {
+        // Nothing is skipped silently: the relay reconnects and re-attaches from its seq (a reset).
+        ctx.log('history replay lost its range; closing the link so it re-attaches', {
+          cid: this.cid,
+          id: s.id,
+          seq,
+          error: err?.message,
+        });
+        this.close();
+      },
+    });
     socket.setNoDelay?.(true);
     socket.on('data', (chunk) => this.onChunk(chunk));
     socket.on('close', () => this.close());
@@ -109,11 +132,15 @@ export class StubConnection implements SessionSink {
     if (!this.closed) this.out.frame(encodeJsonBlobFrame(message, blob));
   }
 
-  /** Starts streaming `s` to this connection; everything before `fromSeq` was sent in the reply. */
-  attach(s: PtySession, fromSeq: number): void {
+  /**
+   * Starts streaming `s` to this connection; everything before `fromSeq` was sent in the reply.
+   * With `catchUp`, the bytes from `fromSeq` are read from the history before live output.
+   */
+  attach(s: PtySession, fromSeq: number, catchUp = false): void {
     this.attached.add(s);
     s.addSink(this);
     s.credits.register(this.linkId, fromSeq);
+    if (catchUp) this.catchUp.start(s, fromSeq);
     if (this.out.isBlocked) s.gate.hold(this.gateReason);
     s.refreshRingLimit();
   }
@@ -122,6 +149,8 @@ export class StubConnection implements SessionSink {
   detach(s: PtySession, deliberate = true): void {
     this.out.batcher.drop(s);
     this.background.stop(s);
+    this.catchUp.stop(s);
+    this.heldExits.delete(s);
     this.attached.delete(s);
     s.removeSink(this);
     s.gate.release(this.gateReason);
@@ -131,6 +160,8 @@ export class StubConnection implements SessionSink {
   }
 
   data(s: PtySession, seq: number, data: Uint8Array): void {
+    // A catching-up link gets these bytes from the history, in order.
+    if (this.catchUp.has(s)) return;
     if (!this.background.data(s, seq, data) && !this.closed) this.out.data(s, seq, data);
   }
 
@@ -139,6 +170,10 @@ export class StubConnection implements SessionSink {
   }
 
   exit(s: PtySession, info: PtyExitInfo, seq: number): void {
+    if (this.catchUp.has(s)) {
+      this.heldExits.set(s, { info, seq });
+      return;
+    }
     this.background.exit(s, info, seq);
     this.send({ t: 'exit', id: s.id, incarnationId: s.incarnationId, seq, ...info });
   }
@@ -151,10 +186,14 @@ export class StubConnection implements SessionSink {
     s.refreshRingLimit();
   }
 
-  /** Background mode off: the caller already sent the snapshot and the bytes after it. */
-  setForeground(s: PtySession, fromSeq: number): void {
+  /**
+   * Background mode off: the caller already sent the snapshot and the bytes after it (or, with
+   * `catchUp`, the bytes from `fromSeq` come from the history first).
+   */
+  setForeground(s: PtySession, fromSeq: number, catchUp = false): void {
     this.background.stop(s);
     s.credits.register(this.linkId, fromSeq);
+    if (catchUp) this.catchUp.start(s, fromSeq);
     s.refreshRingLimit();
   }
 
@@ -179,6 +218,7 @@ export class StubConnection implements SessionSink {
     this.closed = true;
     this.out.close();
     this.background.dispose();
+    this.catchUp.dispose();
     for (const s of this.attached) this.detach(s, this.saidGoodbye);
     this.socket.destroy();
     this.ctx.onClose(this);

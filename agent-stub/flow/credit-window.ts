@@ -25,6 +25,11 @@ export interface CreditWindowOptions {
   maxBytes?: () => number;
   graceMs?: number;
   now?: () => number;
+  /**
+   * Whether a dropped link (within its grace) still pauses the producer. False while the session's
+   * output log is healthy: the program runs on and the log keeps what the link has not seen.
+   */
+  lostLinksHold?: () => boolean;
 }
 
 /**
@@ -45,6 +50,7 @@ export class CreditWindow {
   private readonly maxBytes: () => number;
   private readonly graceMs: number;
   private readonly now: () => number;
+  private readonly lostLinksHold: () => boolean;
 
   constructor(
     private readonly gate: ProducerGate,
@@ -55,6 +61,7 @@ export class CreditWindow {
     this.maxBytes = () => Math.max(this.minBytes, max());
     this.graceMs = opts.graceMs ?? DEFAULT_CREDIT_GRACE_MS;
     this.now = opts.now ?? (() => performance.now());
+    this.lostLinksHold = opts.lostLinksHold ?? (() => true);
   }
 
   private reason(linkId: string): string {
@@ -82,7 +89,9 @@ export class CreditWindow {
   /** The link's connection closed without a goodbye: keep its claim for the grace period. */
   lost(linkId: string, now = Date.now()): void {
     const c = this.links.get(linkId);
-    if (c) c.lostAt ??= now;
+    if (!c) return;
+    c.lostAt ??= now;
+    this.check(linkId);
   }
 
   /** The link left on purpose (detach, goodbye): it no longer holds the producer. */
@@ -96,7 +105,7 @@ export class CreditWindow {
     this.head = head;
     for (const [linkId, c] of this.links) {
       c.pace.sent(head, this.now);
-      if (head - c.acked >= this.windowOf(c)) this.gate.hold(this.reason(linkId));
+      if (this.holds(c)) this.gate.hold(this.reason(linkId));
     }
   }
 
@@ -129,7 +138,13 @@ export class CreditWindow {
   private check(linkId: string): void {
     const c = this.links.get(linkId);
     if (!c) return;
-    if (this.head - c.acked >= this.windowOf(c)) this.gate.hold(this.reason(linkId));
+    if (this.holds(c)) this.gate.hold(this.reason(linkId));
     else this.gate.release(this.reason(linkId));
+  }
+
+  /** A link a window behind holds the producer, unless it dropped and lost links do not hold. */
+  private holds(c: LinkCredit): boolean {
+    if (c.lostAt !== undefined && !this.lostLinksHold()) return false;
+    return this.head - c.acked >= this.windowOf(c);
   }
 }

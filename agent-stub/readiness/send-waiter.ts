@@ -11,13 +11,21 @@ import { newWaits, probeSupported, probeTty } from './tty-wait-probe.js';
 const RAW_WINDOW_FACTOR = 4;
 const NEWLINE = 0x0a;
 
+/** What a send reads its output from (OutputHistory). */
+export interface SendHistory {
+  readonly start: number;
+  readonly head: number;
+  read(from: number, to?: number): Promise<Buffer | undefined>;
+}
+
 /** What a send needs of a PtySession. */
 export interface ReadinessSession {
   readonly pid: number;
   readonly ttyPath: string | undefined;
   readonly alive: boolean;
   readonly exited?: PtyExitInfo;
-  readonly ring: OutputRing;
+  /** The session's output: the RAM tail and, while it is healthy, the log (a send's output may outgrow the tail). */
+  readonly history: SendHistory;
   readonly atPrompt: boolean;
   readonly lastExitCode: number | undefined;
   write(data: Uint8Array): void;
@@ -41,13 +49,30 @@ export function sendOutput(
   maxBytes: number,
 ): { output: string; truncated: boolean } {
   const from = Math.max(fromSeq, ring.start, ring.head - RAW_WINDOW_FACTOR * maxBytes);
-  const cutStart = from > fromSeq;
-  let raw = ring.slice(from) ?? Buffer.alloc(0);
+  return renderSendOutput(ring.slice(from) ?? Buffer.alloc(0), from > fromSeq, maxBytes);
+}
+
+/** {@link sendOutput} from the session's history (the log reaches further back than the RAM tail). */
+export async function sendOutputFromHistory(
+  history: SendHistory,
+  fromSeq: number,
+  maxBytes: number,
+): Promise<{ output: string; truncated: boolean }> {
+  const from = Math.max(fromSeq, history.start, history.head - RAW_WINDOW_FACTOR * maxBytes);
+  return renderSendOutput((await history.read(from)) ?? Buffer.alloc(0), from > fromSeq, maxBytes);
+}
+
+function renderSendOutput(
+  raw: Buffer,
+  cutStart: boolean,
+  maxBytes: number,
+): { output: string; truncated: boolean } {
+  let text = raw;
   if (cutStart) {
-    const nl = raw.indexOf(NEWLINE);
-    raw = nl >= 0 ? raw.subarray(nl + 1) : raw;
+    const nl = text.indexOf(NEWLINE);
+    text = nl >= 0 ? text.subarray(nl + 1) : text;
   }
-  const tail = utf8Tail(vtToPlainText(raw), maxBytes);
+  const tail = utf8Tail(vtToPlainText(text), maxBytes);
   return { output: tail.text, truncated: cutStart || tail.truncated };
 }
 
@@ -75,7 +100,7 @@ export function runSend(
   const tty = probeSupported() ? s.ttyPath : undefined;
   const before = new Map<number, number>();
   if (typed && tty) for (const w of probeTty(s.pid, tty)?.waits ?? []) before.set(w.pid, w.switches);
-  const startSeq = s.ring.head;
+  const startSeq = s.history.head;
   const idleMs = req.idleMs ?? cfg.inferredIdleMs;
   let promptSeen = typed ? false : s.atPrompt;
   let exitCode = typed || !s.atPrompt ? undefined : s.lastExitCode;
@@ -92,16 +117,20 @@ export function runSend(
       off();
       clearInterval(interval);
       clearTimeout(deadline);
-      const { output, truncated } = sendOutput(s.ring, startSeq, cfg.maxReadBytes);
       const code =
         reason === 'session_exit' ? s.exited?.exitCode : reason === 'stdin_read' ? exitCode : undefined;
-      resolve({
-        reason,
-        output,
-        truncated,
-        ...(code !== undefined ? { exitCode: code } : {}),
-        elapsedMs: Date.now() - startedAt,
-      });
+      const elapsedMs = Date.now() - startedAt;
+      sendOutputFromHistory(s.history, startSeq, cfg.maxReadBytes).then(
+        ({ output, truncated }) =>
+          resolve({
+            reason,
+            output,
+            truncated,
+            ...(code !== undefined ? { exitCode: code } : {}),
+            elapsedMs,
+          }),
+        reject,
+      );
     };
     const off = s.watch({
       output: () => {

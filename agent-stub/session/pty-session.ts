@@ -12,9 +12,11 @@ import type {
 import { PtyRelayError } from '../../provider/errors.js';
 import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from '../flow/credit-window.js';
 import { ProducerGate } from '../flow/producer-gate.js';
+import { OutputHistory } from '../history/output-history.js';
+import type { SessionLog } from '../history/session-log.js';
 import { FactScanner, type ScannerFact, type ScanResult } from './fact-scanner.js';
 import { ModelFeeder } from './model-feeder.js';
-import { OutputRing } from './output-ring.js';
+import type { OutputRing } from './output-ring.js';
 import { descendantPids, foregroundGroup } from './proc-info.js';
 import { PtyInputWriter } from './pty-input-writer.js';
 import type { ScreenModelHost } from './screen-model.js';
@@ -65,26 +67,15 @@ export interface SessionLimits {
   creditWindow?: number;
   /** Largest credit window of a fast link (bytes; never more than half the ring). */
   creditWindowMax?: number;
-  /** How long a dropped link keeps holding the producer (ms). */
+  /** How long a dropped link keeps holding the producer (ms; only while the session has no log). */
   creditGraceMs?: number;
+  /** RAM tail while the session's output log is healthy (default: ringBytes). */
+  tailBytes?: number;
+  /** What the output log keeps at most (bounds unacknowledged output while it is healthy). */
+  logBytes?: number;
 }
 
-/**
- * The ring a session needs: the smaller background ring while every attached link has it in the
- * background and no link claims credit, else the full one. A link that dropped without a goodbye
- * keeps its claim (and is no longer attached): the ring must still hold what it has not
- * acknowledged, up to its window, which on a long fast path is more than the background ring.
- */
-export function ringLimitFor(
-  attachedInBackground: readonly boolean[],
-  creditClaims: number,
-  ringBytes: number,
-  backgroundRingBytes: number,
-): number {
-  const background =
-    attachedInBackground.length > 0 && attachedInBackground.every(Boolean) && creditClaims === 0;
-  return background ? backgroundRingBytes : ringBytes;
-}
+export { ringLimitFor } from '../history/output-history.js';
 
 const SIGNAL_NAMES = new Map<number, string>(
   Object.entries(osConstants.signals).map(([name, num]) => [num as number, name]),
@@ -97,8 +88,9 @@ export function signalNumber(name: string): number {
 }
 
 /**
- * One PTY and its output pipeline: scanner (facts, strip OSC 633) → ring (seq) → model
- * worker → attached sinks. The PTY reader never waits on the model.
+ * One PTY and its output pipeline: scanner (facts, strip OSC 633) → history (seq: RAM tail and
+ * the log on disk) → model worker → attached sinks. The PTY reader never waits on the model or
+ * the disk.
  */
 export class PtySession {
   readonly incarnationId = randomUUID();
@@ -111,7 +103,7 @@ export class PtySession {
   cwd?: string;
   exited?: PtyExitInfo;
   exitedAt?: number;
-  readonly ring: OutputRing;
+  readonly history: OutputHistory;
   readonly gate: ProducerGate;
   readonly credits: CreditWindow;
   private readonly proc: pty.IPty;
@@ -129,23 +121,28 @@ export class PtySession {
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly feeder: ModelFeeder;
   private commandDetection = false;
-  private readonly ringBytes: number;
-  private readonly backgroundRingBytes: number;
 
   constructor(
     readonly id: string,
     launch: SessionLaunch,
     limits: SessionLimits,
     private readonly model: ScreenModelHost,
+    log?: SessionLog,
   ) {
     this.cols = launch.cols;
     this.rows = launch.rows;
     this.name = launch.name;
     this.title = launch.name ?? launch.file;
     this.cwd = launch.cwd;
-    this.ringBytes = limits.ringBytes;
-    this.backgroundRingBytes = limits.backgroundRingBytes ?? limits.ringBytes;
-    this.ring = new OutputRing(limits.ringBytes);
+    this.history = new OutputHistory(
+      {
+        ringBytes: limits.ringBytes,
+        backgroundRingBytes: limits.backgroundRingBytes ?? limits.ringBytes,
+        tailBytes: limits.tailBytes ?? limits.ringBytes,
+        logBytes: limits.logBytes ?? limits.ringBytes,
+      },
+      log,
+    );
     this.scanner = new FactScanner({ nonce: launch.nonce });
     this.proc = pty.spawn(launch.file, launch.args, {
       name: launch.env.TERM ?? 'xterm-256color',
@@ -172,9 +169,11 @@ export class PtySession {
     const windowMax = limits.creditWindowMax ?? DEFAULT_CREDIT_WINDOW_MAX;
     this.credits = new CreditWindow(this.gate, {
       minBytes: limits.creditWindow,
-      // Unacknowledged output must stay in the ring, whatever its current (background) limit.
-      maxBytes: () => Math.min(windowMax, this.ring.capacity / 2),
+      // Unacknowledged output must stay replayable: in the log, or in the ring whatever its limit.
+      maxBytes: () => Math.min(windowMax, this.history.replayCapacity / 2),
       graceMs: limits.creditGraceMs,
+      // With a log, a departed link's output goes to disk: it no longer pauses the program.
+      lostLinksHold: () => !this.history.logging,
     });
     this.feeder = new ModelFeeder(
       {
@@ -188,6 +187,11 @@ export class PtySession {
     this.keepOutputOnExit();
     this.proc.onData((d) => this.onOutput(d as unknown as Buffer));
     this.proc.onExit((e) => this.onProcessExit(e.exitCode, e.signal));
+  }
+
+  /** The RAM ring (the tail while the log is healthy). */
+  get ring(): OutputRing {
+    return this.history.ring;
   }
 
   get alive(): boolean {
@@ -218,18 +222,16 @@ export class PtySession {
 
   /**
    * Re-derives the ring's limit after an attach, detach, background switch or credit sweep (see
-   * {@link ringLimitFor}).
+   * {@link OutputHistory.ringLimit}).
    */
   refreshRingLimit(): void {
     const background = [...this.sinks].map((s) => s.isBackground(this));
-    this.ring.setLimit(
-      ringLimitFor(background, this.credits.claims, this.ringBytes, this.backgroundRingBytes),
-    );
+    this.ring.setLimit(this.history.ringLimit(background, this.credits.claims));
   }
 
   /** Full ring from now on (a link is bringing the session back; refreshRingLimit settles it after). */
   widenRing(): void {
-    this.ring.setLimit(this.ringBytes);
+    this.ring.setLimit(this.history.widestRing);
   }
 
   write(data: Uint8Array): void {
@@ -389,7 +391,7 @@ export class PtySession {
     const base = this.ring.head;
     const { data } = res;
     if (data.length > 0) {
-      this.ring.append(data);
+      this.history.append(data);
       this.credits.advance(this.ring.head);
       this.feeder.push(base, data);
       for (const s of this.sinks) s.data(this, base, data);

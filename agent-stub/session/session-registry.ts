@@ -1,5 +1,6 @@
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubSpawnParams } from '../../provider/wire/messages.js';
+import type { HistoryStore } from '../history/history-store.js';
 import { resolveLaunch } from './launch-resolver.js';
 import { PtySession, type SessionLimits } from './pty-session.js';
 import type { ScreenModelHost } from './screen-model.js';
@@ -32,6 +33,8 @@ export class SessionRegistry {
     private readonly scriptDir: string,
     private readonly onChange: () => void = () => {},
     private readonly mintId: () => string = sequentialIds(),
+    /** Output logs on disk (none: every session keeps its RAM ring only). */
+    private readonly history?: HistoryStore,
   ) {}
 
   /** Returns the existing session for a known paneKey (alive) or requestId, else spawns a new one. */
@@ -43,9 +46,11 @@ export class SessionRegistry {
     const launch = resolveLaunch(p, this.scriptDir);
     const id = this.freshId();
     let session: PtySession;
+    const log = this.history?.open(id);
     try {
-      session = new PtySession(id, launch, this.limits, this.model);
+      session = new PtySession(id, launch, this.limits, this.model, log);
     } catch (err) {
+      if (log) this.history?.close(log);
       throw new PtyRelayError('SPAWN_FAILED', `spawn of ${launch.file} failed: ${(err as Error).message}`);
     }
     this.sessions.set(id, session);
@@ -94,6 +99,8 @@ export class SessionRegistry {
     this.sessions.delete(id);
     for (const [k, v] of this.byPaneKey) if (v === id) this.byPaneKey.delete(k);
     s.dispose();
+    const log = s.history.detachLog();
+    if (log) this.history?.close(log);
     this.onChange();
   }
 

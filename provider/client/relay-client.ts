@@ -15,6 +15,7 @@ import type {
   PtyDataEvent,
   PtyExitEvent,
   PtyFactEvent,
+  PtyHistoryPage,
   PtyProcessInfo,
   PtyReattachEvent,
   PtySpawnOptions,
@@ -27,6 +28,7 @@ import { Emitter } from '../emitter.js';
 import { PtyRelayError } from '../errors.js';
 import { AckScheduler } from '../flow/ack-scheduler.js';
 import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
+import { relayHistoryPageSchema } from '../wire/history-messages.js';
 import { ClientInputQueue } from './client-input.js';
 import { ClientStreams, type StreamTrack } from './client-streams.js';
 import { RelayLink, type RelayReconnectOptions } from './relay-link.js';
@@ -228,6 +230,13 @@ export class RelayClient implements IPtyProvider {
   async agentSend(id: string, data: string, opts: AgentSendOptions): Promise<AgentSendResult> {
     const r = await this.call(RelayMethod.agentSend, { id, data, ...opts });
     return parseWire(agentSendResultSchema, r, 'agentSend result', 'PROTOCOL_ERROR');
+  }
+
+  /** A page of a terminal's raw output history (IPtyProvider.readHistory). */
+  async readHistory(id: string, opts: { fromSeq?: number; maxBytes?: number } = {}): Promise<PtyHistoryPage> {
+    const r = await this.call(RelayMethod.history, { id, ...opts }, true);
+    const page = parseWire(relayHistoryPageSchema, r, 'history result', 'PROTOCOL_ERROR');
+    return { ...page, data: Buffer.from(page.data, 'base64') };
   }
 
   async agentRead(id: string, opts: AgentReadOptions = {}): Promise<AgentReadResult> {

@@ -35,6 +35,8 @@ export const RelayMethod = {
   list: 'ptyrelay/list',
   probe: 'ptyrelay/probe',
   snapshot: 'ptyrelay/snapshot',
+  /** `{ id, fromSeq?, maxBytes? }` → a page of the terminal's raw output history (`data` base64). */
+  history: 'ptyrelay/history',
   clear: 'ptyrelay/clear',
   pause: 'ptyrelay/pause',
   resume: 'ptyrelay/resume',

@@ -56,14 +56,32 @@ export interface StubSpawnParams {
   requestId?: string;
 }
 
+/** A page of output history: the blob holds `bytes` bytes from `fromSeq`. */
+export interface StubHistoryPage {
+  /** Seq of the page's first byte: the asked seq, or the oldest one held if that is gone. */
+  fromSeq: number;
+  bytes: number;
+  /** Oldest seq held. */
+  startSeq: number;
+  /** Seq of the next byte the session will write. */
+  headSeq: number;
+}
+
 export interface StubAttachResult {
   id: string;
   pid: number;
   incarnationId: string;
   cols: number;
   rows: number;
+  /**
+   * Where the stream of DATA frames after this reply continues: the end of the replay in the
+   * blob. Until issue 19 that was always the head; a replay from the output log on disk sends
+   * the older bytes as DATA frames after the reply, so `seq` may be below the head.
+   */
   seq: number;
   generation: 'continued' | 'reset';
+  /** Oldest seq the session's history (RAM tail and log) still holds. */
+  historyStartSeq?: number;
   /** The attached JSON-blob frame's blob holds replay bytes of this length. */
   replayBytes?: number;
   /** Seq of the first replay byte. */
@@ -109,6 +127,11 @@ export interface StubMethods {
   agentSend: { params: AgentSendParams; result: AgentSendResult };
   /** A page of a session's text as plain lines. */
   agentRead: { params: AgentReadParams; result: AgentReadResult };
+  /** A page of the session's output history (RAM tail and log): the bytes travel as the blob. */
+  readHistory: {
+    params: { id: string; fromSeq?: number; maxBytes?: number };
+    result: StubHistoryPage;
+  };
   /** Ends every session and the daemon itself (tests, `ptyrelay` admin). */
   daemonShutdown: { params: Record<string, never>; result: Record<string, never> };
 }

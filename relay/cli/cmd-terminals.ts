@@ -2,6 +2,7 @@ import xtermHeadless from '@xterm/headless';
 import type { RelayClient } from '../../provider/client/relay-client.js';
 import type { ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { MAX_HISTORY_PAGE_BYTES } from '../../provider/wire/history-messages.js';
 import { trustHost, withHostKeyPrompt } from './cmd-hosts.js';
 import { type Command, type CommandArgs, output, table } from './command.js';
 import { withTimeouts } from './one-shot-timeout.js';
@@ -141,9 +142,15 @@ const read: Command = {
         output(args, { id, text }, text);
         return 0;
       }
+      const limit = Number(args.values.bytes ?? 65536) || 65536;
+      const tail = await historyTail(c, id, limit);
+      if (tail) {
+        if (args.json) output(args, { id, seq: tail.headSeq, data: tail.data.toString('utf8') }, '');
+        else process.stdout.write(tail.data);
+        return 0;
+      }
       const a = await c.attach(id, { fromSeq: 0 });
       await c.detach(id);
-      const limit = Number(args.values.bytes ?? 65536) || 65536;
       const all = Buffer.concat([
         Buffer.from(a.snapshot?.data ?? '', 'utf8'),
         Buffer.from(a.replay ?? new Uint8Array()),
@@ -151,6 +158,74 @@ const read: Command = {
       const data = all.subarray(Math.max(0, all.length - limit));
       if (args.json) output(args, { id, seq: a.providerSequence.value, data: data.toString('utf8') }, '');
       else process.stdout.write(data);
+      return 0;
+    }),
+};
+
+/** The last `limit` bytes of a terminal's history, or `undefined` when it no longer reaches back that far. */
+async function historyTail(
+  c: RelayClient,
+  id: string,
+  limit: number,
+): Promise<{ data: Buffer; headSeq: number } | undefined> {
+  const probe = await c.readHistory(id, { fromSeq: Number.MAX_SAFE_INTEGER, maxBytes: 1 });
+  const from = Math.max(0, probe.headSeq - limit);
+  if (probe.startSeq > from) return undefined;
+  const parts: Buffer[] = [];
+  let seq = from;
+  while (seq < probe.headSeq) {
+    const page = await c.readHistory(id, {
+      fromSeq: seq,
+      maxBytes: Math.min(MAX_HISTORY_PAGE_BYTES, probe.headSeq - seq),
+    });
+    if (page.fromSeq !== seq) return undefined; // dropped meanwhile
+    if (page.data.length === 0) break;
+    parts.push(Buffer.from(page.data));
+    seq += page.data.length;
+  }
+  return { data: Buffer.concat(parts), headSeq: seq };
+}
+
+const history: Command = {
+  usage: 'history ID [--from SEQ]',
+  summary: "Writes a terminal's raw output history (as the host still holds it) to stdout.",
+  help: `  --from SEQ  start at this seq (default 0); the export ends at the output's head when it began.
+             When the host no longer holds SEQ, the export starts at the oldest byte it holds
+             and says so on stderr (exit code 0; --json reports it as startSeq).`,
+  positionals: [1, 1],
+  options: { from: { type: 'string' } },
+  run: (args) =>
+    withClient(args, async (c) => {
+      const id = args.positionals[0];
+      const from = Number(args.values.from ?? 0);
+      if (!Number.isSafeInteger(from) || from < 0)
+        throw new PtyRelayError(
+          'INVALID_ARGUMENT',
+          `--from must be a seq (an integer ≥ 0), got ${args.values.from}`,
+        );
+      let seq = from;
+      let end: number | undefined;
+      let written = 0;
+      let first: number | undefined;
+      while (end === undefined || seq < end) {
+        const page = await c.readHistory(id, { fromSeq: seq, maxBytes: MAX_HISTORY_PAGE_BYTES });
+        end ??= page.headSeq;
+        if (page.fromSeq > seq) {
+          // Older bytes were dropped (the history's caps) before we reached them.
+          process.stderr.write(
+            `ptyrelay: ${id}: bytes ${seq}-${page.fromSeq} are no longer held; continuing at ${page.fromSeq}\n`,
+          );
+        }
+        first ??= page.fromSeq;
+        if (page.data.length === 0) break;
+        const data = Buffer.from(page.data).subarray(0, Math.max(0, end - page.fromSeq));
+        if (!args.json && !process.stdout.write(data))
+          await new Promise((r) => process.stdout.once('drain', r));
+        written += data.length;
+        seq = page.fromSeq + page.data.length;
+      }
+      if (args.json)
+        output(args, { id, fromSeq: from, startSeq: first ?? from, endSeq: seq, bytes: written }, '');
       return 0;
     }),
 };
@@ -188,6 +263,7 @@ export const terminalCommands: Record<string, Command> = withTimeouts({
   ls,
   open,
   read,
+  history,
   signal,
   kill,
 });

@@ -11,7 +11,9 @@ import {
 } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider, LinkState, PtySpawnResult } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { parseWire } from '../../provider/wire/agent-messages.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
+import { historyParamsSchema } from '../../provider/wire/history-messages.js';
 import { agentMethods } from '../agents/agent-rpc.js';
 import type { Logger } from '../log.js';
 import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead, needWrite } from '../tokens/grant.js';
@@ -446,6 +448,18 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       (p, id, q) => p.getBufferSnapshot(id, { scrollbackRows: q.scrollbackRows as number | undefined }),
       false,
     ),
+    [RelayMethod.history]: onTerminal(async (p, id, q) => {
+      const { fromSeq, maxBytes } = parseWire(historyParamsSchema, { ...q, id }, 'history');
+      if (!p.readHistory)
+        throw new PtyRelayError('INVALID_ARGUMENT', `the provider of ${id} keeps no output history`);
+      const page = await p.readHistory(id, { fromSeq, maxBytes });
+      return {
+        fromSeq: page.fromSeq,
+        startSeq: page.startSeq,
+        headSeq: page.headSeq,
+        data: Buffer.from(page.data).toString('base64'),
+      };
+    }, false),
     [RelayMethod.clear]: onTerminal((p, id) => p.clearBuffer(id)),
     [RelayMethod.pause]: onTerminal((p, id) => p.pauseProducer(id)),
     [RelayMethod.resume]: onTerminal((p, id) => p.resumeProducer(id)),

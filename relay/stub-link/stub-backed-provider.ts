@@ -13,6 +13,7 @@ import type {
   PtyDataEvent,
   PtyExitEvent,
   PtyFactEvent,
+  PtyHistoryPage,
   PtyProcessInfo,
   PtyReattachEvent,
   PtySpawnOptions,
@@ -30,6 +31,7 @@ import {
   agentSendResultSchema,
   parseWire,
 } from '../../provider/wire/agent-messages.js';
+import { historyPageSchema } from '../../provider/wire/history-messages.js';
 import type { StubAttachResult, StubSpawnParams } from '../../provider/wire/messages.js';
 import type { Logger } from '../log.js';
 import type { RaceAttempt } from '../reconnect/attempt-race.js';
@@ -418,6 +420,24 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   async getBufferSnapshot(id: string, opts: { scrollbackRows?: number } = {}): Promise<ScreenSnapshot> {
     return this.call<ScreenSnapshot>(id, 'snapshot', opts);
+  }
+
+  async readHistory(id: string, opts: { fromSeq?: number; maxBytes?: number } = {}): Promise<PtyHistoryPage> {
+    const { host, localId } = await this.locate(id);
+    const client = await this.link(host);
+    const { result, blob } = await client.request('readHistory', { id: localId, ...opts });
+    const page = parseWire(historyPageSchema, result, 'readHistory result', 'PROTOCOL_ERROR');
+    if ((blob?.length ?? 0) !== page.bytes)
+      throw new PtyRelayError(
+        'PROTOCOL_ERROR',
+        `readHistory: ${blob?.length ?? 0} bytes, the page says ${page.bytes}`,
+      );
+    return {
+      fromSeq: page.fromSeq,
+      startSeq: page.startSeq,
+      headSeq: page.headSeq,
+      data: blob ?? new Uint8Array(0),
+    };
   }
 
   async clearBuffer(id: string): Promise<void> {

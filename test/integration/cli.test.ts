@@ -20,10 +20,15 @@ interface Run {
 /** Runs one CLI command to completion. */
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env, timeout: 20_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [MAIN, ...args],
+      { env, timeout: 20_000, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -70,6 +75,29 @@ describe('ptyrelay CLI against a running relay', { timeout: 60_000 }, () => {
   });
   afterAll(async () => {
     await fx?.cleanup();
+  });
+
+  it('history exports the raw output from a seq, byte-exact (> 1 page)', async () => {
+    const opened = await cliJson(
+      ['open', 'local', '--', 'sh', '-c', 'seq 1 300000; echo HISTORY-END; exec sleep 600'],
+      env,
+    );
+    const id: string = opened.id;
+    await waitFor(
+      async () => (await cliJson(['read', id], env)).text.includes('HISTORY-END'),
+      20_000,
+      'the output to end',
+    );
+    const whole = await cli(['history', id], { ...env });
+    expect(whole.code).toBe(0);
+    // Progress lines may appear on stderr; a gap in the history would be said there too.
+    expect(whole.stderr).not.toMatch(/no longer held/);
+    const lines = `${Array.from({ length: 300000 }, (_, i) => String(i + 1)).join('\r\n')}\r\nHISTORY-END\r\n`;
+    // stdout as a string is fine: the output is ASCII.
+    expect(whole.stdout).toBe(lines);
+    const from = await cli(['history', id, '--from', '1000000'], { ...env });
+    expect(from.stdout).toBe(lines.slice(1000000));
+    await cliJson(['kill', id], env);
   });
 
   it('open / ls / send / read / signal / kill with --json, and claims per client id', async () => {

@@ -198,8 +198,11 @@ describe('background keep-tail thinning', () => {
     await p.shutdown(r.id, { immediate: true });
   }, 60_000);
 
-  it('keeps only the background ring for a session every link has in the background', async () => {
-    const p = fx.provider;
+  it('keeps only the background ring for a session every link has in the background (history off)', async () => {
+    // The RAM ring's rules, as they hold without an output log (--history off, or a full disk);
+    // with a log both sessions replay from disk (test/integration/output-history.test.ts).
+    const ringOnly = await startLocal(['--history', 'off']);
+    const p = ringOnly.provider;
     const flood = (tag: string) => [
       '-c',
       `read go; head -c 3000000 /dev/zero | tr '\\0' x; echo; echo ${tag}; exec sleep 600`,
@@ -215,7 +218,7 @@ describe('background keep-tail thinning', () => {
       await waitFor(async () => (await p.getBufferSnapshot(id)).data.includes(tag), 30_000, tag);
     // A second link asks for everything since seq 0: the foreground session still holds its
     // 3 MB in the 4 MiB ring; the background one kept 512 KiB, so the newcomer gets a snapshot.
-    const other = new LocalPtyProvider({ runtimeDir: fx.runtimeDir });
+    const other = new LocalPtyProvider({ runtimeDir: ringOnly.runtimeDir });
     try {
       const f = await other.attach(fg.id, { fromSeq: 0 });
       expect(f.providerSequence.generation).toBe('continued');
@@ -226,6 +229,7 @@ describe('background keep-tail thinning', () => {
     } finally {
       await other.dispose();
       await Promise.all([p.shutdown(bg.id, { immediate: true }), p.shutdown(fg.id, { immediate: true })]);
+      await ringOnly.cleanup();
     }
   }, 60_000);
 });

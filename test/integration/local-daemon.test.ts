@@ -34,7 +34,11 @@ const { Terminal } = xtermHeadless;
 describe('local daemon', () => {
   let fx: LocalFixture;
   beforeAll(async () => {
-    fx = await startLocal(['--ring-bytes', String(1024 * 1024)]);
+    fx = await startLocal([
+      ...['--ring-bytes', String(1024 * 1024)],
+      // A small output log, so that a 10 MiB flood still outgrows the history.
+      ...['--history-session-bytes', String(2 * 1024 * 1024), '--history-segment-bytes', String(256 * 1024)],
+    ]);
   });
   afterAll(async () => {
     await fx.cleanup();
@@ -66,7 +70,7 @@ describe('local daemon', () => {
     await fx.provider.shutdown(r.id);
   });
 
-  it('answers a fromSeq that fell out of a 1 MiB ring with a snapshot and reset', async () => {
+  it('answers a fromSeq that fell out of the history (1 MiB ring, 2 MiB log) with a snapshot and reset', async () => {
     const r = await fx.provider.spawn({
       cols: 80,
       rows: 24,
@@ -301,8 +305,10 @@ describe('daemon lifecycle', () => {
 describe('snapshots of a flood that outruns the ring', () => {
   let fx: LocalFixture;
   beforeAll(async () => {
-    // A 64 KiB ring is 1 ms of `yes`: a snapshot taken while it runs misses almost always.
+    // A 64 KiB ring is 1 ms of `yes`: a snapshot taken while it runs misses almost always. The
+    // ring alone (--history off, as after a full disk): with the log, seq 0 would replay exactly.
     fx = await startLocal([
+      ...['--history', 'off'],
       ...['--ring-bytes', String(64 * 1024), '--credit-window', String(16 * 1024)],
       // A read cannot promise more than the ring keeps (the daemon refuses to start otherwise).
       ...['--max-read-bytes', String(64 * 1024)],

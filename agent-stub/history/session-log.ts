@@ -1,0 +1,310 @@
+import { close, promises as fsp, open, rm, unlink, write } from 'node:fs';
+import { join } from 'node:path';
+
+/** One write to a segment file: a flood's chunks are joined up to this, so a write costs little. */
+const WRITE_MAX_BYTES = 1024 * 1024;
+/** History files: the owner only (they hold everything the terminal printed). */
+export const HISTORY_FILE_MODE = 0o600;
+
+/** A segment file: the bytes `[start, start + length)` of a session's output. */
+interface Segment {
+  start: number;
+  length: number;
+  /** Bytes already on disk (the rest are in `unwritten`, the first of them maybe in flight). */
+  written: number;
+  unwritten: Buffer[];
+  path: string;
+  fd?: number;
+  createdAt: number;
+  dropped: boolean;
+}
+
+/** What a log tells its store (host-wide accounting and warnings). */
+export interface SessionLogOwner {
+  /** The log holds `delta` more (or, negative, fewer) bytes. */
+  resized(log: SessionLog, delta: number): void;
+  /** A new segment began (a good moment to check the host-wide cap). */
+  rolled(log: SessionLog): void;
+  /** Writing failed: the log is gone, the session keeps its RAM ring. */
+  failed(log: SessionLog, err: NodeJS.ErrnoException): void;
+}
+
+export interface SessionLogLimits {
+  segmentBytes: number;
+  sessionBytes: number;
+}
+
+/**
+ * A session's output history on disk: append-only segment files named by the seq of their first
+ * byte. `append` never waits for the disk: bytes queue in memory and one write at a time takes
+ * them (joined up to 1 MiB) to the current segment. Reads serve any range still held, from the
+ * files and from what is still queued. The oldest segment is dropped when the session's cap (or
+ * the store, for the host-wide cap) needs room. A failed write ends the log: it frees its queue,
+ * deletes its files and tells the owner, and the session goes on with its RAM ring.
+ */
+export class SessionLog {
+  private readonly segments: Segment[] = [];
+  private headSeq: number;
+  private held = 0;
+  private writing = false;
+  private failure: NodeJS.ErrnoException | undefined;
+  private destroyed = false;
+  private onIdle: (() => void)[] = [];
+
+  constructor(
+    readonly dir: string,
+    startSeq: number,
+    private readonly limits: SessionLogLimits,
+    private readonly owner: SessionLogOwner,
+  ) {
+    this.headSeq = startSeq;
+  }
+
+  /** Oldest seq held (the head when nothing is). */
+  get start(): number {
+    return this.segments[0]?.start ?? this.headSeq;
+  }
+
+  get head(): number {
+    return this.headSeq;
+  }
+
+  /** Bytes the log holds (on disk and queued). */
+  get bytes(): number {
+    return this.held;
+  }
+
+  /** Bytes queued for the disk. */
+  get queued(): number {
+    let n = 0;
+    for (const s of this.segments) n += s.length - s.written;
+    return n;
+  }
+
+  get healthy(): boolean {
+    return this.failure === undefined && !this.destroyed;
+  }
+
+  get segmentCount(): number {
+    return this.segments.length;
+  }
+
+  /** When the oldest segment began (for the host-wide cap: oldest first across sessions). */
+  get oldestAt(): number {
+    return this.segments[0]?.createdAt ?? Number.POSITIVE_INFINITY;
+  }
+
+  append(data: Uint8Array): void {
+    if (!this.healthy || data.length === 0) return;
+    let cur = this.segments[this.segments.length - 1];
+    if (!cur || cur.length >= this.limits.segmentBytes) cur = this.roll();
+    // A copy: the caller's buffer may be reused before the write runs.
+    cur.unwritten.push(Buffer.from(data));
+    cur.length += data.length;
+    this.headSeq += data.length;
+    this.held += data.length;
+    this.owner.resized(this, data.length);
+    this.writeNext();
+  }
+
+  /** The bytes `[from, to)`; `undefined` when any of them is no longer held (or the log failed). */
+  async read(from: number, to: number): Promise<Buffer | undefined> {
+    if (!this.healthy || from < this.start || to > this.headSeq || from > to) return undefined;
+    // What is still queued is copied now; what is on disk stays there (a file's bytes never change).
+    const parts: (Buffer | { path: string; offset: number; length: number })[] = [];
+    for (const seg of this.segments) {
+      const a = Math.max(from, seg.start) - seg.start;
+      const b = Math.min(to, seg.start + seg.length) - seg.start;
+      if (a >= b) continue;
+      const onDisk = Math.min(b, seg.written);
+      if (a < onDisk) parts.push({ path: seg.path, offset: a, length: onDisk - a });
+      if (b > seg.written)
+        parts.push(copyQueued(seg, Math.max(a, seg.written) - seg.written, b - seg.written));
+    }
+    const out: Buffer[] = [];
+    for (const p of parts) {
+      if (Buffer.isBuffer(p)) out.push(p);
+      else {
+        const got = await readFileRange(p.path, p.offset, p.length);
+        if (!got) return undefined; // dropped (or the log failed) meanwhile
+        out.push(got);
+      }
+    }
+    return Buffer.concat(out);
+  }
+
+  /** Drops the oldest segment (never the one being appended to); false when there is none to drop. */
+  dropOldest(): boolean {
+    if (this.segments.length < 2) return false;
+    const seg = this.segments.shift() as Segment;
+    this.release(seg);
+    unlink(seg.path, (err) => {
+      if (err && err.code !== 'ENOENT') this.owner.failed(this, err);
+    });
+    return true;
+  }
+
+  /** Resolves once every queued byte is on disk (or the log failed). For tests and the bench. */
+  flushed(): Promise<void> {
+    if (!this.writing && this.queued === 0) return Promise.resolve();
+    return new Promise((r) => this.onIdle.push(r));
+  }
+
+  /** Removes the log's files (the session is gone). */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    for (const seg of this.segments.splice(0)) this.release(seg);
+    rm(this.dir, { recursive: true, force: true }, () => {
+      // Nothing to do either way: the store's sweep at the next start removes what is left.
+    });
+    this.idle();
+  }
+
+  private roll(): Segment {
+    while (this.segments.length > 0 && this.held + this.limits.segmentBytes > this.limits.sessionBytes) {
+      if (!this.dropOldest()) break;
+    }
+    const seg: Segment = {
+      start: this.headSeq,
+      length: 0,
+      written: 0,
+      unwritten: [],
+      path: join(this.dir, `${String(this.headSeq).padStart(16, '0')}.seg`),
+      createdAt: Date.now(),
+      dropped: false,
+    };
+    this.segments.push(seg);
+    this.owner.rolled(this);
+    return seg;
+  }
+
+  private release(seg: Segment): void {
+    seg.dropped = true;
+    seg.unwritten = [];
+    this.held -= seg.length;
+    this.owner.resized(this, -seg.length);
+    if (seg.fd !== undefined && !this.writing) this.closeFd(seg);
+  }
+
+  private closeFd(seg: Segment): void {
+    const fd = seg.fd;
+    seg.fd = undefined;
+    if (fd !== undefined) close(fd, () => {});
+  }
+
+  /** One write in flight at a time, oldest queued bytes first. */
+  private writeNext(): void {
+    if (this.writing || !this.healthy) return;
+    const seg = this.segments.find((s) => s.written < s.length);
+    if (!seg) {
+      this.idle();
+      return;
+    }
+    this.writing = true;
+    if (seg.fd === undefined) {
+      open(seg.path, 'a', HISTORY_FILE_MODE, (err, fd) => {
+        this.writing = false;
+        if (err) return this.fail(err);
+        if (seg.dropped || !this.healthy) {
+          close(fd, () => {});
+          return this.writeNext();
+        }
+        seg.fd = fd;
+        this.writeNext();
+      });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let n = 0;
+    for (const c of seg.unwritten) {
+      if (n > 0 && n + c.length > WRITE_MAX_BYTES) break;
+      chunks.push(c);
+      n += c.length;
+    }
+    const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, n);
+    write(seg.fd, buf, 0, buf.length, null, (err, wrote) => {
+      this.writing = false;
+      if (err) return this.fail(err);
+      if (seg.dropped) {
+        this.closeFd(seg);
+        return this.writeNext();
+      }
+      seg.written += wrote;
+      consume(seg, wrote);
+      // A full segment that is no longer the newest is complete: close it.
+      if (seg.written === seg.length && seg !== this.segments[this.segments.length - 1]) this.closeFd(seg);
+      this.writeNext();
+    });
+  }
+
+  private fail(err: NodeJS.ErrnoException): void {
+    if (this.failure || this.destroyed) return;
+    this.failure = err;
+    for (const seg of this.segments.splice(0)) this.release(seg);
+    // A full disk gets its space back; a read-only one keeps the files until the next start's sweep.
+    rm(this.dir, { recursive: true, force: true }, () => {});
+    this.owner.failed(this, err);
+    this.idle();
+  }
+
+  private idle(): void {
+    for (const r of this.onIdle.splice(0)) r();
+  }
+}
+
+/** Removes the first `n` queued bytes of a segment (they were written). */
+function consume(seg: Segment, n: number): void {
+  let left = n;
+  while (left > 0 && seg.unwritten.length > 0) {
+    const c = seg.unwritten[0];
+    if (c.length <= left) {
+      seg.unwritten.shift();
+      left -= c.length;
+    } else {
+      seg.unwritten[0] = c.subarray(left);
+      left = 0;
+    }
+  }
+}
+
+/** A copy of the queued bytes `[a, b)` (offsets past what is written). */
+function copyQueued(seg: Segment, a: number, b: number): Buffer {
+  const out = Buffer.allocUnsafe(b - a);
+  let pos = 0;
+  let o = 0;
+  for (const c of seg.unwritten) {
+    const s = Math.max(a, pos);
+    const e = Math.min(b, pos + c.length);
+    if (s < e) {
+      c.copy(out, o, s - pos, e - pos);
+      o += e - s;
+    }
+    pos += c.length;
+    if (pos >= b) break;
+  }
+  return out;
+}
+
+/** `length` bytes at `offset` of a file; `undefined` when the file is gone or shorter. */
+async function readFileRange(path: string, offset: number, length: number): Promise<Buffer | undefined> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(path, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  try {
+    const buf = Buffer.allocUnsafe(length);
+    let got = 0;
+    while (got < length) {
+      const { bytesRead } = await fh.read(buf, got, length - got, offset + got);
+      if (bytesRead === 0) return undefined;
+      got += bytesRead;
+    }
+    return buf;
+  } finally {
+    await fh.close();
+  }
+}

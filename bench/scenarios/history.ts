@@ -1,0 +1,277 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { daemonSocketPath } from '../../provider/stub-paths.js';
+import { encodeJsonFrame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
+import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
+import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+import type { BenchEnv } from '../lib/env.js';
+import type { Row, ScenarioResult } from '../lib/results.js';
+import { now, procStatusBytes, round, sleep } from '../lib/util.js';
+
+/**
+ * Issue 19, output history on disk, side by side with the RAM ring in the same run: a local daemon
+ * with the log (default) and one with `--history off`, each in a runtime and state dir of its own.
+ * - resume: a relay vanishes (no goodbye) while the program writes ~40 MiB; a relay with the same
+ *   identity attaches from seq 0 afterwards: bytes lost, reset or not;
+ * - memory: daemon RSS with 50 idle sessions that each wrote 10 MiB;
+ * - flood: throughput of one session writing a flood, log on vs off, alternated.
+ */
+const MB = 1e6;
+const MiB = 1024 * 1024;
+/** `seq 1 N` with CR LF in a PTY: ~43 MB for 5,000,000. */
+const RESUME_LINES = 5_000_000;
+const MEMORY_SESSIONS = 50;
+/** ~10.8 MB per session. */
+const MEMORY_LINES = 1_250_000;
+
+type Variant = 'log' | 'ring';
+
+interface Daemon {
+  variant: Variant;
+  provider: LocalPtyProvider;
+  runtimeDir: string;
+  pid: number;
+  cleanup(): Promise<void>;
+}
+
+async function startDaemon(env: BenchEnv, variant: Variant): Promise<Daemon> {
+  const root = mkdtempSync(join(env.localRoot, `history-${variant}-`));
+  const runtimeDir = join(root, 'run');
+  const saved = process.env.PTYRELAY_STATE_DIR;
+  process.env.PTYRELAY_STATE_DIR = join(root, 'state');
+  const provider = new LocalPtyProvider({
+    runtimeDir,
+    daemonArgs: variant === 'ring' ? ['--history', 'off'] : [],
+  });
+  const { pid } = await provider.daemonInfo();
+  process.env.PTYRELAY_STATE_DIR = saved;
+  env.ownPids.add(pid);
+  return {
+    variant,
+    provider,
+    runtimeDir,
+    pid,
+    async cleanup() {
+      await provider.shutdownDaemon().catch(() => {});
+      await provider.dispose();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Length of `seq 1 n` with CR LF line ends. */
+function seqBytes(n: number): number {
+  let total = 0;
+  for (let digits = 1, lo = 1; lo <= n; digits++, lo *= 10)
+    total += (Math.min(n, lo * 10 - 1) - lo + 1) * (digits + 2);
+  return total;
+}
+
+/** Attaches as relay `linkId`, never acknowledges, and vanishes without a goodbye. */
+async function vanishingRelay(d: Daemon, id: string, linkId: string): Promise<void> {
+  const sock = connect(daemonSocketPath(d.runtimeDir, (await d.provider.daemonInfo()).buildId));
+  const dec = new FrameDecoder();
+  await new Promise<void>((res, rej) => {
+    sock.once('connect', () => res());
+    sock.once('error', rej);
+  });
+  const replied = new Promise<void>((resolve) => {
+    sock.on('data', (c) => {
+      for (const f of dec.push(c))
+        if (
+          (f.type === FrameType.Json || f.type === FrameType.JsonBlob) &&
+          (f.message as { t?: string }).t === 'res'
+        )
+          resolve();
+    });
+  });
+  sock.write(
+    encodeJsonFrame({ t: 'hello', protocol: STUB_PROTOCOL_VERSION, buildId: 'bench', role: 'bench', linkId }),
+  );
+  sock.write(
+    encodeJsonFrame({
+      t: 'req',
+      rid: 1,
+      method: 'attach',
+      params: { id: id.slice(id.lastIndexOf('/') + 1), fromSeq: 0 },
+    }),
+  );
+  await replied;
+  sock.destroy();
+}
+
+async function resume(d: Daemon, lines: number) {
+  const expected = seqBytes(lines) + 'RESUME-END\r\n'.length;
+  // Spawned by a link that leaves (goodbye), so only the vanished relay could hold the program.
+  const spawner = new LocalPtyProvider({ runtimeDir: d.runtimeDir, relayId: 'bench-spawner' });
+  const r = await spawner.spawn({
+    cols: 80,
+    rows: 24,
+    command: 'sh',
+    args: ['-c', `read go; seq 1 ${lines}; echo RESUME-END; exec sleep 600`],
+  });
+  await spawner.dispose();
+  await vanishingRelay(d, r.id, 'bench-relay');
+  const t0 = now();
+  await d.provider.write(r.id, 'go\r');
+  // The outage lasts until the program is done (or 60 s): the daemon alone holds its output.
+  let head = 0;
+  while (now() - t0 < 60_000) {
+    head = (await d.provider.readHistory(r.id, { fromSeq: Number.MAX_SAFE_INTEGER, maxBytes: 1 })).headSeq;
+    if (head >= expected) break;
+    await sleep(250);
+  }
+  const outageMs = now() - t0;
+  const back = new LocalPtyProvider({ runtimeDir: d.runtimeDir, relayId: 'bench-relay' });
+  let got = 0;
+  let next = -1;
+  let gaps = 0;
+  const off = back.onData((e) => {
+    if (next >= 0 && e.seq !== next) gaps++;
+    next = e.seq + e.data.length;
+    got += e.data.length;
+  });
+  const t1 = now();
+  try {
+    const a = await back.attach(r.id, { fromSeq: 0 });
+    const reset = a.providerSequence.generation === 'reset';
+    const from = reset ? (a.snapshot?.seq ?? 0) : 0;
+    got += a.replay?.length ?? 0;
+    next = a.providerSequence.value;
+    const deadline = now() + 60_000;
+    while (from + got < head && now() < deadline) await sleep(50);
+    return {
+      writtenBytes: head,
+      outageMs: round(outageMs, 0),
+      programFinishedDuringOutage: head >= expected,
+      reset,
+      lostBytes: reset ? from : Math.max(0, head - got),
+      gaps,
+      replayMs: round(now() - t1, 0),
+    };
+  } finally {
+    off();
+    await back.dispose();
+    await d.provider.shutdown(r.id, { immediate: true }).catch(() => {});
+  }
+}
+
+async function memory(d: Daemon, sessions: number, lines: number) {
+  const ids: string[] = [];
+  for (let i = 0; i < sessions; i++) {
+    const r = await d.provider.spawn({
+      cols: 80,
+      rows: 24,
+      command: 'sh',
+      args: ['-c', `seq 1 ${lines}; echo MEM-END; exec sleep 600`],
+    });
+    ids.push(r.id);
+  }
+  const expected = seqBytes(lines) + 'MEM-END\r\n'.length;
+  const deadline = now() + 240_000;
+  for (const id of ids) {
+    while (now() < deadline) {
+      const h = (await d.provider.readHistory(id, { fromSeq: Number.MAX_SAFE_INTEGER, maxBytes: 1 })).headSeq;
+      if (h >= expected) break;
+      await sleep(250);
+    }
+  }
+  // Idle: the model has caught up and the logs are written.
+  await sleep(3000);
+  const rss = procStatusBytes(d.pid, 'VmRSS') ?? 0;
+  await Promise.all(ids.map((id) => d.provider.shutdown(id, { immediate: true }).catch(() => {})));
+  return { sessions, bytesEach: expected, stubRssMB: round(rss / MB, 1) };
+}
+
+async function flood(d: Daemon, bytes: number): Promise<number> {
+  let got = 0;
+  const r = await d.provider.spawn({
+    cols: 80,
+    rows: 24,
+    command: 'sh',
+    args: ['-c', `read go; head -c ${bytes} /dev/zero | tr '\\0' x; exec sleep 600`],
+  });
+  const off = d.provider.onData((e) => {
+    if (e.id === r.id) got += e.data.length;
+  });
+  await sleep(200);
+  got = 0;
+  const t0 = now();
+  await d.provider.write(r.id, 'go\r');
+  while (got < bytes && now() - t0 < 60_000) await sleep(5);
+  const ms = now() - t0;
+  off();
+  await d.provider.shutdown(r.id, { immediate: true }).catch(() => {});
+  return got / MiB / (ms / 1000);
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+export async function historyScenario(env: BenchEnv): Promise<ScenarioResult> {
+  const t0 = now();
+  const quick = env.opts.quick;
+  const errors: string[] = [];
+  const rows: Row[] = [];
+  const details: Record<string, unknown> = {};
+  const log = await startDaemon(env, 'log');
+  const ring = await startDaemon(env, 'ring');
+  try {
+    const lines = quick ? RESUME_LINES / 5 : RESUME_LINES;
+    const [rl, rr] = [await resume(log, lines), await resume(ring, lines)];
+    details.resume = { log: rl, ring: rr };
+    rows.push({
+      scenario: 'history',
+      metric: `bytes lost resuming after an outage that wrote ${round(rl.writtenBytes / MiB, 1)} MiB`,
+      unit: 'bytes',
+      subject: 'stub with output log',
+      value: rl.lostBytes,
+      reference: { label: 'RAM ring only (--history off)', value: rr.lostBytes },
+      better: 'lower',
+      target: { text: '0 lost, no reset', met: rl.lostBytes === 0 && !rl.reset && rl.gaps === 0 },
+      note: `log: reset ${rl.reset}, program finished during the outage ${rl.programFinishedDuringOutage}, outage ${rl.outageMs} ms; ring: reset ${rr.reset}, finished ${rr.programFinishedDuringOutage}`,
+      noPlot: true,
+    });
+    const sessions = quick ? 10 : MEMORY_SESSIONS;
+    const [ml, mr] = [await memory(log, sessions, MEMORY_LINES), await memory(ring, sessions, MEMORY_LINES)];
+    details.memory = { log: ml, ring: mr };
+    rows.push({
+      scenario: 'history',
+      metric: `stub RSS, ${sessions} idle sessions that each wrote ${round(ml.bytesEach / MiB, 1)} MiB`,
+      unit: 'MB',
+      subject: 'stub with output log',
+      value: ml.stubRssMB,
+      reference: { label: 'RAM ring only (--history off)', value: mr.stubRssMB },
+      better: 'lower',
+      ...(sessions === MEMORY_SESSIONS ? { target: { text: '≤ 120 MB', met: ml.stubRssMB <= 120 } } : {}),
+    });
+    const rounds = quick ? 1 : 3;
+    const floodBytes = (quick ? 64 : 256) * MiB;
+    const on: number[] = [];
+    const offR: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      // Alternated, so that a busy moment of the machine hits both.
+      on.push(await flood(log, floodBytes));
+      offR.push(await flood(ring, floodBytes));
+    }
+    details.flood = { logMiBps: on.map((v) => round(v, 1)), ringMiBps: offR.map((v) => round(v, 1)) };
+    const ratio = median(on) / median(offR);
+    rows.push({
+      scenario: 'history',
+      metric: `flood throughput (${floodBytes / MiB} MiB, median of ${rounds})`,
+      unit: 'MiB/s',
+      subject: 'stub with output log',
+      value: round(median(on), 1),
+      reference: { label: 'RAM ring only (--history off)', value: round(median(offR), 1) },
+      better: 'higher',
+      target: { text: '≥ 0.97× log off', met: ratio >= 0.97 },
+      note: `ratio ${round(ratio, 3)}`,
+    });
+  } catch (err) {
+    errors.push((err as Error).stack ?? String(err));
+  } finally {
+    await log.cleanup();
+    await ring.cleanup();
+  }
+  return { name: 'history', rows, details, errors, durationMs: round(now() - t0, 0) };
+}

@@ -1,0 +1,102 @@
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolveHistoryLimits } from '../../agent-stub/history/history-limits.js';
+import { SessionLog, type SessionLogOwner } from '../../agent-stub/history/session-log.js';
+
+const root = mkdtempSync(join(tmpdir(), 'ptr-seglog-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+
+function owner(): SessionLogOwner & { total: number; failures: string[] } {
+  const o = {
+    total: 0,
+    failures: [] as string[],
+    resized: (_l: SessionLog, d: number) => {
+      o.total += d;
+    },
+    rolled: () => {},
+    failed: (_l: SessionLog, e: NodeJS.ErrnoException) => {
+      o.failures.push(e.code ?? e.message);
+    },
+  };
+  return o;
+}
+
+function freshLog(segmentBytes: number, sessionBytes: number) {
+  const dir = join(root, `s${n++}`);
+  mkdirSync(dir);
+  const o = owner();
+  return { log: new SessionLog(dir, 0, { segmentBytes, sessionBytes }, o), owner: o, dir };
+}
+
+describe('SessionLog', () => {
+  it('reads back any range exactly, queued or written, across segment boundaries (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.uint8Array({ minLength: 1, maxLength: 5000 }), { minLength: 1, maxLength: 40 }),
+        fc.array(fc.tuple(fc.nat(), fc.nat()), { minLength: 1, maxLength: 5 }),
+        fc.boolean(),
+        async (chunks, ranges, waitForDisk) => {
+          const { log } = freshLog(4096, 1 << 30);
+          const all = Buffer.concat(chunks.map((c) => Buffer.from(c)));
+          for (const c of chunks) log.append(c);
+          if (waitForDisk) await log.flushed();
+          for (const [a, b] of ranges) {
+            const from = a % (all.length + 1);
+            const to = from + (b % (all.length - from + 1));
+            const got = await log.read(from, to);
+            expect(got?.equals(all.subarray(from, to))).toBe(true);
+          }
+          log.destroy();
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('drops the oldest segments at its cap; files 0600; reads of dropped ranges say so', async () => {
+    const { log, owner: o, dir } = freshLog(64 * 1024, 256 * 1024);
+    const chunk = Buffer.alloc(16 * 1024, 0x61);
+    for (let i = 0; i < 64; i++) log.append(chunk); // 1 MiB
+    await log.flushed();
+    expect(log.bytes).toBeLessThanOrEqual(256 * 1024);
+    expect(o.total).toBe(log.bytes);
+    expect(log.start).toBeGreaterThan(0);
+    expect(await log.read(0, 10)).toBeUndefined();
+    expect((await log.read(log.start, log.head))?.length).toBe(log.head - log.start);
+    const files = readdirSync(dir).filter((f) => f.endsWith('.seg'));
+    expect(files.length).toBe(log.segmentCount);
+    for (const f of files) expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
+    expect(Number(files.sort()[0].slice(0, -4))).toBe(log.start);
+    log.destroy();
+  });
+
+  it('a failed write ends the log and tells its owner (a dir that is gone)', async () => {
+    const { log, owner: o, dir } = freshLog(64 * 1024, 256 * 1024);
+    rmSync(dir, { recursive: true });
+    log.append(Buffer.from('hello'));
+    await log.flushed();
+    expect(log.healthy).toBe(false);
+    expect(o.failures).toEqual(['ENOENT']);
+    expect(o.total).toBe(0);
+    expect(await log.read(0, 5)).toBeUndefined();
+  });
+});
+
+describe('resolveHistoryLimits', () => {
+  it('fills defaults and rejects impossible relations with the flag named', () => {
+    expect(resolveHistoryLimits({})).toMatchObject({
+      segmentBytes: 4 << 20,
+      sessionBytes: 64 << 20,
+      hostBytes: 1 << 30,
+    });
+    expect(() => resolveHistoryLimits({ sessionBytes: 4 << 20 })).toThrow(/--history-session-bytes/);
+    expect(() => resolveHistoryLimits({ hostBytes: 1 << 20 })).toThrow(/--history-host-bytes/);
+    expect(() => resolveHistoryLimits({ segmentBytes: 1000 })).toThrow(/--history-segment-bytes/);
+    expect(() => resolveHistoryLimits({ freePercent: 0 })).toThrow(/--history-free-percent/);
+    expect(() => resolveHistoryLimits({ tailBytes: 1.5 })).toThrow(/--tail-bytes/);
+  });
+});
