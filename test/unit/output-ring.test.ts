@@ -1,6 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { OutputRing } from '../../agent-stub/session/output-ring.js';
 
+/**
+ * Byte-exact comparison without vitest's element-wise diff of large buffers, which took most of
+ * a 30 s timeout on a loaded machine; on a mismatch it reports the first differing offset.
+ */
+function expectBytes(got: Buffer | undefined, want: Buffer): void {
+  expect(got).toBeDefined();
+  if (got!.equals(want)) return;
+  let i = 0;
+  while (i < Math.min(got!.length, want.length) && got![i] === want[i]) i++;
+  expect({ length: got!.length, firstDiff: i }).toEqual({ length: want.length, firstDiff: want.length });
+}
+
 function bytes(from: number, len: number): Buffer {
   const b = Buffer.alloc(len);
   for (let i = 0; i < len; i++) b[i] = (from + i) & 0xff;
@@ -13,8 +25,8 @@ describe('OutputRing', () => {
     r.append(bytes(0, 10));
     expect(r.head).toBe(10);
     expect(r.start).toBe(0);
-    expect(r.slice(3, 7)).toEqual(bytes(3, 4));
-    expect(r.slice(0)).toEqual(bytes(0, 10));
+    expectBytes(r.slice(3, 7), bytes(3, 4));
+    expectBytes(r.slice(0), bytes(0, 10));
   });
 
   it('wraps around and keeps the last capacity bytes exact', () => {
@@ -25,8 +37,7 @@ describe('OutputRing', () => {
       seq += n;
       expect(r.head).toBe(seq);
       expect(r.start).toBe(Math.max(0, seq - 16));
-      for (let from = r.start; from <= seq; from++)
-        expect(r.slice(from, seq)).toEqual(bytes(from, seq - from));
+      for (let from = r.start; from <= seq; from++) expectBytes(r.slice(from, seq), bytes(from, seq - from));
     }
   });
 
@@ -47,7 +58,7 @@ describe('OutputRing', () => {
     r.append(bytes(0, 3));
     r.append(bytes(3, 30));
     expect(r.head).toBe(33);
-    expect(r.slice(25)).toEqual(bytes(25, 8));
+    expectBytes(r.slice(25), bytes(25, 8));
   });
 
   it('matches a reference model under random appends', () => {
@@ -64,7 +75,7 @@ describe('OutputRing', () => {
       r.append(chunk);
       all.push(...chunk);
       const from = Math.max(0, all.length - cap) + rand(Math.min(cap, all.length) + 1);
-      expect(r.slice(from)).toEqual(Buffer.from(all.slice(from)));
+      expectBytes(r.slice(from), Buffer.from(all.slice(from)));
     }
   });
 
@@ -86,7 +97,7 @@ describe('OutputRing', () => {
       expect(r.start).toBeGreaterThanOrEqual(Math.max(0, seq - r.capacity));
       expect(r.allocated).toBeLessThanOrEqual(Math.max(64 * 1024, r.capacity));
       const from = r.start + rnd(seq - r.start + 1);
-      expect(r.slice(from)).toEqual(bytes(from, seq - from));
+      expectBytes(r.slice(from), bytes(from, seq - from));
     }
   });
 
@@ -97,10 +108,10 @@ describe('OutputRing', () => {
     r.setLimit(100_000);
     expect(r.allocated).toBe(100_000);
     expect(r.start).toBe(1024 * 1024 - 100_000);
-    expect(r.slice(r.start)).toEqual(bytes(r.start, 100_000));
+    expectBytes(r.slice(r.start), bytes(r.start, 100_000));
     expect(r.slice(r.start - 1)).toBeUndefined();
     r.setLimit(1024 * 1024);
     r.append(bytes(1024 * 1024, 10));
-    expect(r.slice(1024 * 1024 - 100_000)).toEqual(bytes(1024 * 1024 - 100_000, 100_010));
+    expectBytes(r.slice(1024 * 1024 - 100_000), bytes(1024 * 1024 - 100_000, 100_010));
   });
 });
