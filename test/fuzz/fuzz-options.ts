@@ -25,11 +25,12 @@ export const TEST_TIMEOUT_MS = FUZZ_TIME_MS + 30_000;
 
 /**
  * fast-check parameters: `seed` is the property's fixed seed under npm test, `runs` its count
- * there and `longRuns` its count under `npm run fuzz`.
+ * there and `longRuns` its count under `npm run fuzz`; `timeMs` raises the npm test time limit of a
+ * property whose single run is slow (a real relay).
  */
 export function fuzzParams<T>(
   name: string,
-  p: { seed: number; runs: number; longRuns: number },
+  p: { seed: number; runs: number; longRuns: number; timeMs?: number },
 ): fc.Parameters<T> {
   const seed = envInt('FUZZ_SEED') ?? (LONG_FUZZ ? Date.now() % 2 ** 31 : p.seed);
   const numRuns = envInt('FUZZ_RUNS') ?? (LONG_FUZZ ? p.longRuns : p.runs);
@@ -38,7 +39,7 @@ export function fuzzParams<T>(
     seed,
     numRuns,
     // A property that runs out of time passes with the runs it did (a hang still fails: vitest's timeout).
-    interruptAfterTimeLimit: FUZZ_TIME_MS,
+    interruptAfterTimeLimit: LONG_FUZZ || env.FUZZ_TIME_MS ? FUZZ_TIME_MS : (p.timeMs ?? FUZZ_TIME_MS),
     markInterruptAsFailure: false,
   };
 }
