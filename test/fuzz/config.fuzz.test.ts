@@ -65,9 +65,17 @@ function section(
   );
 }
 
+/** JSON text of a nested object, spliced into its parent verbatim. */
+class RawJson {
+  constructor(readonly text: string) {}
+}
+
 /** JSON text of an object, so keys such as `__proto__` become own keys exactly as in a config file. */
-function jsonObject(pairs: Array<[string, unknown]>): string {
-  return `{${pairs.map(([k, v]) => `${JSON.stringify(k)}:${typeof v === 'string' && v.startsWith('{') ? v : JSON.stringify(v)}`).join(',')}}`;
+function jsonObject(pairs: Array<[string, unknown]>): RawJson {
+  const body = pairs.map(
+    ([k, v]) => `${JSON.stringify(k)}:${v instanceof RawJson ? v.text : JSON.stringify(v)}`,
+  );
+  return new RawJson(`{${body.join(',')}}`);
 }
 
 const HOST_KEYS = [
@@ -124,7 +132,7 @@ const configText: fc.Arbitrary<string> = fc.oneof(
         ),
         { maxLength: 6 },
       )
-      .map(jsonObject),
+      .map((pairs) => jsonObject(pairs).text),
   },
   { weight: 1, arbitrary: fc.jsonValue().map((v) => JSON.stringify(v)) },
 );
