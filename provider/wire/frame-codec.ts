@@ -33,6 +33,17 @@ function protocolError(message: string): PtyRelayError {
   return new PtyRelayError('PROTOCOL_ERROR', message);
 }
 
+/** Longest id (u16 length prefix) and incarnation id (u8 length prefix), in UTF-8 bytes. */
+const MAX_ID_BYTES = 0xffff;
+const MAX_INCARNATION_BYTES = 0xff;
+
+/** UTF-8 bytes of an id field, refused (not a RangeError from the buffer write) when too long to encode. */
+function fieldBytes(value: string, max: number, what: string): Buffer {
+  const bytes = Buffer.from(value, 'utf8');
+  if (bytes.length > max) throw protocolError(`${what} of ${bytes.length} bytes exceeds ${max}`);
+  return bytes;
+}
+
 function frameHeader(type: number, payloadLength: number): Buffer {
   if (payloadLength + 1 > MAX_FRAME_BYTES)
     throw protocolError(`frame of ${payloadLength} bytes exceeds the maximum`);
@@ -71,8 +82,8 @@ export function encodeDataFrameHead(
   seq: number,
   payloadBytes: number,
 ): Buffer {
-  const idBytes = Buffer.from(id, 'utf8');
-  const incBytes = Buffer.from(incarnationId, 'utf8');
+  const idBytes = fieldBytes(id, MAX_ID_BYTES, 'terminal id');
+  const incBytes = fieldBytes(incarnationId, MAX_INCARNATION_BYTES, 'incarnation id');
   const metaLen = 2 + idBytes.length + 1 + incBytes.length + 8;
   const head = frameHeader(FrameType.Data, metaLen + payloadBytes);
   const meta = Buffer.allocUnsafe(HEADER_BYTES + metaLen);
@@ -92,7 +103,7 @@ export function encodeDataFrame(id: string, incarnationId: string, seq: number, 
 }
 
 export function encodeInputFrame(id: string, inputSeq: number, data: Uint8Array): Buffer {
-  const idBytes = Buffer.from(id, 'utf8');
+  const idBytes = fieldBytes(id, MAX_ID_BYTES, 'terminal id');
   const metaLen = 2 + idBytes.length + 8;
   const out = Buffer.allocUnsafe(HEADER_BYTES + metaLen + data.length);
   frameHeader(FrameType.Input, metaLen + data.length).copy(out, 0);
