@@ -47,6 +47,8 @@ export const RelayMethod = {
   hostKey: 'ptyrelay/hostKey',
   /** `{host, fingerprint, replace?}` → {@link HostKeyInfo}: records the key the person confirmed. */
   trustHostKey: 'ptyrelay/trustHostKey',
+  daemons: 'ptyrelay/daemons',
+  stopDaemon: 'ptyrelay/stopDaemon',
 } as const;
 
 /** A host's presented key and its standing in known_hosts (`ptyrelay/hostKey`, `ptyrelay/trustHostKey`). */
@@ -177,4 +179,24 @@ export interface RelayResults {
   probe: { alive: boolean | null };
   snapshot: ScreenSnapshot;
   hosts: { hosts: HostInfo[] };
+  daemons: { daemons: RelayDaemonInfo[] };
+  stopDaemon: { stopped: RelayDaemonInfo };
 }
+
+/**
+ * A per-user daemon on a host (`ptyrelay/daemons`): its build, pid, session count and the links
+ * (relays) attached; `current` is false for an older build kept for its sessions. A host that
+ * could not be reached is listed with `error` only.
+ */
+export type RelayDaemonInfo =
+  | {
+      host: string;
+      build: string;
+      pid: number;
+      protocol: number;
+      sessions: number;
+      connections: number;
+      startedAt: number;
+      current: boolean;
+    }
+  | { host: string; error: string };

@@ -54,6 +54,8 @@ export interface StubSpawnParams {
   name?: string;
   paneKey?: string;
   requestId?: string;
+  /** Client-chosen name of the session (an AHP channel URI), unique in the daemon. */
+  alias?: string;
 }
 
 export interface StubAttachResult {
@@ -75,6 +77,7 @@ export interface StubAttachResult {
   reused?: boolean;
   exitedBeforeSpawnReply?: boolean;
   sessionExpired?: boolean;
+  alias?: string;
 }
 
 export interface StubMethods {

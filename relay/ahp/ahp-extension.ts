@@ -8,9 +8,11 @@ import { adoptTerminal } from './adopt-terminal.js';
 import { AhpHub, type AhpLimits } from './ahp-hub.js';
 import { parseClientAction, parseCreateTerminal } from './ahp-params.js';
 import { type AhpPeer, DEFAULT_HIGH_WATERMARK, DEFAULT_LOW_WATERMARK, PeerSet } from './ahp-peers.js';
+import { TerminalLocator } from './terminal-locator.js';
 import { DEFAULT_CONTENT_LIMIT } from './terminal-reducer.js';
 import {
   AhpErrorCodes,
+  type CreateTerminalParams,
   type CreateTerminalResult,
   type InitializeResult,
   type ReconnectResult,
@@ -20,7 +22,7 @@ import {
   type TerminalClientAction,
   type URI,
 } from './types.js';
-import { parseTerminalUri, terminalUri, uriToPath } from './uris.js';
+import { channelUri, checkClientUri, parseTerminalUri, uriToPath } from './uris.js';
 import { negotiateProtocolVersion } from './version.js';
 
 /** Size of a terminal created without cols/rows. */
@@ -69,6 +71,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
   const maxTerminals = opts.limits?.maxTerminals ?? DEFAULT_MAX_TERMINALS;
   const { router, registry, log } = opts;
   const hub = new AhpHub(router, registry, limits, log);
+  const locator = new TerminalLocator(router, registry, hub, log);
   const rawClients = new Map<string, boolean>();
 
   const remember = (clientId: string, raw: boolean): void => {
@@ -101,7 +104,9 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     await Promise.all(
       terminals.map(async (uri) => {
         try {
-          await adoptTerminal(hub, router, registry, uri, { kind: 'client', clientId });
+          await adoptTerminal(hub, router, registry, uri, { kind: 'client', clientId }, (u) =>
+            locator.findAlias(u),
+          );
         } catch (err) {
           if (strict) throw err;
           log?.warn({ uri, err: reasonOf(err) }, 'ahp: cannot bring back a terminal');
@@ -125,21 +130,16 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       throw new PtyRelayError('INVALID_ARGUMENT', 'a client claim must name the calling client');
     }
     let host = params.host;
-    if (params.channel !== undefined) {
-      const target = parseTerminalUri(params.channel);
-      if (!target)
-        throw new PtyRelayError('INVALID_ARGUMENT', `channel ${params.channel} is not a terminal URI`);
-      if (target.id) {
-        throw new PtyRelayError(
-          'INVALID_ARGUMENT',
-          `terminal ids are minted by the host: pass ptyrelay-terminal:/${target.host}/ or omit channel`,
-        );
-      }
+    // A minted channel names the host; any other URI is the client's alias for the terminal.
+    const target = params.channel === undefined ? undefined : parseTerminalUri(params.channel);
+    const alias = params.channel !== undefined && !target ? params.channel : undefined;
+    if (target) {
+      if (target.id) checkClientUri(params.channel!);
       if (host !== undefined && host !== target.host) {
         throw new PtyRelayError('INVALID_ARGUMENT', `host ${host} does not match channel ${params.channel}`);
       }
       host = target.host;
-    }
+    } else if (alias !== undefined) checkClientUri(alias);
     host ??= 'local';
     if (registry.list().length >= maxTerminals) {
       throw new PtyRelayError(
@@ -148,6 +148,20 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       );
     }
     const provider = router.providerFor(host);
+    const release = alias === undefined ? undefined : await locator.reserve(alias);
+    try {
+      return await spawnTerminal(provider, host, params, alias);
+    } finally {
+      release?.();
+    }
+  }
+
+  async function spawnTerminal(
+    provider: ReturnType<HostRouter['providerFor']>,
+    host: string,
+    params: CreateTerminalParams,
+    alias: string | undefined,
+  ): Promise<CreateTerminalResult> {
     const cols = params.cols ?? DEFAULT_COLS;
     const rows = params.rows ?? DEFAULT_ROWS;
     const cwd = params.cwd !== undefined ? uriToPath(params.cwd) : undefined;
@@ -159,6 +173,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       command: params.command,
       args: params.args,
       name: params.name,
+      ...(alias !== undefined ? { alias } : {}),
     });
     const title = r.title || params.name || params.command || 'shell';
     const exitCode = r.exited?.exitCode;
@@ -173,6 +188,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
         rows: r.rows,
         exitCode,
         nextSeq: r.providerSequence.value,
+        alias,
       },
       r.replay ? { data: r.replay, seq: r.providerSequence.value - r.replay.length } : undefined,
     );
@@ -188,14 +204,14 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       exitCode,
       incarnationId: r.incarnationId,
       createdAt: Date.now(),
+      alias,
     });
-    const result: CreateTerminalResult = { channel: terminalUri(r.id) };
-    return result;
+    return { channel: channelUri(r.id, alias) };
   }
 
   async function disposeTerminal(conn: RpcConnection, params: Record<string, unknown>) {
     const p = peerOf(conn);
-    const ch = hub.channelOf(params.channel);
+    const ch = await locator.resolve(params.channel, p.clientId);
     const rec = registry.checkClaim(ch.id, `client:${p.clientId}`);
     try {
       await router.providerFor(rec.host).shutdown(ch.id);
@@ -213,7 +229,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     action: TerminalClientAction,
     clientSeq: number,
   ) {
-    const ch = hub.channelOf(channel);
+    const ch = await locator.resolve(channel, p.clientId);
     const rec = registry.checkClaim(ch.id, `client:${p.clientId}`);
     const origin = { clientId: p.clientId, clientSeq };
     switch (action.type) {
@@ -304,7 +320,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     // The client says what it was subscribed to; that becomes this connection's set.
     p.subscriptions.clear();
     for (const uri of subs as URI[]) {
-      if (hub.exists(uri)) p.subscriptions.add(uri);
+      if (uri === ROOT_URI || hub.exists(uri)) p.subscriptions.add(uri);
       else missing.push(uri);
     }
     hub.reportCredit();

@@ -8,6 +8,7 @@ import { startRelayServer } from '../service/relay-server.js';
 import { TerminalRegistry } from '../service/terminal-registry.js';
 import { loadOrCreateToken } from '../service/token.js';
 import type { Command } from './command.js';
+import { HeldOutput } from './held-output.js';
 import { progress } from './relay-connect.js';
 
 /** `HOST:PORT`, `[::1]:PORT` or `PORT`. */
@@ -33,7 +34,9 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
   async run(args) {
     const config = loadConfig(args.values.config as string | undefined);
     if (args.values.listen) config.listen = parseListen(args.values.listen as string);
-    const log = createLogger();
+    // Log lines wait until the service is up: `--json`'s line comes first on stdout.
+    const logOut = new HeldOutput();
+    const log = createLogger({ destination: logOut });
     const token = loadOrCreateToken();
     // Loaded here: the SSH stack (ssh2) is only needed by the relay itself, not by client commands.
     const { createHostRouter } = await import('../service/host-router.js');
@@ -69,6 +72,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       flowControl: config.flowControl,
       httpRoutes: [agents.mcp.handle],
     }).catch(async (err) => {
+      logOut.release();
       await router.dispose();
       throw new PtyRelayError(
         'CONNECT_FAILED',
@@ -94,6 +98,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
         `try:   ${env}ptyrelay open local   then   ${env}ptyrelay attach <id>   (Ctrl-C stops the relay)`,
       );
     }
+    logOut.release();
     await new Promise<void>((resolve) => {
       const stop = () => resolve();
       process.once('SIGINT', stop);

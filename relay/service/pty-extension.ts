@@ -14,6 +14,7 @@ import { PtyRelayError } from '../../provider/errors.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { agentMethods } from '../agents/agent-rpc.js';
 import type { Logger } from '../log.js';
+import { daemonMethods } from './daemon-methods.js';
 import { InputLedger } from './input-ledger.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
 import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from './rpc-types.js';
@@ -194,6 +195,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       exitCode: r.exited?.exitCode,
       incarnationId: r.incarnationId,
       createdAt: Date.now(),
+      ...(r.alias !== undefined ? { alias: r.alias } : {}),
     });
   };
 
@@ -402,6 +404,12 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     [RelayMethod.resume]: onTerminal((p, id) => p.resumeProducer(id)),
     [RelayMethod.setBackgrounded]: onTerminal((p, id, q) => p.setPtyBackgrounded(id, q.background === true)),
     ...agentMethods(onTerminal),
+    // A stopped daemon took its sessions along: what its host no longer lists leaves the registry.
+    ...daemonMethods(router, async (d) => {
+      const listed = await router.providerFor(d.host).listProcesses();
+      const alive = new Set(listed.filter((t) => t.host === d.host).map((t) => t.id));
+      for (const r of registry.list()) if (r.host === d.host && !alive.has(r.id)) registry.remove(r.id);
+    }),
   };
 
   return {

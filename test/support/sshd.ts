@@ -60,7 +60,8 @@ const START_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 3_000;
 const POLL_MS = 25;
 const FLOCK_PATH = '/usr/bin/flock';
-const USERADD_LOCK_PATH = join(os.tmpdir(), 'ptyrelay-useradd.lock');
+/** Shared by every test run on the machine (not the run's own TMPDIR): useradd races across runs. */
+const USERADD_LOCK_PATH = join(process.env.PTRTEST_SHARED_TMP ?? os.tmpdir(), 'ptyrelay-useradd.lock');
 /**
  * Creates user "$1" unless present (useradd exit 9 = someone outside our lock just created it) and
  * replaces a `!` locked password with `*`. Concurrent `useradd` runs for one name race inside shadow-utils
@@ -200,9 +201,18 @@ function buildConfig(dir: string, port: number, hostKeyPath: string, opts: SshdO
     'MaxStartups 100',
     'MaxSessions 100',
     ...(opts.sftpSubsystem === null ? [] : [`Subsystem sftp ${opts.sftpSubsystem ?? 'internal-sftp'}`]),
+    // The test run's marker and TMPDIR reach the login user's processes (see leak-check.ts).
+    ...runEnvironment(),
     ...matchBlocks,
     '',
   ].join('\n');
+}
+
+/** `SetEnv` for the test run's marker and TMPDIR, when the suite runs under leak-check.ts. */
+function runEnvironment(): string[] {
+  const marker = process.env.PTRTEST_RUN;
+  const tmp = process.env.TMPDIR;
+  return marker && tmp ? [`SetEnv PTRTEST_RUN=${marker} TMPDIR=${tmp}`] : [];
 }
 
 /** State letter and parent pid of a process, or undefined once it is gone. */
