@@ -120,11 +120,13 @@ export function runSend(
       if (finished) return;
       const now = Date.now();
       let topIsForeground: boolean | undefined;
+      let topWaitsForInput: boolean | undefined;
       let confirmed = false;
       if (tty) {
         // The first poll runs one interval after the write: the probe never sees the moment before it.
         const p = probeTty(s.pid, tty);
         topIsForeground = p?.topIsForeground;
+        topWaitsForInput = p?.topWaits;
         const fresh = p && !p.busy ? newWaits(p.waits, before) : [];
         if (fresh.length === 0) hitAt = undefined;
         else if (hitAt !== undefined && lastOutputAt <= hitAt) confirmed = true;
@@ -142,6 +144,7 @@ export function runSend(
         promptSeen,
         lastOutputAt,
         topIsForeground,
+        topWaitsForInput,
         ttyWaitConfirmed: confirmed,
       });
       if (reason) finish(reason);
