@@ -13,8 +13,8 @@ export async function endProcess(child: ChildProcess | undefined): Promise<void>
   await exited;
 }
 
-/** Pids of stub daemons started with `--runtime-dir <runtimeDir>`. */
-function daemonsOf(runtimeDir: string): number[] {
+/** Pids of stub daemons started with `--runtime-dir <runtimeDir>` (and of their launch wrappers). */
+export function daemonsOf(runtimeDir: string): number[] {
   const pids: number[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;

@@ -53,7 +53,7 @@ function markedProcesses(marker: string): string[] {
       if (code === 'ENOENT' || code === 'ESRCH' || code === 'EACCES') continue;
       throw err;
     }
-    if (environ.includes(needle) && !isZombie(name)) out.push(`pid ${name}: ${cmdline}`);
+    if (environ.includes(needle) && !isZombie(name)) out.push(`pid ${name}: ${cmdline} (${originOf(name)})`);
   }
   return out;
 }
@@ -64,6 +64,34 @@ function isZombie(pid: string): boolean {
     return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return true;
+    throw err;
+  }
+}
+
+/** What a leftover dir holds, two levels deep (tells a daemon started after cleanup from a dir never removed). */
+function contentsOf(dir: string): string {
+  const names: string[] = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (!e.isDirectory()) names.push(e.name);
+    else names.push(`${e.name}/{${readdirSync(join(dir, e.name)).join(',')}}`);
+  }
+  return names.join(' ');
+}
+
+/** /proc's process times are in USER_HZ ticks: 100 per second on Linux's user ABI. */
+const USER_HZ = 100;
+
+/** Parent pid and age of a process (tells which test's cleanup it outlived). */
+function originOf(pid: string): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const upS = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+    // fields[0] is the state (field 3 of stat): ppid is field 4, starttime field 22.
+    const ageS = Math.round(upS - Number(fields[19]) / USER_HZ);
+    return `ppid ${fields[1]}, started ${ageS} s before the check`;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'exited';
     throw err;
   }
 }
@@ -84,6 +112,10 @@ export async function teardown(): Promise<void> {
     procs = markedProcesses(runId);
     dirs = leftoverDirs(runDir);
   }
+  const lines = [
+    ...dirs.map((d) => `  dir left behind: ${d} (holds: ${contentsOf(d)})`),
+    ...procs.map((p) => `  process left behind: ${p}`),
+  ];
   // Clean up either way, so a failed check does not leave the machine dirty for the next run.
   for (const p of procs) {
     try {
@@ -93,11 +125,7 @@ export async function teardown(): Promise<void> {
     }
   }
   rmSync(runDir, { recursive: true, force: true });
-  if (procs.length > 0 || dirs.length > 0) {
-    const lines = [
-      ...dirs.map((d) => `  dir left behind: ${d}`),
-      ...procs.map((p) => `  process left behind: ${p}`),
-    ];
+  if (lines.length > 0) {
     // vitest reports a teardown error but keeps its exit code: fail the run ourselves.
     process.exitCode = 1;
     throw new Error(`the test run left things behind (now removed):\n${lines.join('\n')}`);
