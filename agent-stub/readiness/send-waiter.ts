@@ -116,7 +116,7 @@ export function runSend(
       },
       exit: () => finish('session_exit'),
     });
-    const poll = () => {
+    const poll = (outputCaughtUp = false) => {
       if (finished) return;
       const now = Date.now();
       let topIsForeground: boolean | undefined;
@@ -147,7 +147,12 @@ export function runSend(
         topWaitsForInput,
         ttyWaitConfirmed: confirmed,
       });
-      if (reason) finish(reason);
+      if (!reason) return;
+      // /proc shows the present, but output the shell wrote before it sat down to wait can still
+      // be in the kernel: timers run before I/O in an event-loop turn, and a starved daemon is a
+      // turn behind. Decide again after this turn's reads (which may bring facts that undo it).
+      if (outputCaughtUp) finish(reason);
+      else setImmediate(() => poll(true));
     };
     interval = setInterval(poll, cfg.pollIntervalMs);
     deadline = setTimeout(poll, req.timeoutMs);
