@@ -176,8 +176,17 @@ function buildConfig(dir: string, port: number, hostKeyPath: string, opts: SshdO
   const yesNo = (v: boolean | undefined): string => (v === false ? 'no' : 'yes');
   const extra = opts.extraConfig ?? [];
   const matchAt = extra.findIndex((l) => /^\s*match\s/i.test(l));
-  const overrides = matchAt < 0 ? extra : extra.slice(0, matchAt);
+  const given = matchAt < 0 ? extra : extra.slice(0, matchAt);
   const matchBlocks = matchAt < 0 ? [] : extra.slice(matchAt);
+  // sshd uses only its first SetEnv line: the test's variables and the run's go on one line.
+  const isSetEnv = (l: string) => /^\s*setenv\s/i.test(l);
+  const setEnv = [...given.filter(isSetEnv), ...runEnvironment()].map((l) =>
+    l.trim().replace(/^setenv\s+/i, ''),
+  );
+  const overrides = [
+    ...(setEnv.length > 0 ? [`SetEnv ${setEnv.join(' ')}`] : []),
+    ...given.filter((l) => !isSetEnv(l)),
+  ];
   // sshd keeps the first value it sees for a keyword, so overrides go before the defaults.
   return [
     ...overrides,
@@ -201,14 +210,15 @@ function buildConfig(dir: string, port: number, hostKeyPath: string, opts: SshdO
     'MaxStartups 100',
     'MaxSessions 100',
     ...(opts.sftpSubsystem === null ? [] : [`Subsystem sftp ${opts.sftpSubsystem ?? 'internal-sftp'}`]),
-    // The test run's marker and TMPDIR reach the login user's processes (see leak-check.ts).
-    ...runEnvironment(),
     ...matchBlocks,
     '',
   ].join('\n');
 }
 
-/** `SetEnv` for the test run's marker and TMPDIR, when the suite runs under leak-check.ts. */
+/**
+ * `SetEnv` for the test run's marker and TMPDIR, when the suite runs under leak-check.ts: they
+ * reach the login user's processes.
+ */
 function runEnvironment(): string[] {
   const marker = process.env.PTRTEST_RUN;
   const tmp = process.env.TMPDIR;
