@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     setupFiles: ['test/support/state-dir-setup.ts'],
+    // Own TMPDIR and a process marker per run; after the suite nothing of the run may be left.
+    globalSetup: ['test/support/leak-check.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -74,6 +74,11 @@ export interface PtySpawnOptions {
   paneKey?: string;
   /** Idempotency key: a retried spawn with the same requestId never makes a second PTY. */
   requestId?: string;
+  /**
+   * Client-chosen name (an AHP channel URI) kept with the session by its daemon, so it outlives
+   * relay restarts. Unique per daemon: a spawn with an alias in use fails with ALREADY_EXISTS.
+   */
+  alias?: string;
   /** Aborts a spawn that has not been answered yet. */
   signal?: AbortSignal;
 }
@@ -106,6 +111,8 @@ export interface PtyAttachResult {
   /** Title and cwd known when the result was built. */
   title?: string;
   cwd?: string;
+  /** The session's client-chosen name (PtySpawnOptions.alias), if it has one. */
+  alias?: string;
 }
 
 export interface PtySpawnResult extends PtyAttachResult {
@@ -183,6 +190,8 @@ export interface PtyProcessInfo {
   rows: number;
   exited?: PtyExitInfo;
   name?: string;
+  /** Client-chosen name (PtySpawnOptions.alias). */
+  alias?: string;
 }
 
 export interface ForegroundProcess {

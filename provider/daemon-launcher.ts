@@ -1,9 +1,15 @@
-import { spawn } from 'node:child_process';
-import { mkdirSync, openSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { assertPrivateRuntime } from './private-dir.js';
-import { bundleBuildId, daemonLogPath, daemonSocketPath, listDaemonSockets } from './stub-paths.js';
+import {
+  bundleBuildId,
+  daemonLockPath,
+  daemonLogPath,
+  daemonSocketPath,
+  listDaemonSockets,
+} from './stub-paths.js';
 
 /** How long a freshly started daemon may take to accept connections. */
 const START_TIMEOUT_MS = 10_000;
@@ -47,7 +53,8 @@ export async function connectOrStartDaemon(
   extraArgs: string[] = [],
   nodePath = process.execPath,
 ): Promise<Socket> {
-  const socketPath = daemonSocketPath(runtimeDir, bundleBuildId(stubFile));
+  const buildId = bundleBuildId(stubFile);
+  const socketPath = daemonSocketPath(runtimeDir, buildId);
   mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
   assertPrivateRuntime(runtimeDir, socketPath);
   const first = await tryConnect(socketPath);
@@ -63,13 +70,44 @@ export async function connectOrStartDaemon(
     },
   );
   child.unref();
+  closeSync(logFd); // the child has its own copy
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, POLL_MS));
     const s = await tryConnect(socketPath);
-    if (s) return s;
+    if (s) {
+      try {
+        endUnlessServing(child, daemonLockPath(runtimeDir, buildId));
+      } catch (err) {
+        s.destroy();
+        throw err;
+      }
+      return s;
+    }
   }
+  // Given up on: a daemon that came up later would serve nobody until its idle exit.
+  child.kill('SIGTERM');
   throw new Error(`daemon did not start within ${START_TIMEOUT_MS} ms (log: ${daemonLogPath(runtimeDir)})`);
+}
+
+/**
+ * Ends the daemon this launcher started when another one answered (a concurrent starter's won).
+ * Still booting, ours would lose the lock and exit, but only while the winner lives: once that one
+ * stops, ours would take over the runtime dir and idle for its whole idle timeout with nobody
+ * connected (and recreate a runtime dir that was removed meanwhile). The lock file names the
+ * daemon that serves the socket (its pid first).
+ */
+function endUnlessServing(child: ChildProcess, lockPath: string): void {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  let holder: number;
+  try {
+    holder = Number.parseInt(readFileSync(lockPath, 'utf8'), 10);
+  } catch (err) {
+    // No lock: the daemon that answered has just exited; ours must not take its place either.
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    holder = Number.NaN;
+  }
+  if (holder !== child.pid) child.kill('SIGTERM');
 }
 
 /** Sockets of live daemons of other builds in the runtime dir (they still serve their sessions). */

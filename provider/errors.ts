@@ -15,6 +15,7 @@ export type ErrorPhase =
 export const ErrorCodes = {
   NOT_FOUND: { phase: 'session', retryable: false },
   NOT_OWNER: { phase: 'session', retryable: false },
+  ALREADY_EXISTS: { phase: 'session', retryable: false },
   SPAWN_FAILED: { phase: 'session', retryable: false },
   INCARNATION_MISMATCH: { phase: 'session', retryable: false },
   SESSION_EXITED: { phase: 'session', retryable: false },

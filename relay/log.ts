@@ -16,10 +16,17 @@ const REDACT = [
 
 export type { Logger };
 
-/** The relay's structured logger (pino). Level from PTYRELAY_LOG_LEVEL, default `info` (`silent` in tests). */
-export function createLogger(opts: { level?: string; name?: string; fd?: number } = {}): Logger {
+/**
+ * The relay's structured logger (pino). Level from PTYRELAY_LOG_LEVEL, default `info` (`silent` in
+ * tests). Lines go to stdout, to `fd` (`fd: 2` keeps stdout free for a protocol: ptyrelay mcp
+ * speaks MCP on stdout), or to `destination`. Pino does not merge keys: a child's bindings and a
+ * line's own fields must not share a name (e.g. `host`), or it is written twice.
+ */
+export function createLogger(
+  opts: { level?: string; name?: string; fd?: number; destination?: pino.DestinationStream } = {},
+): Logger {
   const level = opts.level ?? process.env.PTYRELAY_LOG_LEVEL ?? (process.env.VITEST ? 'silent' : 'info');
   const options = { name: opts.name ?? 'ptyrelay', level, redact: { paths: REDACT, censor: '[redacted]' } };
-  // `fd: 2` keeps stdout free for a protocol (ptyrelay mcp speaks MCP on stdout).
+  if (opts.destination) return pino(options, opts.destination);
   return opts.fd === undefined ? pino(options) : pino(options, pino.destination(opts.fd));
 }

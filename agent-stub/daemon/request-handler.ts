@@ -14,6 +14,9 @@ import type { PtySession } from '../session/pty-session.js';
 import type { SessionRegistry } from '../session/session-registry.js';
 import type { StubConnection } from './stub-connection.js';
 
+/** Longest session alias accepted (an AHP channel URI; bounds the daemon's memory per session). */
+const MAX_ALIAS_LENGTH = 1024;
+
 /** A snapshot may be overtaken by output that also falls out of the ring; retry this often. */
 const SNAPSHOT_ATTEMPTS = 3;
 
@@ -77,6 +80,12 @@ function validSpawn(p: Params): StubSpawnParams {
   }
   if (p.args !== undefined && (!Array.isArray(p.args) || p.args.some((a) => typeof a !== 'string'))) {
     throw new PtyRelayError('INVALID_ARGUMENT', 'args must be an array of strings');
+  }
+  if (
+    p.alias !== undefined &&
+    (typeof p.alias !== 'string' || p.alias === '' || p.alias.length > MAX_ALIAS_LENGTH)
+  ) {
+    throw new PtyRelayError('INVALID_ARGUMENT', `alias must be a string of 1-${MAX_ALIAS_LENGTH} characters`);
   }
   if (p.command !== undefined && (typeof p.command !== 'string' || p.command === '')) {
     throw new PtyRelayError('INVALID_ARGUMENT', 'command must be a non-empty string');
@@ -301,6 +310,7 @@ export class StubRequestHandler {
         incarnationId: s.incarnationId,
         title: s.title,
         cwd: s.cwd,
+        ...(s.alias !== undefined ? { alias: s.alias } : {}),
         // After a catch-up the exit follows the replayed bytes as an exit event.
         ...(s.exited && !catchUp ? { exited: s.exited } : {}),
         cols: s.cols,
@@ -339,6 +349,7 @@ function describe(s: PtySession) {
     cols: s.cols,
     rows: s.rows,
     name: s.name,
+    ...(s.alias !== undefined ? { alias: s.alias } : {}),
     ...(s.exited ? { exited: s.exited } : {}),
   };
 }

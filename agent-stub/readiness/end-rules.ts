@@ -15,20 +15,33 @@ export interface SendObservation {
   lastOutputAt: number;
   /** The foreground process group is the top process's (the shell); undefined when unknown. */
   topIsForeground: boolean | undefined;
+  /**
+   * The top process (the shell) is blocked waiting for tty input (/proc); undefined when unknown.
+   * A prompt printed while typed text was still unread (the send was typed before the shell's
+   * first prompt, or while a command ran) is followed by the shell reading that text, not waiting.
+   */
+  topWaitsForInput: boolean | undefined;
   /** /proc showed a new wait for tty input at two polls with no output in between. */
   ttyWaitConfirmed: boolean;
 }
 
 /**
  * The end reason of a send at this poll, or undefined to keep waiting. In order: the top process
- * exited; our prompt marker, quiet for the grace, and the shell in the foreground; the foreground
- * group provably waiting for tty input; silence past the idle threshold; the absolute timeout.
+ * exited; our prompt marker, quiet for the grace, and the shell in the foreground (and, where /proc
+ * tells, waiting for input at that prompt); the foreground group provably waiting for tty input;
+ * silence past the idle threshold; the absolute timeout.
  * Pure (tested exhaustively in test/unit/agent-end-rules.test.ts).
  */
 export function endReason(o: SendObservation): AgentEndReason | undefined {
   if (o.exited) return 'session_exit';
   const quietMs = o.now - o.lastOutputAt;
-  if (o.promptSeen && quietMs >= o.promptGraceMs && o.topIsForeground !== false) return 'stdin_read';
+  if (
+    o.promptSeen &&
+    quietMs >= o.promptGraceMs &&
+    o.topIsForeground !== false &&
+    o.topWaitsForInput !== false
+  )
+    return 'stdin_read';
   if (o.ttyWaitConfirmed) return 'stdin_read';
   if (quietMs >= o.idleMs) return 'inferred_idle';
   if (o.now >= o.deadline) return 'timeout';

@@ -145,15 +145,17 @@ export function runSend(
       },
       exit: () => finish('session_exit'),
     });
-    const poll = () => {
+    const poll = (outputCaughtUp = false) => {
       if (finished) return;
       const now = Date.now();
       let topIsForeground: boolean | undefined;
+      let topWaitsForInput: boolean | undefined;
       let confirmed = false;
       if (tty) {
         // The first poll runs one interval after the write: the probe never sees the moment before it.
         const p = probeTty(s.pid, tty);
         topIsForeground = p?.topIsForeground;
+        topWaitsForInput = p?.topWaits;
         const fresh = p && !p.busy ? newWaits(p.waits, before) : [];
         if (fresh.length === 0) hitAt = undefined;
         else if (hitAt !== undefined && lastOutputAt <= hitAt) confirmed = true;
@@ -171,9 +173,15 @@ export function runSend(
         promptSeen,
         lastOutputAt,
         topIsForeground,
+        topWaitsForInput,
         ttyWaitConfirmed: confirmed,
       });
-      if (reason) finish(reason);
+      if (!reason) return;
+      // /proc shows the present, but output the shell wrote before it sat down to wait can still
+      // be in the kernel: timers run before I/O in an event-loop turn, and a starved daemon is a
+      // turn behind. Decide again after this turn's reads (which may bring facts that undo it).
+      if (outputCaughtUp) finish(reason);
+      else setImmediate(() => poll(true));
     };
     interval = setInterval(poll, cfg.pollIntervalMs);
     deadline = setTimeout(poll, req.timeoutMs);

@@ -36,6 +36,11 @@ export interface TtyProbe {
   topIsForeground: boolean;
   /** Members waiting for tty input. */
   waits: TtyWait[];
+  /**
+   * The top process itself (the shell) is blocked waiting for tty input; false when it runs or
+   * waits on anything else (a command substitution, a child), undefined when /proc does not tell.
+   */
+  topWaits: boolean | undefined;
   /** A member is running or in uninterruptible sleep (it is working, not waiting). */
   busy: boolean;
 }
@@ -126,13 +131,22 @@ function epollHasTty(pid: number, epfd: number, fds: Set<number>): boolean {
 
 /** Whether `pid`, blocked in the syscall described by /proc/<pid>/syscall, waits for the tty. */
 export function waitsOnTty(pid: number, tty: string): boolean {
+  return ttyWaitOf(pid, tty) === true;
+}
+
+/**
+ * Whether `pid` waits for tty input: true or false when /proc says so, undefined when it does
+ * not tell (no ptrace access to /proc/<pid>/syscall or to the polled descriptors, or the process
+ * went away while it was read).
+ */
+export function ttyWaitOf(pid: number, tty: string): boolean | undefined {
   const nums = SYSCALLS[process.arch];
-  if (!nums) return false;
+  if (!nums) return undefined;
   let line: string;
   try {
     line = readFileSync(`/proc/${pid}/syscall`, 'utf8').trim();
   } catch {
-    return false;
+    return undefined;
   }
   const parts = line.split(' ');
   const nr = Number(parts[0]);
@@ -146,7 +160,7 @@ export function waitsOnTty(pid: number, tty: string): boolean {
   if (nums.poll.includes(nr)) {
     const n = Math.min(arg(1), MAX_POLL_FDS);
     const mem = readMem(pid, arg(0), n * POLLFD_BYTES);
-    if (!mem) return false;
+    if (!mem) return undefined;
     for (let i = 0; i < n; i++) {
       const fd = mem.readInt32LE(i * POLLFD_BYTES);
       const events = mem.readInt16LE(i * POLLFD_BYTES + 4);
@@ -157,7 +171,7 @@ export function waitsOnTty(pid: number, tty: string): boolean {
   // select/pselect6: nfds, readfds (a bitmap of longs, little-endian on x64 and arm64).
   const nfds = Math.min(arg(0), MAX_SELECT_FDS);
   const mem = readMem(pid, arg(1), Math.ceil(nfds / 8));
-  if (!mem) return false;
+  if (!mem) return undefined;
   for (const fd of fds) if (fd < nfds && (mem[fd >> 3] & (1 << (fd & 7))) !== 0) return true;
   return false;
 }
@@ -169,6 +183,7 @@ export function probeTty(top: number, tty: string): TtyProbe | undefined {
   const fg = topStat.tpgid;
   const waits: TtyWait[] = [];
   let busy = false;
+  let topWaits: boolean | undefined = false;
   for (const pid of treeOf(top)) {
     const st = pid === top ? topStat : readProcStat(pid);
     if (!st || st.pgrp !== fg) continue;
@@ -176,9 +191,12 @@ export function probeTty(top: number, tty: string): TtyProbe | undefined {
       busy = true;
       continue;
     }
-    if (st.state === 'S' && waitsOnTty(pid, tty)) waits.push({ pid, switches: switchesOf(pid) });
+    if (st.state !== 'S') continue;
+    const waiting = ttyWaitOf(pid, tty);
+    if (pid === top) topWaits = waiting;
+    if (waiting) waits.push({ pid, switches: switchesOf(pid) });
   }
-  return { foregroundPgrp: fg, topIsForeground: fg === topStat.pgrp, waits, busy };
+  return { foregroundPgrp: fg, topIsForeground: fg === topStat.pgrp, waits, busy, topWaits };
 }
 
 /**

@@ -96,6 +96,8 @@ export class PtySession {
   readonly incarnationId = randomUUID();
   readonly pid: number;
   readonly name?: string;
+  /** Client-chosen name (an AHP channel URI); the registry keeps it unique. */
+  alias?: string;
   readonly createdAt = Date.now();
   cols: number;
   rows: number;

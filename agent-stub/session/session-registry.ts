@@ -26,6 +26,8 @@ export class SessionRegistry {
   private readonly sessions = new Map<string, PtySession>();
   private readonly byPaneKey = new Map<string, string>();
   private readonly byRequestId = new Map<string, string>();
+  /** Client-chosen session names (AHP channel URIs): alias → id, while the session is listed. */
+  private readonly byAlias = new Map<string, string>();
 
   constructor(
     private readonly model: ScreenModelHost,
@@ -37,12 +39,22 @@ export class SessionRegistry {
     private readonly history?: HistoryStore,
   ) {}
 
-  /** Returns the existing session for a known paneKey (alive) or requestId, else spawns a new one. */
+  /**
+   * Returns the existing session for a known paneKey (alive) or requestId, else spawns a new one.
+   * An alias still held by a listed session (running or exited, until removed) is refused.
+   */
   spawn(p: StubSpawnParams): { session: PtySession; reused: boolean } {
     const known =
       (p.requestId !== undefined && this.sessions.get(this.byRequestId.get(p.requestId) ?? '')) ||
       (p.paneKey !== undefined && this.sessions.get(this.byPaneKey.get(p.paneKey) ?? ''));
     if (known && (known.alive || p.paneKey === undefined)) return { session: known, reused: true };
+    const holder = p.alias === undefined ? undefined : this.byAlias.get(p.alias);
+    if (holder !== undefined) {
+      throw new PtyRelayError('ALREADY_EXISTS', `${p.alias} is taken by ${holder}`, {
+        alias: p.alias,
+        id: holder,
+      });
+    }
     const launch = resolveLaunch(p, this.scriptDir);
     const id = this.freshId();
     let session: PtySession;
@@ -54,6 +66,10 @@ export class SessionRegistry {
       throw new PtyRelayError('SPAWN_FAILED', `spawn of ${launch.file} failed: ${(err as Error).message}`);
     }
     this.sessions.set(id, session);
+    if (p.alias !== undefined) {
+      session.alias = p.alias;
+      this.byAlias.set(p.alias, id);
+    }
     if (p.paneKey !== undefined) this.byPaneKey.set(p.paneKey, id);
     if (p.requestId !== undefined) {
       this.byRequestId.set(p.requestId, id);
@@ -98,6 +114,7 @@ export class SessionRegistry {
     if (!s) return;
     this.sessions.delete(id);
     for (const [k, v] of this.byPaneKey) if (v === id) this.byPaneKey.delete(k);
+    if (s.alias !== undefined) this.byAlias.delete(s.alias);
     s.dispose();
     const log = s.history.detachLog();
     if (log) this.history?.close(log);

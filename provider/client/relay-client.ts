@@ -38,6 +38,7 @@ import {
   type HostKeyInfo,
   type HostProgress,
   type InputAckParams,
+  type RelayDaemonInfo,
   RelayMethod,
   RelayNotification,
   type RelayResults,
@@ -291,6 +292,17 @@ export class RelayClient implements IPtyProvider {
       fingerprint,
       replace: opts.replace === true,
     });
+  }
+
+  /** Per-user daemons on every host (or `host`): build, pid, sessions, relays attached. */
+  async daemons(host?: string): Promise<RelayDaemonInfo[]> {
+    return (await this.call<RelayResults['daemons']>(RelayMethod.daemons, host ? { host } : {}, true))
+      .daemons;
+  }
+
+  /** Ends a host's daemon (the current build's, or `build`'s) and every session in it. */
+  async stopDaemon(host: string, build?: string): Promise<RelayDaemonInfo> {
+    return (await this.call<RelayResults['stopDaemon']>(RelayMethod.stopDaemon, { host, build })).stopped;
   }
 
   /** Configured hosts of the relay and the relay's link state to each. */

@@ -55,6 +55,8 @@ export const RelayMethod = {
   tokenList: 'ptyrelay/tokenList',
   /** Admin: `{name}` → `{revoked}`; connections that used it are closed within a second. */
   tokenRevoke: 'ptyrelay/tokenRevoke',
+  daemons: 'ptyrelay/daemons',
+  stopDaemon: 'ptyrelay/stopDaemon',
 } as const;
 
 /** A host's presented key and its standing in known_hosts (`ptyrelay/hostKey`, `ptyrelay/trustHostKey`). */
@@ -190,4 +192,24 @@ export interface RelayResults {
   probe: { alive: boolean | null };
   snapshot: ScreenSnapshot;
   hosts: { hosts: HostInfo[] };
+  daemons: { daemons: RelayDaemonInfo[] };
+  stopDaemon: { stopped: RelayDaemonInfo };
 }
+
+/**
+ * A per-user daemon on a host (`ptyrelay/daemons`): its build, pid, session count and the links
+ * (relays) attached; `current` is false for an older build kept for its sessions. A host that
+ * could not be reached is listed with `error` only.
+ */
+export type RelayDaemonInfo =
+  | {
+      host: string;
+      build: string;
+      pid: number;
+      protocol: number;
+      sessions: number;
+      connections: number;
+      startedAt: number;
+      current: boolean;
+    }
+  | { host: string; error: string };

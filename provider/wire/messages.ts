@@ -54,6 +54,8 @@ export interface StubSpawnParams {
   name?: string;
   paneKey?: string;
   requestId?: string;
+  /** Client-chosen name of the session (an AHP channel URI), unique in the daemon. */
+  alias?: string;
 }
 
 /** A page of output history: the blob holds `bytes` bytes from `fromSeq`. */
@@ -93,6 +95,7 @@ export interface StubAttachResult {
   reused?: boolean;
   exitedBeforeSpawnReply?: boolean;
   sessionExpired?: boolean;
+  alias?: string;
 }
 
 export interface StubMethods {

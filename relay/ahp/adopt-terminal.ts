@@ -4,7 +4,7 @@ import type { HostRouter } from '../service/rpc-types.js';
 import type { TerminalClaim, TerminalRegistry } from '../service/terminal-registry.js';
 import type { AhpHub } from './ahp-hub.js';
 import type { URI } from './types.js';
-import { parseTerminalUri } from './uris.js';
+import { channelUri, parseTerminalUri } from './uris.js';
 
 /**
  * Publishes a running terminal this relay has no record of — the relay restarted (on the same or a
@@ -21,8 +21,11 @@ export async function adoptTerminal(
   registry: TerminalRegistry,
   uri: URI,
   claim: TerminalClaim,
+  findAlias?: (uri: URI) => Promise<{ host: string; id: string } | undefined>,
 ): Promise<boolean> {
-  const target = parseTerminalUri(uri);
+  const parsed = parseTerminalUri(uri);
+  // A client-chosen URI is an alias the host's daemon keeps with the session.
+  const target = parsed ? parsed : await findAlias?.(uri);
   if (!target?.id) return false;
   if (hub.exists(uri) && !hub.channels.get(target.id)?.historyMissing) return true;
   let r: PtyAttachResult;
@@ -32,6 +35,8 @@ export async function adoptTerminal(
     if (isPtyRelayError(err, 'NOT_FOUND') || isPtyRelayError(err, 'UNKNOWN_HOST')) return false;
     throw err;
   }
+  // A terminal has one channel: an aliased one is not reachable by its minted URI.
+  if (channelUri(r.id, r.alias) !== uri) return false;
   const known = registry.find(r.id);
   const current = hub.channels.get(r.id);
   // Another AHP client adopted it while the attach was in flight.
@@ -48,6 +53,7 @@ export async function adoptTerminal(
     rows: known?.rows ?? r.rows,
     exitCode,
     nextSeq: r.providerSequence.value,
+    alias: r.alias,
   });
   const replay = r.replay ?? new Uint8Array();
   if (r.snapshot) ch.seed(new TextEncoder().encode(r.snapshot.data), 0);
@@ -64,6 +70,7 @@ export async function adoptTerminal(
     exitCode,
     incarnationId: r.incarnationId,
     createdAt: Date.now(),
+    alias: r.alias,
   });
   return hub.exists(uri);
 }

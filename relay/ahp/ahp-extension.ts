@@ -10,9 +10,11 @@ import { AhpHub, type AhpLimits } from './ahp-hub.js';
 import { parseClientAction, parseCreateTerminal } from './ahp-params.js';
 import { type AhpPeer, DEFAULT_HIGH_WATERMARK, DEFAULT_LOW_WATERMARK, PeerSet } from './ahp-peers.js';
 import { visibleEnvelope, visibleSnapshot } from './grant-view.js';
+import { TerminalLocator } from './terminal-locator.js';
 import { DEFAULT_CONTENT_LIMIT } from './terminal-reducer.js';
 import {
   AhpErrorCodes,
+  type CreateTerminalParams,
   type CreateTerminalResult,
   type InitializeResult,
   type ReconnectResult,
@@ -22,7 +24,12 @@ import {
   type TerminalClientAction,
   type URI,
 } from './types.js';
-import { parseTerminalUri, terminalIdOf, terminalUri, uriToPath } from './uris.js';
+import {
+  channelUri,
+  checkClientUri,
+  parseTerminalUri,
+  uriToPath,
+} from './uris.js';
 import { negotiateProtocolVersion } from './version.js';
 
 /** Size of a terminal created without cols/rows. */
@@ -71,6 +78,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
   const maxTerminals = opts.limits?.maxTerminals ?? DEFAULT_MAX_TERMINALS;
   const { router, registry, log } = opts;
   const hub = new AhpHub(router, registry, limits, log);
+  const locator = new TerminalLocator(router, registry, hub, log);
   const rawClients = new Map<string, boolean>();
 
   const remember = (clientId: string, raw: boolean): void => {
@@ -108,12 +116,16 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     const terminals = uris.filter((u): u is URI => {
       if (typeof u !== 'string' || u === ROOT_URI) return false;
       const id = parseTerminalUri(u)?.id;
-      return id !== undefined && canWrite(conn.grant, id);
+      // A client-chosen URI names no host: only a token that may drive terminals brings one
+      // back; reading it is checked on the terminal it resolved to.
+      return id === undefined ? conn.grant.scope !== 'read' : canWrite(conn.grant, id);
     });
     await Promise.all(
       terminals.map(async (uri) => {
         try {
-          await adoptTerminal(hub, router, registry, uri, { kind: 'client', clientId });
+          await adoptTerminal(hub, router, registry, uri, { kind: 'client', clientId }, (u) =>
+            locator.findAlias(u),
+          );
         } catch (err) {
           if (strict) throw err;
           log?.warn({ uri, err: reasonOf(err) }, 'ahp: cannot bring back a terminal');
@@ -125,12 +137,16 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
   /** The token may see `uri` (the root always; a terminal when it may read it). */
   const readable = (conn: RpcConnection, uri: unknown): boolean => {
     if (uri === ROOT_URI) return true;
-    const id = typeof uri === 'string' ? parseTerminalUri(uri)?.id : undefined;
+    const id = typeof uri === 'string' ? idOfUri(uri) : undefined;
     return id !== undefined && canRead(conn.grant, id);
   };
 
+  /** The terminal id a channel URI names: its minted form, or a published client-chosen alias. */
+  const idOfUri = (uri: string): string | undefined =>
+    hub.exists(uri) ? hub.channelOf(uri).id : parseTerminalUri(uri)?.id;
+
   const subscribe = (p: AhpPeer, uri: URI): Snapshot => {
-    if (uri !== ROOT_URI) needRead(p.conn.grant, terminalIdOf(uri));
+    if (uri !== ROOT_URI) needRead(p.conn.grant, hub.channelOf(uri).id);
     const snap = visibleSnapshot(p.conn.grant, hub.snapshot(uri));
     p.subscriptions.add(snap.resource);
     hub.peers.holdUntilReplied(p);
@@ -145,21 +161,16 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       throw new PtyRelayError('INVALID_ARGUMENT', 'a client claim must name the calling client');
     }
     let host = params.host;
-    if (params.channel !== undefined) {
-      const target = parseTerminalUri(params.channel);
-      if (!target)
-        throw new PtyRelayError('INVALID_ARGUMENT', `channel ${params.channel} is not a terminal URI`);
-      if (target.id) {
-        throw new PtyRelayError(
-          'INVALID_ARGUMENT',
-          `terminal ids are minted by the host: pass ptyrelay-terminal:/${target.host}/ or omit channel`,
-        );
-      }
+    // A minted channel names the host; any other URI is the client's alias for the terminal.
+    const target = params.channel === undefined ? undefined : parseTerminalUri(params.channel);
+    const alias = params.channel !== undefined && !target ? params.channel : undefined;
+    if (target) {
+      if (target.id) checkClientUri(params.channel!);
       if (host !== undefined && host !== target.host) {
         throw new PtyRelayError('INVALID_ARGUMENT', `host ${host} does not match channel ${params.channel}`);
       }
       host = target.host;
-    }
+    } else if (alias !== undefined) checkClientUri(alias);
     host ??= 'local';
     needCreate(conn.grant, host);
     if (registry.list().length >= maxTerminals) {
@@ -169,6 +180,20 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       );
     }
     const provider = router.providerFor(host);
+    const release = alias === undefined ? undefined : await locator.reserve(alias);
+    try {
+      return await spawnTerminal(provider, host, params, alias);
+    } finally {
+      release?.();
+    }
+  }
+
+  async function spawnTerminal(
+    provider: ReturnType<HostRouter['providerFor']>,
+    host: string,
+    params: CreateTerminalParams,
+    alias: string | undefined,
+  ): Promise<CreateTerminalResult> {
     const cols = params.cols ?? DEFAULT_COLS;
     const rows = params.rows ?? DEFAULT_ROWS;
     const cwd = params.cwd !== undefined ? uriToPath(params.cwd) : undefined;
@@ -180,6 +205,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       command: params.command,
       args: params.args,
       name: params.name,
+      ...(alias !== undefined ? { alias } : {}),
     });
     const title = r.title || params.name || params.command || 'shell';
     const exitCode = r.exited?.exitCode;
@@ -194,6 +220,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
         rows: r.rows,
         exitCode,
         nextSeq: r.providerSequence.value,
+        alias,
       },
       r.replay ? { data: r.replay, seq: r.providerSequence.value - r.replay.length } : undefined,
     );
@@ -209,14 +236,14 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       exitCode,
       incarnationId: r.incarnationId,
       createdAt: Date.now(),
+      alias,
     });
-    const result: CreateTerminalResult = { channel: terminalUri(r.id) };
-    return result;
+    return { channel: channelUri(r.id, alias) };
   }
 
   async function disposeTerminal(conn: RpcConnection, params: Record<string, unknown>) {
     const p = peerOf(conn);
-    const ch = hub.channelOf(params.channel);
+    const ch = await locator.resolve(params.channel, p.clientId);
     needWrite(conn.grant, ch.id, 'dispose');
     const rec = registry.checkClaim(ch.id, `client:${p.clientId}`);
     try {
@@ -235,7 +262,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     action: TerminalClientAction,
     clientSeq: number,
   ) {
-    const ch = hub.channelOf(channel);
+    const ch = await locator.resolve(channel, p.clientId);
     needWrite(p.conn.grant, ch.id, action.type === 'terminal/input' ? 'type into' : 'resize');
     const rec = registry.checkClaim(ch.id, `client:${p.clientId}`);
     const origin = { clientId: p.clientId, clientSeq };
@@ -331,7 +358,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     p.subscriptions.clear();
     for (const uri of subs as URI[]) {
       // What the token may not see is as gone to it as a terminal that ended.
-      if (hub.exists(uri) && readable(conn, uri)) p.subscriptions.add(uri);
+      if ((uri === ROOT_URI || hub.exists(uri)) && readable(conn, uri)) p.subscriptions.add(uri);
       else missing.push(uri);
     }
     hub.reportCredit();
@@ -357,7 +384,9 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
       reconnect,
       subscribe: async (conn, params) => {
         const p = peerOf(conn);
-        if (params.channel !== ROOT_URI) needRead(conn.grant, terminalIdOf(params.channel));
+        // A minted URI is checked before anything is adopted; an alias once it resolved (subscribe).
+        const named = typeof params.channel === 'string' ? parseTerminalUri(params.channel)?.id : undefined;
+        if (named !== undefined) needRead(conn.grant, named);
         await adopt(conn, [params.channel], p.clientId, true);
         return { snapshot: subscribe(p, params.channel as URI) };
       },

@@ -24,7 +24,7 @@ import {
   type TerminalAction,
   type URI,
 } from './types.js';
-import { pathToUri, terminalIdOf, uriToPath } from './uris.js';
+import { parseTerminalUri, pathToUri, uriToPath } from './uris.js';
 
 /** Tunables of the AHP channel (see docs/config.md `limits` and `flowControl`). */
 export interface AhpLimits {
@@ -121,6 +121,7 @@ export class AhpHub {
       exitCode: r.exitCode,
       nextSeq: 0,
       historyMissing: true,
+      alias: r.alias,
     };
   }
 
@@ -224,11 +225,6 @@ export class AhpHub {
     return out;
   }
 
-  private channelByUri(uri: URI): TerminalChannel | undefined {
-    for (const ch of this.channels.values()) if (ch.uri === uri) return ch;
-    return undefined;
-  }
-
   /** Sends an envelope only to connections of `clientId` (input echoes, rejections). */
   notifyOrigin(channel: URI, action: StateAction, origin: ActionOrigin, rejectionReason?: string): LogEntry {
     const entry = this.actionLog.append(channel, action, origin, {
@@ -304,12 +300,22 @@ export class AhpHub {
 
   /** The channel a terminal URI names, or NOT_FOUND. */
   channelOf(uri: unknown): TerminalChannel {
-    const id = terminalIdOf(uri);
-    const ch = this.channels.get(id);
-    if (!ch || !this.registry.find(id)) {
+    const ch = typeof uri === 'string' ? this.channelByUri(uri) : undefined;
+    if (!ch || !this.registry.find(ch.id)) {
       throw new PtyRelayError('NOT_FOUND', `no terminal ${String(uri)}`, { channel: uri });
     }
     return ch;
+  }
+
+  /** The channel named by exactly this URI (a terminal has one: its alias or its minted URI). */
+  private channelByUri(uri: string): TerminalChannel | undefined {
+    const id = parseTerminalUri(uri)?.id;
+    if (id !== undefined) {
+      const ch = this.channels.get(id);
+      return ch?.uri === uri ? ch : undefined;
+    }
+    for (const ch of this.channels.values()) if (ch.uri === uri) return ch;
+    return undefined;
   }
 
   /** Snapshot of the root channel or of a terminal channel, at the current server seq. */

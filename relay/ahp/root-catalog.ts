@@ -1,10 +1,10 @@
 import type { TerminalRecord, TerminalRegistry } from '../service/terminal-registry.js';
 import type { RootAction, RootState, RootTerminalsChangedAction, TerminalInfo } from './types.js';
-import { terminalUri } from './uris.js';
+import { channelUri } from './uris.js';
 
 /** The catalog entry of one registry record. */
 export function terminalInfo(r: TerminalRecord): TerminalInfo {
-  const info: TerminalInfo = { resource: terminalUri(r.id), title: r.title, claim: r.claim };
+  const info: TerminalInfo = { resource: channelUri(r.id, r.alias), title: r.title, claim: r.claim };
   if (r.exitCode !== undefined) info.exitCode = r.exitCode;
   return info;
 }

@@ -7,7 +7,7 @@ import {
   terminalReducer,
 } from './terminal-reducer.js';
 import type { TerminalAction, TerminalState } from './types.js';
-import { pathToUri, terminalUri } from './uris.js';
+import { channelUri, pathToUri } from './uris.js';
 
 /** A provider event for one terminal, queued until the next flush. */
 export type FeedItem =
@@ -50,6 +50,8 @@ export interface ChannelInit {
    * this hub existed): the state holds only output seen since, not the terminal's history.
    */
   historyMissing?: boolean;
+  /** The client-chosen channel URI, if any. */
+  alias?: string;
 }
 
 /**
@@ -80,7 +82,7 @@ export class TerminalChannel {
     private readonly sink: ChannelSink,
     private readonly contentLimit = DEFAULT_CONTENT_LIMIT,
   ) {
-    this.uri = terminalUri(id);
+    this.uri = channelUri(id, init.alias);
     this.incarnationId = init.incarnationId;
     this.nextSeq = init.nextSeq;
     this.historyMissing = init.historyMissing === true;
@@ -116,6 +118,12 @@ export class TerminalChannel {
     const text = this.decoder.decode(data, { stream: true });
     if (text) this.apply({ type: 'terminal/data', data: text });
     this.nextSeq = Math.max(this.nextSeq, seq + data.length);
+  }
+
+  /** Starts the state from a screen snapshot taken at `seq` (adopting a running terminal). */
+  seedSnapshot(snapshot: ScreenSnapshot): void {
+    if (snapshot.data) this.apply({ type: 'terminal/data', data: snapshot.data });
+    this.nextSeq = Math.max(this.nextSeq, snapshot.seq);
   }
 
   push(item: FeedItem): void {

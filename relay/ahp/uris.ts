@@ -1,9 +1,38 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { PtyRelayError } from '../../provider/errors.js';
-import { TERMINAL_SCHEME, type URI } from './types.js';
+import { ROOT_URI, TERMINAL_SCHEME, type URI } from './types.js';
 
 /** Host names usable in terminal URIs (also enforced by the config validator). */
 export const HOST_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** Longest client-chosen channel URI accepted (the daemon stores it with the session). */
+export const MAX_CLIENT_URI_LENGTH = 1024;
+/** A URI as AHP clients choose them: a scheme, a colon, no whitespace or control characters. */
+const CLIENT_URI_PATTERN = /^[A-Za-z][A-Za-z0-9+.-]*:[^\s\x00-\x1f\x7f]+$/;
+
+/** The channel URI of a terminal: the client's alias if it chose one, else the minted URI. */
+export function channelUri(id: string, alias?: string): URI {
+  return alias ?? terminalUri(id);
+}
+
+/**
+ * Checks a client-chosen terminal URI (any scheme except the minted `ptyrelay-terminal:` ids and
+ * the root channel); throws INVALID_ARGUMENT.
+ */
+export function checkClientUri(uri: string): void {
+  if (uri.length > MAX_CLIENT_URI_LENGTH || !CLIENT_URI_PATTERN.test(uri)) {
+    throw new PtyRelayError(
+      'INVALID_ARGUMENT',
+      `channel must be a URI (scheme:rest, at most ${MAX_CLIENT_URI_LENGTH} characters, no spaces)`,
+    );
+  }
+  if (uri.startsWith(TERMINAL_SCHEME) || uri === ROOT_URI) {
+    throw new PtyRelayError(
+      'INVALID_ARGUMENT',
+      `${TERMINAL_SCHEME}/<host>/<id> ids are minted by the host: pass ${TERMINAL_SCHEME}/<host>/, omit channel, or choose a URI of another scheme`,
+    );
+  }
+}
 
 /** `ptyrelay-terminal:/<host>/<id>` for the provider id `<host>/<id>`. */
 export function terminalUri(id: string): URI {

@@ -3,6 +3,7 @@ import { END_REASON_TEXT } from '../agents/end-reason-text.js';
 import { typedText } from '../agents/typed-text.js';
 import { type Command, output } from './command.js';
 import { connectRelay, withAdoption } from './relay-connect.js';
+import { terminalArg } from './terminal-arg.js';
 
 /** A CLI send waits this long unless --timeout says otherwise. */
 const DEFAULT_CLI_SEND_TIMEOUT_MS = 30_000;
@@ -18,7 +19,7 @@ function timeoutMs(v: unknown): number {
 }
 
 const send: Command = {
-  usage: 'send ID TEXT [--raw] [--wait SECONDS] [--no-wait]',
+  usage: 'send HOST/ID TEXT [--raw] [--wait SECONDS] [--no-wait]',
   summary: 'Types TEXT (and Enter) into a terminal, waits for it, prints the output and the end reason.',
   help: `  --raw           type TEXT exactly (no Enter, newlines unchanged)
   --wait SECONDS  longest wait (default 30)
@@ -29,10 +30,11 @@ session_exit (the terminal's shell exited). See docs/agents.md.`,
   positionals: [2, 2],
   options: { raw: { type: 'boolean' }, wait: { type: 'string' }, 'no-wait': { type: 'boolean' } },
   async run(args) {
-    const [id, text] = args.positionals;
+    const [arg, text] = args.positionals;
     const data = args.values.raw ? text : typedText(text);
     const client = await connectRelay({ quiet: args.json });
     try {
+      const id = await terminalArg(client, arg);
       if (args.values['no-wait']) {
         await withAdoption(client, id, () => client.write(id, data));
         output(args, { ok: true, id, bytes: Buffer.byteLength(data) }, '');

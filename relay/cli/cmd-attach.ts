@@ -2,12 +2,12 @@ import type { PtyAttachResult, PtyExitInfo } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
 import { withHostKeyPrompt } from './cmd-hosts.js';
-import type { Command } from './command.js';
+import { type Command, usageError } from './command.js';
 import { connectRelay } from './relay-connect.js';
+import { statusLine } from './status-line.js';
+import { terminalArg } from './terminal-arg.js';
 import { attachTty, type TtyAttachEnd } from './tty-attach.js';
 
-/** A status message wait this long before it is shown (a quick reconnect stays invisible). */
-const STATUS_DELAY_MS = 300;
 /** After a detach, how long to wait for the relay to settle input still queued (to count what was lost). */
 const DETACH_SETTLE_MS = 1000;
 
@@ -21,36 +21,15 @@ const CAUSE_WORDS: Record<string, string> = {
   relay: 'relay',
   link: 'link',
 };
+/** Kept whole at the end of the status line, however narrow the terminal. */
+const DETACH_HINT = 'Ctrl-] detaches';
 
-/**
- * One status line on stderr while the relay is unreachable. On a tty it is drawn on the bottom
- * row (cursor saved and restored) and erased once the link is back; otherwise it is a plain line.
- */
-export function statusLine(stderr: NodeJS.WriteStream = process.stderr) {
-  let shown = false;
-  let timer: NodeJS.Timeout | undefined;
-  const draw = (msg: string) => {
-    if (stderr.isTTY && stderr.rows) {
-      stderr.write(
-        `\x1b7\x1b[${stderr.rows};1H\x1b[2K\x1b[7m${msg.slice(0, (stderr.columns || 80) - 1)}\x1b[0m\x1b8`,
-      );
-    } else stderr.write(`\r\n${msg}\r\n`);
-    shown = true;
-  };
-  return {
-    show(msg: string): void {
-      clearTimeout(timer);
-      if (shown) draw(msg);
-      else timer = setTimeout(() => draw(msg), STATUS_DELAY_MS);
-    },
-    clear(msg?: string): void {
-      clearTimeout(timer);
-      if (!shown) return;
-      shown = false;
-      if (stderr.isTTY && stderr.rows) stderr.write(`\x1b7\x1b[${stderr.rows};1H\x1b[2K\x1b8`);
-      else if (msg) stderr.write(`\r\n${msg}\r\n`);
-    },
-  };
+/** Interactive commands need a terminal on stdin; a script gets pointed at send/read instead. */
+function requireTty(command: string): void {
+  if (process.stdin.isTTY) return;
+  throw usageError(
+    `${command} needs a terminal on stdin; from a script, type with \`ptyrelay send HOST/ID TEXT\` and read the screen with \`ptyrelay read HOST/ID\``,
+  );
 }
 
 function ending(why: TtyAttachEnd, id: string, exit: PtyExitInfo | undefined, again: string): string {
@@ -61,15 +40,19 @@ function ending(why: TtyAttachEnd, id: string, exit: PtyExitInfo | undefined, ag
 }
 
 const attach: Command = {
-  usage: 'attach ID',
+  usage: 'attach HOST/ID',
   summary: 'Uses a terminal interactively in this tty. Detach with Ctrl-]; the terminal keeps running.',
   help: `The screen is restored on attach. If the connection to the relay drops, a status line
 shows the reconnect attempts; typing continues to be accepted (queued, up to 64 KiB) and the
 output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
   positionals: [1, 1],
   async run(args) {
-    const id = args.positionals[0];
+    requireTty('attach');
     const client = await connectRelay({ quiet: true });
+    const id = await terminalArg(client, args.positionals[0]!).catch(async (err: unknown) => {
+      await client.dispose();
+      throw err;
+    });
     const status = statusLine();
     const lost = new AbortController();
     const host = id.includes('/') ? id.slice(0, id.lastIndexOf('/')) : 'local';
@@ -80,13 +63,14 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
       if (s.state === 'reconnecting') {
         const why = s.lastError ? `: ${s.lastError}` : '';
         const next = `next attempt in ${(s.nextInMs / 1000).toFixed(1)} s (attempt ${s.attempt})`;
-        // Most important first: the line is cut at the terminal's width.
+        // Most important first: the status line shortens the message to fit and keeps the hint.
         if (e.host === 'relay')
-          status.show(`ptyrelay: reconnecting to the relay, ${next}; Ctrl-] detaches${why}`);
+          status.show(`ptyrelay: reconnecting to the relay, ${next}${why}`, DETACH_HINT);
         else {
           const cause = s.cause ?? 'link';
           status.show(
-            `ptyrelay: ${what} unreachable (${CAUSE_WORDS[cause] ?? cause}), ${next}; Ctrl-] detaches${why}`,
+            `ptyrelay: ${what} unreachable (${CAUSE_WORDS[cause] ?? cause}), ${next}${why}`,
+            DETACH_HINT,
           );
         }
       } else if (s.state === 'connected') status.clear(`ptyrelay: ${what} is back`);
@@ -101,7 +85,7 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
     };
     // Reaching a host can mean connecting and deploying its stub first: show each step.
     client.onHostProgress((p) =>
-      p.step === 'link' ? status.clear() : status.show(`ptyrelay: host ${p.host}: ${p.message}`),
+      p.step === 'link' ? status.clear() : status.show(`ptyrelay: host ${p.host}: ${p.message}`, DETACH_HINT),
     );
     let result: { why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo };
     try {
@@ -139,6 +123,7 @@ const shell: Command = {
   help: `Detach with Ctrl-]; run it again with the same --name to come back to the same shell.`,
   options: { name: { type: 'string' } },
   async run(args) {
+    requireTty('shell');
     const name = (args.values.name as string | undefined) ?? 'default';
     const provider = new LocalPtyProvider();
     const stdout = process.stdout;

@@ -10,6 +10,7 @@ import { loadOrCreateToken } from '../service/token.js';
 import { TokenAuthority } from '../tokens/token-authority.js';
 import { TokenStore } from '../tokens/token-store.js';
 import type { Command } from './command.js';
+import { HeldOutput } from './held-output.js';
 import { progress } from './relay-connect.js';
 
 /** `HOST:PORT`, `[::1]:PORT` or `PORT`. */
@@ -50,7 +51,9 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     if ((cert === undefined) !== (key === undefined))
       throw new PtyRelayError('INVALID_ARGUMENT', '--tls-cert and --tls-key go together');
     if (cert && key) config.tls = { cert, key };
-    const log = createLogger();
+    // Log lines wait until the service is up: `--json`'s line comes first on stdout.
+    const logOut = new HeldOutput();
+    const log = createLogger({ destination: logOut });
     const token = loadOrCreateToken();
     if (token.warning) {
       log.warn({ path: token.path }, token.warning);
@@ -93,6 +96,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
       flowControl: config.flowControl,
       httpRoutes: [agents.mcp.handle],
     }).catch(async (err) => {
+      logOut.release();
       await router.dispose();
       auth.dispose();
       if (isPtyRelayError(err)) throw err;
@@ -120,6 +124,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
         `try:   ${env}ptyrelay open local   then   ${env}ptyrelay attach <id>   (Ctrl-C stops the relay)`,
       );
     }
+    logOut.release();
     await new Promise<void>((resolve) => {
       const stop = () => resolve();
       process.once('SIGINT', stop);

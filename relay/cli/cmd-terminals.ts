@@ -7,6 +7,7 @@ import { trustHost, withHostKeyPrompt } from './cmd-hosts.js';
 import { type Command, type CommandArgs, output, table } from './command.js';
 import { withTimeouts } from './one-shot-timeout.js';
 import { connectRelay, describeLink, withAdoption } from './relay-connect.js';
+import { terminalArg } from './terminal-arg.js';
 
 const { Terminal } = xtermHeadless;
 
@@ -45,6 +46,7 @@ const hosts: Command = {
   --replace    replace a changed key (both fingerprints are shown first)
   --yes        do not ask (check the fingerprint first)`,
   positionals: [0, 2],
+  completions: [['trust'], ['@hosts']],
   options: { replace: { type: 'boolean' }, yes: { type: 'boolean' } },
   run: (args) =>
     withClient(args, async (c) => {
@@ -127,7 +129,7 @@ The terminal keeps running after this command returns; \`ptyrelay attach ID\` to
 };
 
 const read: Command = {
-  usage: 'read ID [--raw] [--bytes N]',
+  usage: 'read HOST/ID [--raw] [--bytes N]',
   summary: "Prints a terminal's screen (with scrollback) as text; --raw prints its recent output bytes.",
   help: `  --raw      the output ring from the oldest byte still held (at most --bytes, default 65536);
              when the ring no longer reaches back, the screen as VT sequences followed by the
@@ -136,7 +138,7 @@ const read: Command = {
   options: { raw: { type: 'boolean' }, bytes: { type: 'string' } },
   run: (args) =>
     withClient(args, async (c) => {
-      const id = args.positionals[0];
+      const id = await terminalArg(c, args.positionals[0]);
       if (!args.values.raw) {
         const text = await snapshotText(await c.getBufferSnapshot(id));
         output(args, { id, text }, text);
@@ -231,12 +233,13 @@ const history: Command = {
 };
 
 const signal: Command = {
-  usage: 'signal ID SIG',
+  usage: 'signal HOST/ID SIG',
   summary: "Sends a signal (INT, TERM, HUP, KILL, …) to the terminal's foreground process group.",
   positionals: [2, 2],
   run: (args) =>
     withClient(args, async (c) => {
-      const [id, sig] = args.positionals;
+      const [arg, sig] = args.positionals;
+      const id = await terminalArg(c, arg);
       await withAdoption(c, id, () => c.sendSignal(id, signalName(sig)));
       output(args, { ok: true, id, signal: signalName(sig) }, '');
       return 0;
@@ -244,13 +247,13 @@ const signal: Command = {
 };
 
 const kill: Command = {
-  usage: 'kill ID [--now]',
+  usage: 'kill HOST/ID [--now]',
   summary: 'Ends a terminal: SIGHUP, then SIGKILL after 2 s (--now: SIGKILL at once).',
   positionals: [1, 1],
   options: { now: { type: 'boolean' } },
   run: (args) =>
     withClient(args, async (c) => {
-      const id = args.positionals[0];
+      const id = await terminalArg(c, args.positionals[0]);
       await withAdoption(c, id, () => c.shutdown(id, { immediate: args.values.now === true }));
       output(args, { ok: true, id }, `killed ${id}`);
       return 0;

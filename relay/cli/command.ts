@@ -27,10 +27,53 @@ export interface Command {
   options?: NonNullable<ParseArgsConfig['options']>;
   /** Positional count accepted: [min, max]. */
   positionals?: [number, number];
+  /**
+   * Shell-completion candidates per positional (`@ids`: terminal ids, `@hosts`: host names);
+   * default from the usage's names (ID, HOST, SIG, `a|b` alternatives).
+   */
+  completions?: string[][];
   run(args: CommandArgs): Promise<number>;
 }
 
-/** Parses a command's `argv`; throws INVALID_ARGUMENT with a usage hint on bad input. */
+/** Marks an INVALID_ARGUMENT as a usage error: the command's usage line is printed with it. */
+const USAGE = 'usage';
+
+/** A usage error (bad flag, missing argument, bad PTYRELAY_URL): one line, then the usage; exit 2. */
+export function usageError(message: string): PtyRelayError {
+  return new PtyRelayError('INVALID_ARGUMENT', message, { [USAGE]: true });
+}
+
+function isUsageError(err: PtyRelayError): boolean {
+  return err.code === 'INVALID_ARGUMENT' && err.details?.[USAGE] === true;
+}
+
+/** Our one-line text for node:util parseArgs errors (its own text is long and talks about itself). */
+function parseArgsMessage(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  const opt = /'(-[^' ]+)/.exec(e.message ?? '')?.[1];
+  switch (e.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `unknown option ${opt}`;
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return /does not take/.test(e.message) ? `${opt} takes no value` : `${opt} needs a value`;
+    default:
+      return (e.message ?? String(err)).split('\n')[0]!;
+  }
+}
+
+/** Names of a command's positional arguments, from its usage (`send ID TEXT` → ID, TEXT). */
+export function positionalNames(cmd: Command): string[] {
+  const words = cmd.usage.split(' ').slice(1);
+  const names: string[] = [];
+  for (const w of words) {
+    const m = /^\[?([A-Za-z][A-Za-z_|/]*)\]?$/.exec(w);
+    if (!m) break;
+    names.push(m[1]!);
+  }
+  return names;
+}
+
+/** Parses a command's `argv`; throws a usage error on bad input. */
 export function parseCommand(cmd: Command, argv: string[]): CommandArgs {
   const dash = argv.indexOf('--');
   const head = dash >= 0 ? argv.slice(0, dash) : argv;
@@ -44,12 +87,16 @@ export function parseCommand(cmd: Command, argv: string[]): CommandArgs {
       strict: true,
     });
   } catch (err) {
-    throw new PtyRelayError('INVALID_ARGUMENT', `${(err as Error).message}\nusage: ptyrelay ${cmd.usage}`);
+    throw usageError(parseArgsMessage(err));
   }
   const values = parsed.values as CommandArgs['values'];
   const [min, max] = cmd.positionals ?? [0, 0];
-  if (!values.help && (parsed.positionals.length < min || parsed.positionals.length > max)) {
-    throw new PtyRelayError('INVALID_ARGUMENT', `usage: ptyrelay ${cmd.usage}`);
+  const got = parsed.positionals.length;
+  if (!values.help && got < min) {
+    throw usageError(`missing ${positionalNames(cmd).slice(got, min).join(' ') || 'argument'}`);
+  }
+  if (!values.help && got > max) {
+    throw usageError(`unexpected argument ${JSON.stringify(parsed.positionals[max])}`);
   }
   return { values, positionals: parsed.positionals, rest, json: values.json === true };
 }
@@ -68,13 +115,18 @@ export function output(args: CommandArgs, json: unknown, human: string | (() => 
   }
 }
 
-/** Prints an error on stderr (JSON with --json) and returns the exit code. */
-export function reportError(err: unknown, json: boolean): number {
+/** Prints an error on stderr (JSON with --json) and returns the exit code; usage errors add the usage. */
+export function reportError(err: unknown, json: boolean, cmd?: Command): number {
   const e = isPtyRelayError(err)
     ? err
     : new PtyRelayError('PROTOCOL_ERROR', (err as Error)?.message ?? String(err));
-  if (json) process.stderr.write(`${JSON.stringify({ error: e.toJSON() })}\n`);
-  else process.stderr.write(`ptyrelay: ${e.code}: ${e.message}\n`);
+  const usage = isUsageError(e) && cmd ? `usage: ptyrelay ${cmd.usage}` : undefined;
+  if (json) {
+    const shape = { code: e.code, message: e.message, ...(usage ? { usage } : {}) };
+    process.stderr.write(`${JSON.stringify({ error: shape })}\n`);
+  } else if (isUsageError(e)) {
+    process.stderr.write(`ptyrelay: ${e.message}\n${usage ? `${usage}\n` : ''}`);
+  } else process.stderr.write(`ptyrelay: ${e.code}: ${e.message}\n`);
   return e.code === 'INVALID_ARGUMENT' ? 2 : 1;
 }
 

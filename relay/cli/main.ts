@@ -1,12 +1,18 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot, stubBuildId } from '../stub-bundle.js';
 import { agentCommands } from './cmd-agent.js';
 import { attachCommands } from './cmd-attach.js';
+import { completionCommands } from './cmd-completion.js';
+import { daemonCommands } from './cmd-daemons.js';
 import { mcpCommands } from './cmd-mcp.js';
 import { serveCommands } from './cmd-serve.js';
 import { terminalCommands } from './cmd-terminals.js';
 import { tokenCommands } from './cmd-token.js';
 import { type Command, commandHelp, parseCommand, reportError } from './command.js';
 
+/** Every command: adding one is one entry here (its flags, usage and completion come with it). */
 const COMMANDS: Record<string, Command> = {
   ...serveCommands,
   ...terminalCommands,
@@ -14,6 +20,8 @@ const COMMANDS: Record<string, Command> = {
   ...attachCommands,
   ...mcpCommands,
   ...tokenCommands,
+  ...daemonCommands,
+  ...completionCommands(() => COMMANDS),
 };
 
 function usage(): string {
@@ -26,21 +34,37 @@ function usage(): string {
 commands:
 ${lines.join('\n')}
 
-Every command takes --help and --json. Client commands reach the relay at $PTYRELAY_URL
-(default ws://127.0.0.1:7681) with $PTYRELAY_TOKEN or ~/.config/ptyrelay/token.
+Every command takes --help and --json; \`ptyrelay --version\` prints the version.
+Client commands reach the relay at $PTYRELAY_URL (default ws://127.0.0.1:7681) with
+$PTYRELAY_TOKEN or ~/.config/ptyrelay/token. Terminal ids are HOST/ID (e.g. local/pty-3).
 Detach from \`attach\`/\`shell\` with Ctrl-]. See docs/cli.md.
 `;
+}
+
+/** `ptyrelay <version> (stub build <id>)`: the package version and the stub build it deploys. */
+function version(json: boolean): string {
+  const root = packageRoot();
+  const pkg: unknown = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const v = typeof pkg === 'object' && pkg !== null && 'version' in pkg ? String(pkg.version) : 'unknown';
+  const stub = stubBuildId();
+  return json
+    ? `${JSON.stringify({ version: v, stubBuild: stub, node: process.version })}\n`
+    : `ptyrelay ${v} (stub build ${stub}, node ${process.version})\n`;
 }
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(usage());
+    (name === undefined ? process.stderr : process.stdout).write(usage());
     return name === undefined ? 2 : 0;
+  }
+  if (name === '--version' || name === '-V' || name === 'version') {
+    process.stdout.write(version(rest.includes('--json')));
+    return 0;
   }
   const cmd = COMMANDS[name];
   if (!cmd) {
-    process.stderr.write(`ptyrelay: unknown command ${name}\n\n${usage()}`);
+    process.stderr.write(`ptyrelay: unknown command ${JSON.stringify(name)}\n\n${usage()}`);
     return 2;
   }
   const json = rest.includes('--json');
@@ -52,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
     }
     return await cmd.run(args);
   } catch (err) {
-    return reportError(err, json);
+    return reportError(err, json, cmd);
   }
 }
 

@@ -4,6 +4,7 @@ import type { HostProgress } from '../../provider/client/relay-protocol.js';
 import type { LinkState } from '../../provider/contract.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { defaultTokenPath } from '../service/token.js';
+import { usageError } from './command.js';
 
 /** Where the CLI finds the relay when PTYRELAY_URL is not set. */
 export const DEFAULT_RELAY_URL = 'ws://127.0.0.1:7681';
@@ -24,6 +25,15 @@ function caOf(env: NodeJS.ProcessEnv): { ca?: Buffer } {
   }
 }
 
+/** The relay URL if it is a ws:// or wss:// URL, else a usage error naming PTYRELAY_URL. */
+export function checkRelayUrl(url: string): string {
+  const protocol = URL.canParse(url) ? new URL(url).protocol : undefined;
+  if (protocol !== 'ws:' && protocol !== 'wss:') {
+    throw usageError(`PTYRELAY_URL must be a ws:// or wss:// URL (e.g. ${DEFAULT_RELAY_URL}), got ${url}`);
+  }
+  return url;
+}
+
 /** The relay URL, token, client id and CA from the environment (PTYRELAY_URL, PTYRELAY_TOKEN, the token file, PTYRELAY_CA). */
 export function relayEnv(env: NodeJS.ProcessEnv = process.env): {
   url: string;
@@ -31,7 +41,7 @@ export function relayEnv(env: NodeJS.ProcessEnv = process.env): {
   clientId: string;
   ca?: Buffer;
 } {
-  const url = env.PTYRELAY_URL || DEFAULT_RELAY_URL;
+  const url = checkRelayUrl(env.PTYRELAY_URL || DEFAULT_RELAY_URL);
   const clientId = env.PTYRELAY_CLIENT_ID || DEFAULT_CLI_CLIENT_ID;
   const ca = caOf(env);
   const fromEnv = env.PTYRELAY_TOKEN?.trim();

@@ -23,9 +23,12 @@ export interface TtyAttachOptions {
 /** Why an interactive attach ended. */
 export type TtyAttachEnd = 'detached' | 'exited' | 'lost';
 
-/** Clears the user's screen and scrollback and repaints a snapshot. */
+/**
+ * Clears the user's screen and repaints a snapshot. The user's own scrollback is left alone (no
+ * `ESC[3J`): it is theirs, not the terminal's being attached.
+ */
 function paintSnapshot(out: NodeJS.WritableStream, s: ScreenSnapshot): void {
-  out.write(`\x1b[H\x1b[2J\x1b[3J${s.data}`);
+  out.write(`\x1b[H\x1b[2J${s.data}`);
 }
 
 /** Writes an attach result into the user's terminal: a reset repaints from the snapshot first. */

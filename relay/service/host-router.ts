@@ -46,7 +46,8 @@ export function createHostRouter(
   const local = new LocalPtyProvider({
     link,
     runtimeDir: opts.localRuntimeDir,
-    log: opts.log?.child({ host: LOCAL_HOST }),
+    // Not `host`: the host link adds that key to its own lines (pino would write it twice).
+    log: opts.log?.child({ provider: LOCAL_HOST }),
     daemonArgs,
     stubPath: opts.stubPath,
   });

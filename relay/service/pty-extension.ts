@@ -18,6 +18,7 @@ import { agentMethods } from '../agents/agent-rpc.js';
 import type { Logger } from '../log.js';
 import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead, needWrite } from '../tokens/grant.js';
 import { backgroundFor } from './background-votes.js';
+import { daemonMethods } from './daemon-methods.js';
 import { InputLedger } from './input-ledger.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
 import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from './rpc-types.js';
@@ -204,6 +205,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       exitCode: r.exited?.exitCode,
       incarnationId: r.incarnationId,
       createdAt: Date.now(),
+      ...(r.alias !== undefined ? { alias: r.alias } : {}),
     });
   };
 
@@ -473,6 +475,12 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       return {};
     },
     ...agentMethods(onTerminal),
+    // A stopped daemon took its sessions along: what its host no longer lists leaves the registry.
+    ...daemonMethods(router, async (d) => {
+      const listed = await router.providerFor(d.host).listProcesses();
+      const alive = new Set(listed.filter((t) => t.host === d.host).map((t) => t.id));
+      for (const r of registry.list()) if (r.host === d.host && !alive.has(r.id)) registry.remove(r.id);
+    }),
   };
 
   return {

@@ -19,6 +19,8 @@ export interface TerminalRecord {
   exitCode?: number;
   incarnationId: string;
   createdAt: number;
+  /** Client-chosen AHP channel URI, stored with the session on its daemon. */
+  alias?: string;
 }
 
 export function claimHolder(claim: TerminalClaim): string {

@@ -63,7 +63,7 @@ function hostVerifier(h: ResolvedHost, refuse: (e: PtyRelayError) => void, log?:
       case 'mismatch':
         if (h.hostKeyPolicy === 'no') {
           log?.warn(
-            { host: h.hostName, port: h.port, presented, known: verdict.knownFingerprints },
+            { address: h.hostName, port: h.port, presented, known: verdict.knownFingerprints },
             'HOST KEY CHANGED and StrictHostKeyChecking is no: connecting anyway',
           );
           return true;
@@ -79,8 +79,8 @@ function hostVerifier(h: ResolvedHost, refuse: (e: PtyRelayError) => void, log?:
       case 'unknown':
         if (h.hostKeyPolicy === 'accept-new' || h.hostKeyPolicy === 'no') {
           appendKnownHost(h.appendKnownHostsTo, formatKnownHostsLine(h.hostName, h.port, type, key));
-          log?.info({ host: h.hostName, port: h.port, fingerprint: presented }, 'accepted new host key');
-          if (h.hostKeyPolicy === 'no') log?.warn({ host: h.hostName }, 'StrictHostKeyChecking is no');
+          log?.info({ address: h.hostName, port: h.port, fingerprint: presented }, 'accepted new host key');
+          if (h.hostKeyPolicy === 'no') log?.warn({ address: h.hostName }, 'StrictHostKeyChecking is no');
           return true;
         }
         refuse(
@@ -232,7 +232,7 @@ export async function connectSsh(
   // ssh2 may emit more than one error (e.g. handshake loss after a timeout); none may go unhandled.
   let settled = false;
   client.on('error', (e) => {
-    if (settled) opts.log?.warn({ host: h.alias, err: e.message }, 'ssh connection error');
+    if (settled) opts.log?.warn({ alias: h.alias, err: e.message }, 'ssh connection error');
   });
   const heard = () => opts.onReceive?.();
   let off = () => {};

@@ -46,6 +46,16 @@ export class HostDaemons {
   }
 
   /** Records the older-build daemons a host reported. */
+  /** Older builds whose daemons still serve sessions on `host` (`ptyrelay daemons`). */
+  legacyOf(host: string): string[] {
+    return [...(this.legacyBuilds.get(host) ?? [])];
+  }
+
+  /** Forgets an older build's daemon of `host` (it was stopped). */
+  dropLegacy(host: string, build: string): void {
+    this.legacyBuilds.get(host)?.delete(build);
+  }
+
   noteLegacy(host: string, builds: string[]): void {
     if (builds.length === 0) return;
     const set = this.legacyBuilds.get(host) ?? new Set<string>();

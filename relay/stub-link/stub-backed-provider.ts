@@ -38,12 +38,13 @@ import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { HostLink } from '../reconnect/host-link.js';
 import { InputChannel } from '../reconnect/input-channel.js';
 import type { ReachabilityProbe } from '../reconnect/reachability-probe.js';
+import { type DaemonInfo, listDaemons, stopDaemon } from './daemon-admin.js';
 import { HostDaemons } from './host-daemons.js';
 import type { LinkPolicy } from './link-policy.js';
 import { reattachSessions } from './reattach-sessions.js';
 import { SessionTracker } from './session-tracker.js';
 import type { StubClient } from './stub-client.js';
-import { toSpawnResult } from './terminal-ids.js';
+import { globalizeError, toSpawnResult } from './terminal-ids.js';
 
 export type { LinkPolicy } from './link-policy.js';
 export { globalTerminalId, routeTerminalId, splitTerminalId } from './terminal-ids.js';
@@ -306,7 +307,9 @@ export abstract class StubBackedProvider implements IPtyProvider {
   async attach(id: string, opts: PtyAttachOptions = {}): Promise<PtyAttachResult> {
     const { host, localId } = await this.locate(id);
     const client = await this.link(host);
-    const { result, blob } = await client.request('attach', { id: localId, ...opts });
+    const { result, blob } = await client
+      .request('attach', { id: localId, ...opts })
+      .catch((err: unknown) => Promise.reject(globalizeError(err, localId, id)));
     return this.toResult(host, result, blob);
   }
 
@@ -342,7 +345,11 @@ export abstract class StubBackedProvider implements IPtyProvider {
     extra: object = {},
   ): Promise<T> {
     const { host, localId } = await this.locate(id);
-    return (await (await this.link(host)).call(method, { id: localId, ...extra } as never)) as T;
+    try {
+      return (await (await this.link(host)).call(method, { id: localId, ...extra } as never)) as T;
+    } catch (err) {
+      throw globalizeError(err, localId, id);
+    }
   }
 
   async resize(id: string, cols: number, rows: number): Promise<void> {
@@ -486,6 +493,31 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   onReattach(listener: (e: PtyReattachEvent) => void): Unsubscribe {
     return this.reattachEvents.on(listener);
+  }
+
+  /** Per-user daemons of `host` (the current build's and older builds' still serving sessions). */
+  async daemonList(host: string = this.defaultHost): Promise<DaemonInfo[]> {
+    return listDaemons(
+      host,
+      (k) => this.link(k),
+      () => this.daemons.legacyOf(host),
+    );
+  }
+
+  /** Ends a daemon of `host` (current, or of `build`) and its sessions; the next use starts a new one. */
+  async stopDaemon(host: string = this.defaultHost, build?: string): Promise<DaemonInfo> {
+    const legacy = () => this.daemons.legacyOf(host);
+    return stopDaemon(
+      host,
+      build,
+      (k) => this.link(k),
+      legacy,
+      (key) => {
+        this.hostLinks.get(key)?.close();
+        this.hostLinks.delete(key);
+        if (build !== undefined) this.daemons.dropLegacy(host, build);
+      },
+    );
   }
 
   /** Drops a host's link as a network failure would; it reconnects and reattaches on its own. */

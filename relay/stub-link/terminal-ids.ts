@@ -1,4 +1,5 @@
 import type { PtySpawnResult } from '../../provider/contract.js';
+import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import type { StubAttachResult } from '../../provider/wire/messages.js';
 
 /**
@@ -55,7 +56,21 @@ export function toSpawnResult(id: string, r: StubAttachResult, blob: Uint8Array 
   if (r.exited) out.exited = r.exited;
   if (r.title !== undefined) out.title = r.title;
   if (r.cwd !== undefined) out.cwd = r.cwd;
+  if (r.alias !== undefined) out.alias = r.alias;
   if (r.reused) out.reused = true;
   if (r.exitedBeforeSpawnReply) out.exitedBeforeSpawnReply = true;
   return out;
+}
+
+/**
+ * A daemon's error about one of its sessions, with the daemon's id (`pty-3`) in the message
+ * replaced by the global id (`box/pty-3`): users only ever see HOST/ID.
+ */
+export function globalizeError(err: unknown, daemonId: string, id: string): unknown {
+  if (!isPtyRelayError(err) || daemonId === id) return err;
+  const escaped = daemonId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const bare = new RegExp(`(?<![\\w/:.-])${escaped}(?![\\w-])`, 'g');
+  if (!bare.test(err.message)) return err;
+  const details = err.details && 'id' in err.details ? { ...err.details, id } : err.details;
+  return new PtyRelayError(err.code, err.message.replace(bare, id), details);
 }

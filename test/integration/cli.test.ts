@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
@@ -65,7 +65,8 @@ function attachInPty(id: string, env: NodeJS.ProcessEnv) {
   };
 }
 
-describe('ptyrelay CLI against a running relay', { timeout: 60_000 }, () => {
+// A dozen CLI runs in a row: each starts a Node process, seconds apiece on a loaded machine.
+describe('ptyrelay CLI against a running relay', { timeout: 180_000 }, () => {
   let fx: RelayFixture;
   let env: NodeJS.ProcessEnv;
   beforeAll(async () => {
@@ -192,10 +193,9 @@ describe('ptyrelay serve (npm start) on the default config', { timeout: 60_000 }
     mkdirSync(home);
   });
   afterAll(async () => {
-    relay?.kill('SIGTERM');
-    const p = new LocalPtyProvider({ runtimeDir });
-    await p.shutdownDaemon().catch(() => {});
-    await p.dispose();
+    // A relay stopped mid-start may still spawn its daemon: wait for its exit, then reap them.
+    await endProcess(relay);
+    await killDaemonsOf(runtimeDir);
     rmSync(root, { recursive: true, force: true });
   });
 

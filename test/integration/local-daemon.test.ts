@@ -1,13 +1,16 @@
 import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import xtermHeadless from '@xterm/headless';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectOrStartDaemon } from '../../provider/daemon-launcher.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import { daemonSocketPath } from '../../provider/stub-paths.js';
 import { encodeJsonFrame, FrameDecoder } from '../../provider/wire/frame-codec.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
-import { stubBuildId } from '../../relay/stub-bundle.js';
+import { stubBuildId, stubBundlePath } from '../../relay/stub-bundle.js';
+import { daemonsOf } from '../support/daemon-reaper.js';
 import {
   type LocalFixture,
   OutputCollector,
@@ -298,6 +301,30 @@ describe('daemon lifecycle', () => {
     await second.dispose();
     await waitFor(() => !pidAlive(fx.daemonPid), 5000, 'daemon exit');
     expect(pidAlive(r.pid)).toBe(false);
+    await fx.cleanup();
+  });
+
+  it('a daemon a launcher started but another starter beat is ended, not left to take over later', async () => {
+    const fx = await startLocal();
+    await fx.provider.shutdownDaemon();
+    // A node that takes 2 s to boot (a loaded machine): this launcher's daemon comes up late.
+    const slowNode = join(fx.runtimeDir, '..', 'slow-node');
+    writeFileSync(slowNode, `#!/bin/sh\nsleep 2\nexec ${JSON.stringify(process.execPath)} "$@"\n`, {
+      mode: 0o755,
+    });
+    const slow = connectOrStartDaemon(stubBundlePath(), fx.runtimeDir, [], slowNode);
+    await waitFor(() => daemonsOf(fx.runtimeDir).length === 1, 5000, 'the slow start');
+    // Meanwhile another starter's daemon comes up first and both launchers connect to it.
+    const fast = new LocalPtyProvider({ runtimeDir: fx.runtimeDir });
+    const { pid } = await fast.daemonInfo();
+    (await slow).destroy();
+    // That daemon stops; the late one must not take the runtime dir over with nobody connected.
+    await fast.shutdownDaemon();
+    await fast.dispose();
+    await waitFor(() => !pidAlive(pid), 5000, 'the first daemon exit');
+    await waitFor(() => daemonsOf(fx.runtimeDir).length === 0, 10_000, 'no daemon left');
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(daemonsOf(fx.runtimeDir)).toEqual([]);
     await fx.cleanup();
   });
 });

@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
@@ -132,7 +134,7 @@ describe.skipIf(!available)('StubDeployer against a real sshd', () => {
     expect(JSON.parse(pty.trim().split('\n').pop()!)).toEqual({ out: 'pty ok\r\n', code: 0 });
 
     // The daemon starts from the install dir and exits when idle.
-    const runtime = `/tmp/ptyrelay-deploy-run-${process.pid}`;
+    const runtime = join(tmpdir(), `ptyrelay-deploy-run-${process.pid}`);
     const daemon = await remoteExec(
       conn,
       `${shellQuote(result.nodePath)} ${shellQuote(result.stubPath)} daemon --runtime-dir ${runtime} --idle-exit-ms 1000; rm -rf ${runtime}`,

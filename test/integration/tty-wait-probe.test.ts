@@ -28,6 +28,7 @@ describe.skipIf(!supported)('the /proc tty-wait probe on real processes', { time
     const probe = probeTty(t.p.pid, t.tty)!;
     expect(probe.topIsForeground).toBe(true);
     expect(probe.waits.map((w) => w.pid)).toEqual([t.p.pid]);
+    expect(probe.topWaits).toBe(true);
   });
 
   it('a python3 REPL in pselect6 and a node REPL in epoll_wait wait for the tty', async () => {
@@ -51,8 +52,10 @@ describe.skipIf(!supported)('the /proc tty-wait probe on real processes', { time
     expect(waitsOnTty(sleeper.p.pid, sleeper.tty)).toBe(false);
     expect(waitsOnTty(server.p.pid, server.tty)).toBe(false);
     expect(probeTty(server.p.pid, server.tty)!.waits).toEqual([]);
+    expect(probeTty(server.p.pid, server.tty)!.topWaits).toBe(false);
     const spinning = probeTty(busy.p.pid, busy.tty)!;
     expect(spinning.waits).toEqual([]);
     expect(spinning.busy).toBe(true);
+    expect(spinning.topWaits).toBe(false);
   });
 });

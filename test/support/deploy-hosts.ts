@@ -20,7 +20,7 @@ export const NO_NODE_SSHD_CONFIG = ['SetEnv PATH=/nonexistent'];
 
 const FLOCK_PATH = '/usr/bin/flock';
 /** Same lock file as test/support/sshd.ts: concurrent useradd runs race inside shadow-utils. */
-const USERADD_LOCK_PATH = join(os.tmpdir(), 'ptyrelay-useradd.lock');
+const USERADD_LOCK_PATH = join(process.env.PTRTEST_SHARED_TMP ?? os.tmpdir(), 'ptyrelay-useradd.lock');
 const CREATE_USER_SCRIPT = [
   'getent passwd "$1" >/dev/null || useradd -m -s /bin/sh "$1" || [ $? -eq 9 ]',
   'usermod -s /bin/sh "$1"',

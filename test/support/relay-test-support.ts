@@ -6,6 +6,7 @@ import type {
   PtyDataEvent,
   PtyExitEvent,
   PtyFactEvent,
+  PtyProcessInfo,
   PtySpawnOptions,
   PtySpawnResult,
 } from '../../provider/contract.js';
@@ -191,6 +192,11 @@ export class FakeProvider implements Partial<IPtyProvider> {
       providerSequence: { value: seen.length, generation: 'continued' },
       replay: seen.subarray(o.fromSeq ?? 0),
     };
+  }
+
+  /** Nothing beyond what it spawned: no alias to find. */
+  async listProcesses(): Promise<PtyProcessInfo[]> {
+    return [];
   }
 
   async write(id: string, data: string | Uint8Array): Promise<void> {

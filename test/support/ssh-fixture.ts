@@ -17,7 +17,22 @@ export function relayHome(): { home: string; cleanup(): void } {
   const home = mkdtempSync(join(tmpdir(), 'ptr-relay-home-'));
   mkdirSync(join(home, '.ssh'), { mode: 0o700 });
   process.env.HOME = home;
-  return { home, cleanup: () => rmSync(home, { recursive: true, force: true }) };
+  return {
+    home,
+    cleanup: () => {
+      rmSync(home, { recursive: true, force: true });
+      removeRemoteRuntimeDirs();
+    },
+  };
+}
+
+/** Runtime dirs handed out by remoteRuntimeDir in this test file (the daemons' logs stay there). */
+const runtimeDirs = new Set<string>();
+
+/** Removes the remote runtime dirs of this file; call after its daemons were shut down. */
+export function removeRemoteRuntimeDirs(): void {
+  // Kept in the set: a later describe of the same file may still create (and remove) them.
+  for (const dir of runtimeDirs) rmSync(dir, { recursive: true, force: true });
 }
 
 export function hostFor(sshd: SshdInstance, extra: Partial<SshHostConfig> = {}): SshHostConfig {
@@ -32,8 +47,14 @@ export function hostFor(sshd: SshdInstance, extra: Partial<SshHostConfig> = {}):
   };
 }
 
+/**
+ * A daemon runtime dir on the host (the login user creates it), in the run's TMPDIR; removed by
+ * relayHome's cleanup.
+ */
 export function remoteRuntimeDir(tag: string): string {
-  return `/tmp/ptr-remote-${tag}-${process.pid}`;
+  const dir = join(tmpdir(), `ptr-remote-${tag}-${process.pid}`);
+  runtimeDirs.add(dir);
+  return dir;
 }
 
 export function sshProvider(

@@ -60,7 +60,8 @@ const START_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 3_000;
 const POLL_MS = 25;
 const FLOCK_PATH = '/usr/bin/flock';
-const USERADD_LOCK_PATH = join(os.tmpdir(), 'ptyrelay-useradd.lock');
+/** Shared by every test run on the machine (not the run's own TMPDIR): useradd races across runs. */
+const USERADD_LOCK_PATH = join(process.env.PTRTEST_SHARED_TMP ?? os.tmpdir(), 'ptyrelay-useradd.lock');
 /**
  * Creates user "$1" unless present (useradd exit 9 = someone outside our lock just created it) and
  * replaces a `!` locked password with `*`. Concurrent `useradd` runs for one name race inside shadow-utils
@@ -175,8 +176,17 @@ function buildConfig(dir: string, port: number, hostKeyPath: string, opts: SshdO
   const yesNo = (v: boolean | undefined): string => (v === false ? 'no' : 'yes');
   const extra = opts.extraConfig ?? [];
   const matchAt = extra.findIndex((l) => /^\s*match\s/i.test(l));
-  const overrides = matchAt < 0 ? extra : extra.slice(0, matchAt);
+  const given = matchAt < 0 ? extra : extra.slice(0, matchAt);
   const matchBlocks = matchAt < 0 ? [] : extra.slice(matchAt);
+  // sshd uses only its first SetEnv line: the test's variables and the run's go on one line.
+  const isSetEnv = (l: string) => /^\s*setenv\s/i.test(l);
+  const setEnv = [...given.filter(isSetEnv), ...runEnvironment()].map((l) =>
+    l.trim().replace(/^setenv\s+/i, ''),
+  );
+  const overrides = [
+    ...(setEnv.length > 0 ? [`SetEnv ${setEnv.join(' ')}`] : []),
+    ...given.filter((l) => !isSetEnv(l)),
+  ];
   // sshd keeps the first value it sees for a keyword, so overrides go before the defaults.
   return [
     ...overrides,
@@ -203,6 +213,16 @@ function buildConfig(dir: string, port: number, hostKeyPath: string, opts: SshdO
     ...matchBlocks,
     '',
   ].join('\n');
+}
+
+/**
+ * `SetEnv` for the test run's marker and TMPDIR, when the suite runs under leak-check.ts: they
+ * reach the login user's processes.
+ */
+function runEnvironment(): string[] {
+  const marker = process.env.PTRTEST_RUN;
+  const tmp = process.env.TMPDIR;
+  return marker && tmp ? [`SetEnv PTRTEST_RUN=${marker} TMPDIR=${tmp}`] : [];
 }
 
 /** State letter and parent pid of a process, or undefined once it is gone. */

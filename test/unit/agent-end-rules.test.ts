@@ -12,6 +12,7 @@ const base: SendObservation = {
   promptSeen: false,
   lastOutputAt: 9_990,
   topIsForeground: undefined,
+  topWaitsForInput: undefined,
   ttyWaitConfirmed: false,
 };
 
@@ -32,6 +33,15 @@ describe('endReason', () => {
     expect(endReason({ ...seen, topIsForeground: true, now: 10_050 })).toBe('stdin_read');
     // A foreground child that inherited PROMPT_COMMAND printed the marker: not the shell's prompt.
     expect(endReason({ ...seen, topIsForeground: false, now: 10_050 })).toBeUndefined();
+  });
+
+  it('where /proc tells, the prompt counts only while the shell waits for input at it', () => {
+    const quiet = { ...base, promptSeen: true, lastOutputAt: 9_000, topIsForeground: true };
+    // Text typed before the prompt was printed: the shell reads it and expands PS0 (no output).
+    expect(endReason({ ...quiet, topWaitsForInput: false })).toBeUndefined();
+    expect(endReason({ ...quiet, topWaitsForInput: true })).toBe('stdin_read');
+    // No ptrace access to /proc: the marker, the grace and the foreground decide as before.
+    expect(endReason({ ...quiet, topWaitsForInput: undefined })).toBe('stdin_read');
   });
 
   it('a confirmed tty wait is stdin_read even without a marker (REPLs, shells without integration)', () => {

@@ -1,0 +1,63 @@
+import { type RelayDaemonInfo, RelayMethod } from '../../provider/client/relay-protocol.js';
+import type { IPtyProvider } from '../../provider/contract.js';
+import { PtyRelayError } from '../../provider/errors.js';
+import type { DaemonInfo } from '../stub-link/daemon-admin.js';
+import type { HostRouter, RpcMethodHandler } from './rpc-types.js';
+
+/** What a provider backed by per-user daemons offers for administration (StubBackedProvider). */
+interface DaemonAdmin {
+  daemonList(host: string): Promise<DaemonInfo[]>;
+  stopDaemon(host: string, build?: string): Promise<DaemonInfo>;
+}
+
+function adminOf(p: IPtyProvider, host: string): DaemonAdmin {
+  const a = p as IPtyProvider & Partial<DaemonAdmin>;
+  if (typeof a.daemonList !== 'function' || typeof a.stopDaemon !== 'function') {
+    throw new PtyRelayError('INVALID_ARGUMENT', `host ${host} has no per-user daemon`);
+  }
+  return a as IPtyProvider & DaemonAdmin;
+}
+
+function optString(v: unknown, name: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v === '')
+    throw new PtyRelayError('INVALID_ARGUMENT', `${name} must be a string`);
+  return v;
+}
+
+/**
+ * `ptyrelay/daemons {host?}` lists the per-user daemons of every host (a host that cannot be
+ * reached is listed with its error); `ptyrelay/stopDaemon {host, build?}` ends one and its
+ * sessions (`ptyrelay daemons stop`).
+ */
+export function daemonMethods(
+  router: HostRouter,
+  onStopped: (stopped: DaemonInfo) => Promise<void> | void,
+): Record<string, RpcMethodHandler> {
+  const daemons: RpcMethodHandler = async (_conn, params) => {
+    const host = optString(params.host, 'host');
+    const hosts = host ? [host] : router.hosts();
+    const lists = await Promise.all(
+      hosts.map(async (h): Promise<RelayDaemonInfo[]> => {
+        try {
+          return await adminOf(router.providerFor(h), h).daemonList(h);
+        } catch (err) {
+          if (host) throw err;
+          return [{ host: h, error: (err as Error).message }];
+        }
+      }),
+    );
+    return { daemons: lists.flat() };
+  };
+  const stop: RpcMethodHandler = async (_conn, params) => {
+    const host = optString(params.host, 'host');
+    if (!host) throw new PtyRelayError('INVALID_ARGUMENT', 'host required');
+    const stopped = await adminOf(router.providerFor(host), host).stopDaemon(
+      host,
+      optString(params.build, 'build'),
+    );
+    await onStopped(stopped);
+    return { stopped };
+  };
+  return { [RelayMethod.daemons]: daemons, [RelayMethod.stopDaemon]: stop };
+}
