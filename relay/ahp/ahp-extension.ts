@@ -24,12 +24,7 @@ import {
   type TerminalClientAction,
   type URI,
 } from './types.js';
-import {
-  channelUri,
-  checkClientUri,
-  parseTerminalUri,
-  uriToPath,
-} from './uris.js';
+import { channelUri, checkClientUri, parseTerminalUri, uriToPath } from './uris.js';
 import { negotiateProtocolVersion } from './version.js';
 
 /** Size of a terminal created without cols/rows. */
