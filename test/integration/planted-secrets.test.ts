@@ -264,7 +264,9 @@ describe.skipIf(why !== undefined)(
         STARTUP,
         WRONG_TOKEN,
         scoped,
-        scoped.split('_').pop()!,
+        // The secret part alone (`ptr_<12 hex>_<43 chars>`); split('_') cut it short when it held a '_'
+        // and then matched unrelated text.
+        scoped.slice('ptr_'.length + 12 + 1),
         PASSWORD,
         CMD_PASSWORD,
         PASSPHRASE,
