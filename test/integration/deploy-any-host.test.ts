@@ -244,8 +244,20 @@ describe.skipIf(!available)('deploying to hosts as they are', () => {
     } finally {
       conn.end();
     }
-    const { p } = provider(hostOf(d));
-    expect(basename(await runInTerminal(p, u.name))).toBe('bash');
+    let { p } = provider(hostOf(d));
+    let exe: string;
+    try {
+      exe = await runInTerminal(p, u.name);
+    } catch (err) {
+      // Debian's dropbear 2022.83 sometimes aborts a session on an assertion
+      // (common-channel.c:705, fixed upstream after that release) and refuses the exec: a fault of
+      // the server under test, not of the deploy. One fresh first contact, said aloud.
+      if (!String((err as Error).message).includes('Unable to exec')) throw err;
+      console.warn(`dropbear refused an exec (${(err as Error).message}); one fresh first contact`);
+      ({ p } = provider(hostOf(d)));
+      exe = await runInTerminal(p, u.name);
+    }
+    expect(basename(exe)).toBe('bash');
     const info = p.linkInfo('h');
     expect(info?.deploy.method).toBe('exec');
     expect(info?.via).toBe('exec'); // dropbear forwards no Unix sockets
