@@ -50,7 +50,7 @@ describe('background is decided by every viewer of a terminal (real relay and PT
       next = Math.max(next, e.seq + e.data.length);
     });
     const at = await viewer.attach(r.id, { fromSeq: 0 });
-    next = at.providerSequence.value;
+    next = Math.max(next, at.providerSequence.value);
     await waitFor(() => next > 0, 15_000, 'READY');
     const start = next;
 

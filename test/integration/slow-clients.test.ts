@@ -89,7 +89,7 @@ describe('slow clients cost the relay nothing (real sockets)', () => {
     stalled.onData((e) => e.id === r.id && late.take(e));
     stalled.onReattach((e) => e.id === r.id && late.reset(e));
     const at = await stalled.attach(r.id, { fromSeq: start });
-    late.next = at.providerSequence.value;
+    late.next = Math.max(late.next, at.providerSequence.value);
 
     // Ten AHP clients that subscribe and then stop reading.
     const ahp: TestClient[] = [];
