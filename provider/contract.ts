@@ -37,13 +37,24 @@ export interface ScreenSnapshot {
   alternateScreen: boolean;
 }
 
-/** State recovered from disk for a session whose process is gone (cold restore). */
+/**
+ * State recovered from disk for a session whose process is gone (cold restore: the host rebooted
+ * or the daemon died). Comes with `sessionExpired: true`; see docs/reconnect.md.
+ */
 export interface ColdRestore {
+  /** VT data that repaints the last screen with (bounded) scrollback above it; write it to a cleared emulator. */
   scrollback: string;
+  /** Working directory of the shell when last saved: where a replacement shell should start. */
   cwd?: string;
   cols: number;
   rows: number;
   lastTitle?: string;
+  /** Program the terminal ran. */
+  command?: string;
+  /** When the record was last written (ms since the epoch); the terminal died after this. */
+  savedAt?: number;
+  /** Exit status when the process had exited before the host went down. */
+  exited?: PtyExitInfo;
 }
 
 export interface PtyExitInfo {
@@ -192,6 +203,8 @@ export interface PtyProcessInfo {
   name?: string;
   /** Client-chosen name (PtySpawnOptions.alias). */
   alias?: string;
+  /** A terminal lost with its host, known from its cold-restore record (attach gives the record). */
+  coldRestored?: boolean;
 }
 
 export interface ForegroundProcess {
@@ -266,6 +279,8 @@ export interface PtyReattachEvent {
   snapshot?: ScreenSnapshot;
   /** The PTY no longer exists (daemon restarted, or it exited and was forgotten). */
   sessionExpired?: boolean;
+  /** With sessionExpired: the saved last screen, cwd and title when the host kept a record. */
+  coldRestore?: ColdRestore;
 }
 
 /**

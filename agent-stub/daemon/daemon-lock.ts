@@ -8,6 +8,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { identityAlive, processIdentity } from './process-identity.js';
 
 /**
  * A lock file that holds no pid and is older than this was left by a writer that died mid-write
@@ -17,6 +18,8 @@ import {
 export const UNREADABLE_LOCK_STALE_MS = 10_000;
 /** Rounds of create / inspect / remove-stale before giving up (each round another starter won). */
 const ATTEMPTS = 5;
+/** What a lock holds: `<pid>:<start time>` (see process-identity.ts), or a bare pid (older builds). */
+const LOCK_CONTENT = /^(\d+)(?::(\d*))?$/;
 
 function pidAlive(pid: number): boolean {
   try {
@@ -31,9 +34,13 @@ function isErrno(err: unknown, code: string): boolean {
   return (err as NodeJS.ErrnoException)?.code === code;
 }
 
-/** What a lock file holds: its owner (undefined when the content is not a pid), inode and age. */
+/**
+ * What a lock file holds: its pid (undefined when the content is not one), the owner's full
+ * identity when it was written with one, inode and age.
+ */
 interface LockFile {
   pid: number | undefined;
+  identity: string | undefined;
   ino: number;
   mtimeMs: number;
 }
@@ -50,11 +57,26 @@ function readLock(path: string): LockFile | undefined {
   try {
     const st = fstatSync(fd);
     const text = readFileSync(fd, 'utf8').trim();
-    const pid = /^\d+$/.test(text) ? Number(text) : undefined;
-    return { pid: pid !== undefined && pid > 0 ? pid : undefined, ino: st.ino, mtimeMs: st.mtimeMs };
+    const m = LOCK_CONTENT.exec(text);
+    const pid = m ? Number(m[1]) : 0;
+    return {
+      pid: pid > 0 ? pid : undefined,
+      identity: pid > 0 && m?.[2] !== undefined ? text : undefined,
+      ino: st.ino,
+      mtimeMs: st.mtimeMs,
+    };
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Whether the lock's writer still runs. With `<pid>:<start time>`, a pid that now names another
+ * process does not count: after a reboot (or a container restart) with the runtime dir on
+ * persistent disk, the old pid is often taken, which must not keep every new daemon out.
+ */
+function ownerAlive(pid: number, identity: string | undefined): boolean {
+  return identity !== undefined ? identityAlive(identity) : pidAlive(pid);
 }
 
 /**
@@ -80,14 +102,14 @@ function removeStale(path: string, ino: number): void {
 }
 
 /**
- * An exclusive pid lock file. The file appears with its pid already in it (written to a private
- * name, then hard-linked into place, which fails if a lock exists), so a reader never sees it
- * half-written. A lock whose owner is dead is stale and taken over. Returns false when a live
- * process holds it.
+ * An exclusive pid lock file. The file appears with its owner (`<pid>:<start time>`) already in it
+ * (written to a private name, then hard-linked into place, which fails if a lock exists), so a
+ * reader never sees it half-written. A lock whose owner is gone is stale and taken over. Returns
+ * false when a live process holds it.
  */
 export function acquirePidLock(path: string): boolean {
   const mine = `${path}.${process.pid}.tmp`;
-  writeFileSync(mine, String(process.pid), { mode: 0o600 });
+  writeFileSync(mine, processIdentity(process.pid) ?? `${process.pid}:`, { mode: 0o600 });
   try {
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       try {
@@ -98,8 +120,8 @@ export function acquirePidLock(path: string): boolean {
       }
       const held = readLock(path);
       if (!held) continue;
-      if (held.pid === process.pid) return true;
-      if (held.pid !== undefined && pidAlive(held.pid)) return false;
+      // Ours when it names this process; held when it names another live one.
+      if (held.pid !== undefined && ownerAlive(held.pid, held.identity)) return held.pid === process.pid;
       if (held.pid === undefined && Date.now() - held.mtimeMs < UNREADABLE_LOCK_STALE_MS) return false;
       removeStale(path, held.ino);
     }
@@ -110,7 +132,9 @@ export function acquirePidLock(path: string): boolean {
 }
 
 export function releasePidLock(path: string): void {
-  if (readLock(path)?.pid !== process.pid) return;
+  const held = readLock(path);
+  if (held?.pid !== process.pid) return;
+  if (held.identity !== undefined && held.identity !== processIdentity(process.pid)) return;
   try {
     unlinkSync(path);
   } catch (err) {

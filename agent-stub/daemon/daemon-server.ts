@@ -9,6 +9,7 @@ import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { DEFAULT_TAIL_BYTES, type HistoryLimits, resolveHistoryLimits } from '../history/history-limits.js';
 import { HistoryStore } from '../history/history-store.js';
 import { AgentRequests } from '../readiness/agent-requests.js';
+import { ColdRestoreService } from '../restore/cold-restore.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';
@@ -21,12 +22,17 @@ import { TerminalIdAllocator } from './terminal-id-allocator.js';
 export const DEFAULT_IDLE_EXIT_MS = 15 * 60 * 1000;
 const SWEEP_INTERVAL_MS = 60 * 1000;
 const SUPERSEDED_EXIT_DELAY_MS = 200;
+/** Shutdown reason of a client's `daemonShutdown`: sessions end on purpose. */
+const REQUESTED = 'requested';
 /** Lost links' credit claims are checked this often (their grace is 30 s). */
 const CREDIT_SWEEP_MS = 1000;
 
 export interface DaemonOptions {
   runtimeDir: string;
-  /** Persistent state (survives reboots): the terminal id counter lives in `<stateDir>/ids`. */
+  /**
+   * Persistent state (survives reboots): the terminal id counter (`<stateDir>/ids`) and the
+   * cold-restore records (`<stateDir>/restore`).
+   */
   stateDir: string;
   idleExitMs?: number;
   ringBytes?: number;
@@ -100,6 +106,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   let server: Server | undefined;
   const ids = new TerminalIdAllocator(join(opts.stateDir, 'ids'), `${buildId} ${process.pid}`, log);
   const history = new HistoryStore(opts.stateDir, historyLimits, log);
+  let coldRestore: ColdRestoreService | undefined;
 
   const registry = new SessionRegistry(
     model,
@@ -116,7 +123,18 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     () => armIdle(),
     () => ids.next(),
     history,
+    {
+      spawned: (s) => coldRestore?.track(s),
+      removed: (s) => coldRestore?.forget(s.id),
+      isReserved: (id) => coldRestore?.isReserved(id) ?? false,
+    },
   );
+  coldRestore = ColdRestoreService.open({
+    stateDir: opts.stateDir,
+    runtimeDir: dir,
+    sessions: () => registry.list(),
+    log,
+  });
 
   const shutdown = async (reason: string) => {
     log('daemon exiting', { reason });
@@ -124,6 +142,10 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     server?.close();
     for (const c of connections) c.close();
     await registry.shutdownAll();
+    // Asked to end its sessions: they ended cleanly and leave no record. Otherwise (SIGTERM at a
+    // reboot, idle) the final saves stay for a cold restore.
+    if (reason === REQUESTED) await coldRestore?.discard(registry.list().map((s) => s.id));
+    else await coldRestore?.stop();
     history.dispose();
     releasePidLock(lockPath);
     try {
@@ -171,9 +193,10 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
         connections: connections.size,
         startedAt,
       }),
-      shutdown: () => void shutdown('requested'),
+      shutdown: () => void shutdown(REQUESTED),
     },
     new AgentRequests(readiness),
+    coldRestore,
   );
   const inputLedger = new Map<string, number>();
 
@@ -215,7 +238,10 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   }
   chmodSync(socketPath, 0o600);
   assertPrivateRuntime(dir, socketPath);
-  setInterval(() => registry.sweep(), SWEEP_INTERVAL_MS).unref();
+  setInterval(() => {
+    registry.sweep();
+    coldRestore?.sweep();
+  }, SWEEP_INTERVAL_MS).unref();
   setInterval(() => {
     const now = Date.now();
     for (const s of registry.list()) {

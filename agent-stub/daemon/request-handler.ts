@@ -9,6 +9,7 @@ import type {
   StubSpawnParams,
 } from '../../provider/wire/messages.js';
 import type { AgentRequests } from '../readiness/agent-requests.js';
+import type { ColdRestoreService } from '../restore/cold-restore.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
 import type { PtySession } from '../session/pty-session.js';
 import type { SessionRegistry } from '../session/session-registry.js';
@@ -142,6 +143,8 @@ export class StubRequestHandler {
     private readonly registry: SessionRegistry,
     private readonly control: DaemonControl,
     private readonly agent?: AgentRequests,
+    /** Reports terminals lost with an earlier daemon (cold restore); absent when persistence is off. */
+    private readonly coldRestore?: ColdRestoreService,
   ) {}
 
   write(id: string, data: Uint8Array): void {
@@ -159,6 +162,8 @@ export class StubRequestHandler {
         return this.attach(conn, session, 0, reply, { reused });
       }
       case 'attach': {
+        const restored = this.restoredAttach(str(p, 'id'), p.expectedIncarnationId);
+        if (restored) return { result: restored };
         const s = this.registry.get(str(p, 'id'));
         const expected = p.expectedIncarnationId;
         if (typeof expected === 'string' && expected !== s.incarnationId) {
@@ -180,6 +185,9 @@ export class StubRequestHandler {
         this.registry.get(str(p, 'id')).resize(optNum(p, 'cols') ?? -1, optNum(p, 'rows') ?? -1);
         return { result: {} };
       case 'shutdown': {
+        if (!this.registry.find(str(p, 'id')) && (await this.coldRestore?.dismiss(str(p, 'id')))) {
+          return { result: {} };
+        }
         const s = this.registry.get(str(p, 'id'));
         await s.shutdown({ immediate: p.immediate === true, deadlineMs: optNum(p, 'deadlineMs') });
         this.registry.remove(s.id);
@@ -204,7 +212,11 @@ export class StubRequestHandler {
         return { result: { value: s.alive && childPids(s.pid).length > 0 } };
       }
       case 'list':
-        return { result: { sessions: this.registry.list().map(describe) } };
+        return {
+          result: {
+            sessions: [...this.registry.list().map(describe), ...(this.coldRestore?.listEntries() ?? [])],
+          },
+        };
       case 'probe':
         return { result: { alive: this.registry.find(str(p, 'id'))?.alive ?? false } };
       case 'snapshot':
@@ -239,6 +251,11 @@ export class StubRequestHandler {
       default:
         throw new PtyRelayError('INVALID_ARGUMENT', `unknown method ${String(method)}`);
     }
+  }
+
+  /** A terminal that no live session but a cold-restore record answers for (sessionExpired). */
+  private restoredAttach(id: string, expected: unknown) {
+    return this.registry.find(id) ? undefined : this.coldRestore?.attachResult(id, expected);
   }
 
   /**

@@ -98,6 +98,9 @@ export class PtySession {
   readonly name?: string;
   /** Client-chosen name (an AHP channel URI); the registry keeps it unique. */
   alias?: string;
+  /** Program and arguments the PTY runs (what a cold restore reports). */
+  readonly command: string;
+  readonly args: readonly string[];
   readonly createdAt = Date.now();
   cols: number;
   rows: number;
@@ -120,6 +123,7 @@ export class PtySession {
   /** Exit code of the last command shell integration reported finished. */
   lastExitCode: number | undefined;
   private readonly exitWaiters: Array<() => void> = [];
+  private readonly exitListeners: Array<() => void> = [];
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly feeder: ModelFeeder;
   private commandDetection = false;
@@ -134,6 +138,8 @@ export class PtySession {
     this.cols = launch.cols;
     this.rows = launch.rows;
     this.name = launch.name;
+    this.command = launch.file;
+    this.args = [...launch.args];
     this.title = launch.name ?? launch.file;
     this.cwd = launch.cwd;
     this.history = new OutputHistory(
@@ -198,6 +204,12 @@ export class PtySession {
 
   get alive(): boolean {
     return this.exited === undefined;
+  }
+
+  /** Calls `cb` once the process has exited (after the last output and the sinks' exit). */
+  onExited(cb: () => void): void {
+    if (this.exited) queueMicrotask(cb);
+    else this.exitListeners.push(cb);
   }
 
   get supportsCommandDetection(): boolean {
@@ -281,6 +293,14 @@ export class PtySession {
   text(offset: number, count: number, maxBytes: number): Promise<AgentReadResult> {
     this.feeder.flushAll();
     return this.model.text(this.incarnationId, offset, count, maxBytes);
+  }
+
+  /**
+   * The model's screen as far as it has parsed, without first feeding it output it holds back
+   * (a flood the feeder may partly skip): cheaper, and up to a few seconds behind the ring.
+   */
+  snapshotAsParsed(scrollbackRows?: number): Promise<ScreenSnapshot> {
+    return this.model.snapshot(this.incarnationId, scrollbackRows);
   }
 
   clearModel(): void {
@@ -424,5 +444,6 @@ export class PtySession {
     for (const s of this.sinks) s.exit(this, this.exited, this.ring.head);
     for (const w of [...this.watchers]) w.exit(this.exited);
     for (const w of this.exitWaiters.splice(0)) w();
+    for (const l of this.exitListeners.splice(0)) l();
   }
 }

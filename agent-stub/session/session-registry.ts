@@ -9,7 +9,10 @@ import type { ScreenModelHost } from './screen-model.js';
 const EXITED_RETENTION_MS = 30 * 60 * 1000;
 /** requestIds remembered for spawn idempotence. */
 const REQUEST_ID_MEMORY = 10_000;
-/** Fresh ids tried when a minted one names a session of this daemon (a wiped counter, a random repeat). */
+/**
+ * Fresh ids tried when a minted one names a session of this daemon or a restored one (a wiped
+ * counter, a random repeat).
+ */
 const MINT_ATTEMPTS = 100;
 
 /** Ids of one daemon only (`pty-1`, …): for tests that run a registry without a state dir. */
@@ -18,9 +21,19 @@ export function sequentialIds(): () => string {
   return () => `pty-${n++}`;
 }
 
+/** Optional observers of the registry (cold restore persists sessions and reserves restored ids). */
+export interface RegistryHooks {
+  spawned?(s: PtySession): void;
+  /** The session is forgotten: shut down on purpose, or its exit retention ended. */
+  removed?(s: PtySession): void;
+  /** True when a new session must not take this id. */
+  isReserved?(id: string): boolean;
+}
+
 /**
  * Owns every session of the daemon and makes spawns idempotent. Ids come from `mintId` (the daemon's
- * TerminalIdAllocator: unique on the host across daemons, builds and restarts).
+ * TerminalIdAllocator: unique on the host across daemons, builds and restarts); an id that names a
+ * session of this daemon or one the hooks reserve (a cold-restored terminal) is skipped.
  */
 export class SessionRegistry {
   private readonly sessions = new Map<string, PtySession>();
@@ -37,6 +50,7 @@ export class SessionRegistry {
     private readonly mintId: () => string = sequentialIds(),
     /** Output logs on disk (none: every session keeps its RAM ring only). */
     private readonly history?: HistoryStore,
+    private readonly hooks: RegistryHooks = {},
   ) {}
 
   /**
@@ -70,6 +84,7 @@ export class SessionRegistry {
       session.alias = p.alias;
       this.byAlias.set(p.alias, id);
     }
+    this.hooks.spawned?.(session);
     if (p.paneKey !== undefined) this.byPaneKey.set(p.paneKey, id);
     if (p.requestId !== undefined) {
       this.byRequestId.set(p.requestId, id);
@@ -84,7 +99,7 @@ export class SessionRegistry {
   private freshId(): string {
     for (let i = 0; i < MINT_ATTEMPTS; i++) {
       const id = this.mintId();
-      if (!this.sessions.has(id)) return id;
+      if (!this.sessions.has(id) && !this.hooks.isReserved?.(id)) return id;
     }
     throw new PtyRelayError('SPAWN_FAILED', 'no unused terminal id could be minted');
   }
@@ -115,6 +130,7 @@ export class SessionRegistry {
     this.sessions.delete(id);
     for (const [k, v] of this.byPaneKey) if (v === id) this.byPaneKey.delete(k);
     if (s.alias !== undefined) this.byAlias.delete(s.alias);
+    this.hooks.removed?.(s);
     s.dispose();
     const log = s.history.detachLog();
     if (log) this.history?.close(log);

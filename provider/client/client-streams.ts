@@ -159,6 +159,18 @@ export class ClientStreams {
   settleReattach(w: WireAttachResult, buf: StreamEvent[]): void {
     const t = this.tracks.get(w.id);
     if (!t || t.incarnationId !== w.incarnationId) return;
+    if (w.sessionExpired) {
+      // Lost with its host; the relay found its cold-restore record.
+      this.tracks.delete(w.id);
+      this.reattach.emit({
+        id: w.id,
+        incarnationId: w.incarnationId,
+        generation: 'reset',
+        sessionExpired: true,
+        ...(w.coldRestore ? { coldRestore: w.coldRestore } : {}),
+      });
+      return;
+    }
     if (w.providerSequence.generation === 'reset') {
       t.seq = w.replayFromSeq ?? w.providerSequence.value;
       t.consumerSeq = Math.min(t.consumerSeq, t.seq);

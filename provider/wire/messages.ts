@@ -1,6 +1,7 @@
 import type {
   AgentReadResult,
   AgentSendResult,
+  ColdRestore,
   ForegroundProcess,
   PtyAttachOptions,
   PtyExitInfo,
@@ -96,6 +97,8 @@ export interface StubAttachResult {
   exitedBeforeSpawnReply?: boolean;
   sessionExpired?: boolean;
   alias?: string;
+  /** With sessionExpired: what the daemon saved of the terminal before its host went down. */
+  coldRestore?: ColdRestore;
 }
 
 export interface StubMethods {

@@ -1,9 +1,12 @@
+import type { RelayClient } from '../../provider/client/relay-client.js';
 import type { PtyAttachResult, PtyExitInfo } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
+import { shellQuote } from '../deploy/shell-quote.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
 import { withHostKeyPrompt } from './cmd-hosts.js';
 import { type Command, usageError } from './command.js';
 import { connectRelay } from './relay-connect.js';
+import { askNewShell, paintRestored } from './restored-view.js';
 import { statusLine } from './status-line.js';
 import { terminalArg } from './terminal-arg.js';
 import { attachTty, type TtyAttachEnd } from './tty-attach.js';
@@ -34,9 +37,46 @@ function requireTty(command: string): void {
 
 function ending(why: TtyAttachEnd, id: string, exit: PtyExitInfo | undefined, again: string): string {
   if (why === 'detached') return `\r\ndetached from ${id}; ${again} to come back\r\n`;
+  if (why === 'restored') return '';
   if (why === 'lost') return `\r\nlost the relay; ${id} keeps running — ${again} when it is back\r\n`;
   const how = exit ? ` (exit code ${exit.exitCode}${exit.signal ? `, ${exit.signal}` : ''})` : '';
   return `\r\n${id} exited${how}\r\n`;
+}
+
+type AttachOutcome = { why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo };
+
+/**
+ * A terminal lost with its host (cold restore): shows its saved screen marked as restored, then
+ * offers a new shell in its last cwd on the same host and attaches to it when accepted.
+ */
+async function offerNewShell(
+  client: RelayClient,
+  restored: PtyAttachResult,
+  opts: { signal: AbortSignal; onInputLost: (bytes: number, err: unknown) => void },
+): Promise<AttachOutcome> {
+  const cr = restored.coldRestore!;
+  const host = restored.id.slice(0, restored.id.lastIndexOf('/'));
+  paintRestored(process.stdout, restored.id, cr);
+  const cwdArg = cr.cwd ? ` --cwd ${shellQuote(cr.cwd)}` : '';
+  if (!cr.cwd || !(await askNewShell(process.stdin, process.stdout, cr.cwd))) {
+    process.stderr.write(`open a new shell there with: ptyrelay open ${host}${cwdArg}\r\n`);
+    return { why: 'restored', attach: restored };
+  }
+  const stdout = process.stdout;
+  return attachTty(
+    client,
+    async () => {
+      const r = await client.spawn({
+        host,
+        cwd: cr.cwd,
+        cols: stdout.columns || 80,
+        rows: stdout.rows || 24,
+      });
+      process.stderr.write(`started ${r.id} in ${cr.cwd}; detach with Ctrl-]\r\n`);
+      return r;
+    },
+    opts,
+  );
 }
 
 const attach: Command = {
@@ -87,7 +127,7 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
     client.onHostProgress((p) =>
       p.step === 'link' ? status.clear() : status.show(`ptyrelay: host ${p.host}: ${p.message}`, DETACH_HINT),
     );
-    let result: { why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo };
+    let result: AttachOutcome;
     try {
       result = await attachTty(
         client,
@@ -97,6 +137,10 @@ output resumes exactly where it stopped. Ctrl-] detaches at any time.`,
           onInputLost,
         },
       );
+      if (result.why === 'restored') {
+        status.clear();
+        result = await offerNewShell(client, result.attach, { signal: lost.signal, onInputLost });
+      }
       if (result.why === 'detached') {
         // Input still queued for an outage is dropped with the detach; wait to hear how much.
         await client.detach(result.attach.id).catch(() => {});

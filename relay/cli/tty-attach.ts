@@ -20,8 +20,11 @@ export interface TtyAttachOptions {
   onInputLost?: (bytes: number, err: unknown) => void;
 }
 
-/** Why an interactive attach ended. */
-export type TtyAttachEnd = 'detached' | 'exited' | 'lost';
+/**
+ * Why an interactive attach ended. `restored`: the terminal was lost with its host and the result
+ * carries its cold-restore record instead of a stream (the caller shows it).
+ */
+export type TtyAttachEnd = 'detached' | 'exited' | 'lost' | 'restored';
 
 /**
  * Clears the user's screen and repaints a snapshot. The user's own scrollback is left alone (no
@@ -86,6 +89,10 @@ export async function attachTty(
     throw err;
   }
   id = attach.id;
+  if (attach.sessionExpired && attach.coldRestore) {
+    unsubscribe();
+    return { why: 'restored', attach, exit: attach.exited };
+  }
   paintAttach(stdout, attach);
   for (const e of early) {
     if (e.id === id && e.seq >= attach.providerSequence.value) stdout.write(Buffer.from(e.data));

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { DEFAULT_MAX_QUEUE_AGE_MS } from '../../provider/input-queue.js';
 import { type AgentsConfig, validateAgentsConfig } from '../agents/agent-config.js';
 import type { SshHostConfig } from '../ssh/host-config.js';
@@ -391,5 +391,16 @@ export function loadConfig(path?: string): RelayConfig {
     secrets: hosts.some((h) => h.password !== undefined || h.passphrase !== undefined),
     commands: hosts.some((h) => h.passwordCommand !== undefined || h.passphraseCommand !== undefined),
   });
+  return withPathsRelativeTo(config, dirname(resolve(file)));
+}
+
+/** Host key and identity files given as relative paths are relative to the config file's directory. */
+function withPathsRelativeTo(config: RelayConfig, dir: string): RelayConfig {
+  const fix = (p: string | undefined) =>
+    p === undefined || isAbsolute(p) || p.startsWith('~') ? p : join(dir, p);
+  for (const h of Object.values(config.hosts)) {
+    if (h.identityFile !== undefined) h.identityFile = fix(h.identityFile);
+    if (h.knownHostsFile !== undefined) h.knownHostsFile = fix(h.knownHostsFile);
+  }
   return config;
 }

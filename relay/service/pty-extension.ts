@@ -25,6 +25,8 @@ import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from '
 import { creditFor } from './terminal-credit.js';
 import { claimHolder, type TerminalRegistry } from './terminal-registry.js';
 
+/** Catalog exit code of a terminal lost with its host without an exit of its own (killed: 128 + 9). */
+const LOST_EXIT_CODE = 137;
 /** Input de-duplication state of a client instance outlives its last connection by this long. */
 const LEDGER_TTL_MS = 10 * 60_000;
 
@@ -181,7 +183,10 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       if (e.sessionExpired) {
         fanout.forget(e.id);
         background.forget(e.id);
-        registry.remove(e.id);
+        // A terminal the host kept a cold-restore record of stays listed, as exited.
+        if (e.coldRestore)
+          registry.update(e.id, { exitCode: e.coldRestore.exited?.exitCode ?? LOST_EXIT_CODE });
+        else registry.remove(e.id);
       }
     });
   }
@@ -271,10 +276,16 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       // Terminals the registry does not know (spawned before this relay started) are adopted, by
       // a client that may drive them: a watcher's attach claims nothing.
       if (!registry.find(r.id) && canWrite(conn.grant, r.id)) record(cs, r, hostOf(r.id));
-      background.attached(id, warn);
+      if (!r.sessionExpired) background.attached(id, warn);
     } finally {
       settle();
       if (cs.attaching.get(id) === settled) cs.attaching.delete(id);
+    }
+    if (r.sessionExpired) {
+      // Lost with its host: the result carries its cold-restore record; no stream follows.
+      if (fanout.isBound(a)) fanout.detach(a);
+      background.forget(id);
+      return r;
     }
     if (cs.closed || !fanout.isBound(a)) return {};
     return fanout.complete(a, r, p);

@@ -187,6 +187,20 @@ export abstract class StubBackedProvider implements IPtyProvider {
   private onAttachReply(host: string, r: StubAttachResult, blob: Uint8Array | undefined): void {
     const id = this.daemons.globalId(host, r.id);
     const reattach = this.reattaching.has(r.id);
+    if (r.sessionExpired) {
+      // A terminal lost with its host: nothing live to track; a reattach reports it with its record.
+      this.tracker.delete(id);
+      if (reattach) {
+        this.reattachEvents.emit({
+          id,
+          incarnationId: r.incarnationId,
+          generation: 'reset',
+          sessionExpired: true,
+          ...(r.coldRestore ? { coldRestore: r.coldRestore } : {}),
+        });
+      }
+      return;
+    }
     const from = r.replayFromSeq ?? r.seq;
     const t = this.tracker.set(id, host, r.id, r.incarnationId, reattach ? from : r.seq);
     if (!reattach) {

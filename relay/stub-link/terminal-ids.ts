@@ -59,6 +59,8 @@ export function toSpawnResult(id: string, r: StubAttachResult, blob: Uint8Array 
   if (r.alias !== undefined) out.alias = r.alias;
   if (r.reused) out.reused = true;
   if (r.exitedBeforeSpawnReply) out.exitedBeforeSpawnReply = true;
+  if (r.sessionExpired) out.sessionExpired = true;
+  if (r.coldRestore) out.coldRestore = r.coldRestore;
   return out;
 }
 

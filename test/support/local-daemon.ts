@@ -9,6 +9,8 @@ export interface LocalFixture {
   runtimeDir: string;
   /** A throwaway HOME with empty rc files, so prompts and facts are predictable. */
   home: string;
+  /** The daemon's persistent state dir (cold-restore records), inside the fixture's temp dir. */
+  stateDir: string;
   daemonPid: number;
   cleanup(): Promise<void>;
 }
@@ -20,12 +22,14 @@ export async function startLocal(daemonArgs: string[] = []): Promise<LocalFixtur
   mkdirSync(home);
   for (const f of ['.bashrc', '.bash_profile', '.zshrc', '.zshenv']) writeFileSync(join(home, f), '');
   writeFileSync(join(home, '.zshrc'), 'PS1="%~ %# "\n');
-  const provider = new LocalPtyProvider({ runtimeDir, daemonArgs });
+  const stateDir = join(root, 'state');
+  const provider = new LocalPtyProvider({ runtimeDir, daemonArgs: ['--state-dir', stateDir, ...daemonArgs] });
   const { pid } = await provider.daemonInfo();
   return {
     provider,
     runtimeDir,
     home,
+    stateDir,
     daemonPid: pid,
     async cleanup() {
       try {

@@ -16,6 +16,7 @@ import {
   releasePidLock,
   UNREADABLE_LOCK_STALE_MS,
 } from '../../agent-stub/daemon/daemon-lock.js';
+import { processIdentity } from '../../agent-stub/daemon/process-identity.js';
 
 /** The built module (npm test builds first): child processes race on one lock with it. */
 const BUILT_LOCK = join(import.meta.dirname, '..', '..', 'dist', 'agent-stub', 'daemon', 'daemon-lock.js');
@@ -64,11 +65,18 @@ process.stdin.on('end', () => { if (got) m.releasePidLock(${JSON.stringify(lock)
 }
 
 describe('daemon pid lock', () => {
-  it('is created with the pid already in it, and released only by its owner', () => {
+  it('is created with pid and start time already in it, and released only by its owner', () => {
     expect(acquirePidLock(lock)).toBe(true);
-    expect(readFileSync(lock, 'utf8')).toBe(String(process.pid));
+    expect(readFileSync(lock, 'utf8')).toBe(processIdentity(process.pid));
+    expect(readFileSync(lock, 'utf8')).toMatch(/^\d+:\d+$/);
     expect(readdirSync(dir)).toEqual(['stub.lock']);
+    releasePidLock(lock);
+    expect(existsSync(lock)).toBe(false);
     writeFileSync(lock, '1');
+    releasePidLock(lock);
+    expect(existsSync(lock)).toBe(true);
+    // Our pid with another start time (an earlier boot's process) is not ours to release.
+    writeFileSync(lock, `${process.pid}:1`);
     releasePidLock(lock);
     expect(existsSync(lock)).toBe(true);
   });
@@ -87,16 +95,33 @@ describe('daemon pid lock', () => {
     const old = (Date.now() - UNREADABLE_LOCK_STALE_MS - 1000) / 1000;
     utimesSync(lock, old, old);
     expect(acquirePidLock(lock)).toBe(true);
-    expect(readFileSync(lock, 'utf8')).toBe(String(process.pid));
+    expect(readFileSync(lock, 'utf8')).toBe(processIdentity(process.pid));
   });
 
-  it("a dead owner's lock is taken over; a live owner's is not", () => {
+  it("a dead owner's lock is taken over; a live owner's is not (bare pids of older builds too)", () => {
     writeFileSync(lock, String(deadPid()));
     expect(acquirePidLock(lock)).toBe(true);
-    expect(readFileSync(lock, 'utf8')).toBe(String(process.pid));
+    expect(readFileSync(lock, 'utf8')).toBe(processIdentity(process.pid));
     writeFileSync(lock, String(process.ppid));
     expect(acquirePidLock(lock)).toBe(false);
     expect(readFileSync(lock, 'utf8')).toBe(String(process.ppid));
+    writeFileSync(lock, processIdentity(process.ppid)!);
+    expect(acquirePidLock(lock)).toBe(false);
+    expect(readFileSync(lock, 'utf8')).toBe(processIdentity(process.ppid));
+    writeFileSync(lock, String(process.pid));
+    expect(acquirePidLock(lock)).toBe(true);
+  });
+
+  it('takes over a lock whose pid now names another process (a reboot reused it)', () => {
+    const child = spawn('sleep', ['30']);
+    try {
+      // Same pid, another start time: the writer is gone even though the pid is alive.
+      writeFileSync(lock, `${child.pid}:1`);
+      expect(acquirePidLock(lock)).toBe(true);
+      expect(readFileSync(lock, 'utf8')).toBe(processIdentity(process.pid));
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 
   it(`exactly one of ${RACERS} processes gets a free lock, and exactly one gets a stale one`, async () => {

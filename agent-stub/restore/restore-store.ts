@@ -1,0 +1,121 @@
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { open, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseRestoreRecord, type RestoreRecord } from './restore-record.js';
+
+/** Record files and their directory are the user's alone. */
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
+const RECORD_SUFFIX = '.json';
+/** Characters allowed in a record's file name; anything else in a session id becomes `_`. */
+const UNSAFE_NAME_CHARS = /[^A-Za-z0-9._-]/g;
+
+/** The scope of a daemon: a short hash of its runtime dir, so daemons of other setups never mix. */
+export function restoreScope(runtimeDir: string): string {
+  return createHash('sha256').update(runtimeDir).digest('hex').slice(0, 12);
+}
+
+/** A record file found on disk: its record, or why it could not be read. */
+export interface StoredRecord {
+  file: string;
+  mtimeMs: number;
+  record?: RestoreRecord;
+  error?: string;
+}
+
+/**
+ * The directory of cold-restore records (`<stateDir>/restore/`): atomic writes (temp file, then
+ * rename, so a reader or a reboot sees the old record or the new one, never half of one), reads
+ * validated by schema, removal. File names are `<scope>-<session id>.json`.
+ */
+export class RestoreStore {
+  readonly dir: string;
+
+  constructor(stateDir: string) {
+    this.dir = join(stateDir, 'restore');
+  }
+
+  /** Creates the state dir and the restore dir (0700). */
+  ensureDir(): void {
+    mkdirSync(this.dir, { recursive: true, mode: DIR_MODE });
+    for (const d of [join(this.dir, '..'), this.dir]) {
+      if ((statSync(d).mode & 0o077) !== 0) chmodSync(d, DIR_MODE);
+    }
+  }
+
+  fileOf(scope: string, id: string): string {
+    return join(this.dir, `${scope}-${id.replace(UNSAFE_NAME_CHARS, '_')}${RECORD_SUFFIX}`);
+  }
+
+  /** Writes `text` as the record file of (scope, id): temp file 0600, fsync, rename. */
+  async write(scope: string, id: string, text: string): Promise<void> {
+    const file = this.fileOf(scope, id);
+    const tmp = `${file}.${process.pid}.tmp`;
+    const fh = await open(tmp, 'w', FILE_MODE);
+    try {
+      await fh.writeFile(text);
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
+    try {
+      await rename(tmp, file);
+    } catch (err) {
+      await unlink(tmp).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Removes the record of (scope, id); a missing file is fine. */
+  async remove(scope: string, id: string): Promise<void> {
+    await removeFile(this.fileOf(scope, id));
+  }
+
+  /** Every record file (and leftover temp file, as an error) in the directory. */
+  readAll(): StoredRecord[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const out: StoredRecord[] = [];
+    for (const name of names) {
+      const file = join(this.dir, name);
+      let mtimeMs = 0;
+      let text: string;
+      try {
+        mtimeMs = statSync(file).mtimeMs;
+        if (!name.endsWith(RECORD_SUFFIX)) {
+          out.push({ file, mtimeMs, error: 'not a record file (an interrupted write)' });
+          continue;
+        }
+        text = readFileSync(file, 'utf8');
+      } catch (err) {
+        // Removed between readdir and read (another daemon's cleanup): nothing to report.
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw err;
+      }
+      out.push({ file, mtimeMs, ...parseRestoreRecord(text) });
+    }
+    return out;
+  }
+
+  removeFileSync(file: string): void {
+    try {
+      unlinkSync(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+}
+
+async function removeFile(file: string): Promise<void> {
+  try {
+    await unlink(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
