@@ -53,10 +53,15 @@ describe('a cold-restored terminal through the relay', { timeout: 120_000 }, () 
     await client.write(r.id, `PS1='$ '; for i in $(seq 1 ${LINES}); do echo "kept-line-$i"; done\r`);
     await out.waitText(`kept-line-${LINES}`);
     const restoreDir = join(fx.local.stateDir, 'restore');
+    // Only a renamed record counts: a `.tmp` being written (before its fsync and rename) is lost
+    // with the daemon, and the new daemon would have nothing to restore.
+    const recordName = `-${r.id.slice(r.id.lastIndexOf('/') + 1)}.json`;
     await waitFor(
       () =>
-        readdirSync(restoreDir).some((f) =>
-          readFileSync(join(restoreDir, f), 'utf8').includes(`kept-line-${LINES}`),
+        readdirSync(restoreDir).some(
+          (f) =>
+            f.endsWith(recordName) &&
+            readFileSync(join(restoreDir, f), 'utf8').includes(`kept-line-${LINES}`),
         ),
       20_000,
       'the record',
