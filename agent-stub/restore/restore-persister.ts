@@ -62,13 +62,19 @@ export class RestorePersister {
     s.onExited(() => this.save(s));
   }
 
-  /** The session was shut down cleanly: its record goes. */
+  /**
+   * The session was shut down cleanly: its record goes at once, not after a save in flight (whose
+   * snapshot can take seconds on a busy model worker; a reboot meanwhile would restore a terminal
+   * that was ended on purpose), and again after that save, which may have been renaming its file.
+   */
   forget(id: string): Promise<void> {
     this.forgotten.add(id);
     this.savedKey.delete(id);
     this.lastHead.delete(id);
     this.lastSaveAt.delete(id);
-    return this.enqueue(id, () => this.opts.store.remove(this.opts.scope, id));
+    const remove = () => this.opts.store.remove(this.opts.scope, id);
+    const now = this.chains.has(id) ? remove() : Promise.resolve();
+    return Promise.all([now, this.enqueue(id, remove)]).then(() => undefined);
   }
 
   /** Saves every changed session now (tests, and before a daemon exits). */
