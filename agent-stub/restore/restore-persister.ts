@@ -181,9 +181,13 @@ export class RestorePersister {
   private enqueue(id: string, job: () => Promise<void>): Promise<void> {
     const prev = this.chains.get(id) ?? Promise.resolve();
     const next = prev.then(job, job);
-    const tracked = next.finally(() => {
+    // The chain's entry only marks the job done and never rejects: the job's outcome reaches its
+    // caller through `next` (a rejected entry nobody awaits would be an unhandled rejection, which
+    // ends the daemon and every session in it).
+    const done = () => {
       if (this.chains.get(id) === tracked) this.chains.delete(id);
-    });
+    };
+    const tracked: Promise<void> = next.then(done, done);
     this.chains.set(id, tracked);
     return next;
   }

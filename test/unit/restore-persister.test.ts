@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -63,6 +63,38 @@ describe('RestorePersister', () => {
 
   const persister = (sessions: PtySession[]) =>
     new RestorePersister({ store, scope: SCOPE, owner: '1:1', sessions: () => sessions, log: () => {} });
+
+  it('survives a save that fails (a snapshot timeout, a full disk): logged, no unhandled rejection, and stop() resolves', async () => {
+    const { session, exit, pending } = fakeSession('pty-2');
+    const logged: string[] = [];
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const p = new RestorePersister({
+        store,
+        scope: SCOPE,
+        owner: '1:1',
+        sessions: () => [session],
+        log: (msg) => logged.push(msg),
+      });
+      p.track(session);
+      exit();
+      await until(() => pending.length === 1, 'the save to ask for a snapshot');
+      pending.shift()?.(Promise.reject(new Error('snapshot of pty-2 took longer than 15000 ms')) as never);
+      await until(() => logged.includes('cold-restore save failed'), 'the failure to be logged');
+      // A removal that fails reaches its caller, and leaves the chain usable.
+      rmSync(store.dir, { recursive: true, force: true });
+      writeFileSync(store.dir, 'not a dir');
+      await expect(p.forget('pty-2')).rejects.toThrow();
+      await p.stop();
+      // Unhandled rejections are reported on a later turn of the event loop.
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
 
   it('removes a forgotten record at once, while a save still waits for its snapshot, and never writes it back', async () => {
     const { session, answer, exit, pending } = fakeSession('pty-1');
