@@ -21,20 +21,17 @@ describe('a cold-restored terminal through the relay', { timeout: 120_000 }, () 
   let fx: RelayFixture;
   let env: NodeJS.ProcessEnv;
   let workDir: string;
-  const savedStateDir = process.env.PTYRELAY_STATE_DIR;
 
   beforeAll(async () => {
+    // The daemon the relay starts after the crash reads the same state dir: the test file's, which
+    // every daemon of the file inherits.
     fx = await startRelay();
-    // The daemon the relay starts after the crash must read the same state dir.
-    process.env.PTYRELAY_STATE_DIR = fx.local.stateDir;
     workDir = join(fx.local.home, 'restore here');
     mkdirSync(workDir);
     env = { ...process.env, PTYRELAY_URL: fx.url, PTYRELAY_TOKEN: TEST_TOKEN, HOME: fx.local.home };
     delete env.PTYRELAY_CLIENT_ID;
   });
   afterAll(async () => {
-    if (savedStateDir === undefined) delete process.env.PTYRELAY_STATE_DIR;
-    else process.env.PTYRELAY_STATE_DIR = savedStateDir;
     await fx?.cleanup();
   });
 

@@ -9,7 +9,10 @@ export interface LocalFixture {
   runtimeDir: string;
   /** A throwaway HOME with empty rc files, so prompts and facts are predictable. */
   home: string;
-  /** The daemon's persistent state dir (cold-restore records), inside the fixture's temp dir. */
+  /**
+   * The daemon's persistent state dir (id counter, cold-restore records): the test file's own
+   * (test/support/state-dir-setup.ts), removed after the file.
+   */
   stateDir: string;
   daemonPid: number;
   cleanup(): Promise<void>;
@@ -22,8 +25,12 @@ export async function startLocal(daemonArgs: string[] = []): Promise<LocalFixtur
   mkdirSync(home);
   for (const f of ['.bashrc', '.bash_profile', '.zshrc', '.zshenv']) writeFileSync(join(home, f), '');
   writeFileSync(join(home, '.zshrc'), 'PS1="%~ %# "\n');
-  const stateDir = join(root, 'state');
-  const provider = new LocalPtyProvider({ runtimeDir, daemonArgs: ['--state-dir', stateDir, ...daemonArgs] });
+  // Not a `--state-dir` of the fixture's own: a daemon that another provider of this runtime dir
+  // starts (after a kill, say) must find the same id counter and records, and it only inherits
+  // the environment.
+  const stateDir = process.env.PTYRELAY_STATE_DIR;
+  if (!stateDir) throw new Error('PTYRELAY_STATE_DIR is unset (test/support/state-dir-setup.ts sets it)');
+  const provider = new LocalPtyProvider({ runtimeDir, daemonArgs });
   const { pid } = await provider.daemonInfo();
   return {
     provider,
