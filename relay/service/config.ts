@@ -136,7 +136,8 @@ const TOP_KEYS = [
   'input',
   'tls',
 ] as const;
-const HOST_KEYS = [
+/** The keys a host entry may have (also what the config fuzz suite generates). */
+export const HOST_KEYS = [
   'host',
   'port',
   'user',

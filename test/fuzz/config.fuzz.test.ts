@@ -7,6 +7,7 @@ import { isPtyRelayError } from '../../provider/errors.js';
 import {
   DEFAULT_FLOW_CONTROL,
   DEFAULT_LIMITS,
+  HOST_KEYS,
   loadConfig,
   validateConfig,
 } from '../../relay/service/config.js';
@@ -78,23 +79,6 @@ function jsonObject(pairs: Array<[string, unknown]>): RawJson {
   return new RawJson(`{${body.join(',')}}`);
 }
 
-const HOST_KEYS = [
-  'host',
-  'port',
-  'user',
-  'identityFile',
-  'passphrase',
-  'password',
-  'passwordCommand',
-  'passphraseCommand',
-  'knownHostsFile',
-  'hostKeyPolicy',
-  'proxyJump',
-  'useAgent',
-  'installDir',
-  'runtimeDir',
-  'stateDir',
-];
 const hostValue = fc.oneof(
   leaf,
   fc.constantFrom('strict', 'ask', 'accept-new', 'no', true, false, 22, ['pass', 'show', 'x'], ['', 'x']),
