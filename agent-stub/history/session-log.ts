@@ -3,6 +3,12 @@ import { join } from 'node:path';
 
 /** One write to a segment file: a flood's chunks are joined up to this, so a write costs little. */
 const WRITE_MAX_BYTES = 1024 * 1024;
+/**
+ * Appends smaller than a write wait this long for company: typing costs one disk write per
+ * pause instead of one per key, and the write (a thread-pool hand-off) never competes with the
+ * echo it came with. A crash loses at most this much of the log; the RAM ring still holds it.
+ */
+export const WRITE_DELAY_MS = 10;
 /** History files: the owner only (they hold everything the terminal printed). */
 export const HISTORY_FILE_MODE = 0o600;
 
@@ -50,6 +56,7 @@ export class SessionLog {
   private failure: NodeJS.ErrnoException | undefined;
   private destroyed = false;
   private onIdle: (() => void)[] = [];
+  private writeTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly dir: string,
@@ -104,7 +111,7 @@ export class SessionLog {
     this.headSeq += data.length;
     this.held += data.length;
     this.owner.resized(this, data.length);
-    this.writeNext();
+    this.scheduleWrite();
   }
 
   /** The bytes `[from, to)`; `undefined` when any of them is no longer held (or the log failed). */
@@ -146,6 +153,7 @@ export class SessionLog {
 
   /** Resolves once every queued byte is on disk (or the log failed). For tests and the bench. */
   flushed(): Promise<void> {
+    if (this.writeTimer) this.writeNow();
     if (!this.writing && this.queued === 0) return Promise.resolve();
     return new Promise((r) => this.onIdle.push(r));
   }
@@ -154,6 +162,7 @@ export class SessionLog {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
+    this.cancelWrite();
     for (const seg of this.segments.splice(0)) this.release(seg);
     rm(this.dir, { recursive: true, force: true }, () => {
       // Nothing to do either way: the store's sweep at the next start removes what is left.
@@ -191,6 +200,24 @@ export class SessionLog {
     const fd = seg.fd;
     seg.fd = undefined;
     if (fd !== undefined) close(fd, () => {});
+  }
+
+  /** A write now when a full one is queued (or one is in flight: its end writes more), else soon. */
+  private scheduleWrite(): void {
+    if (this.writing || this.writeTimer) return;
+    if (this.queued >= WRITE_MAX_BYTES) return this.writeNext();
+    this.writeTimer = setTimeout(() => this.writeNow(), WRITE_DELAY_MS);
+    this.writeTimer.unref();
+  }
+
+  private writeNow(): void {
+    this.cancelWrite();
+    this.writeNext();
+  }
+
+  private cancelWrite(): void {
+    clearTimeout(this.writeTimer);
+    this.writeTimer = undefined;
   }
 
   /** One write in flight at a time, oldest queued bytes first. */
@@ -241,6 +268,7 @@ export class SessionLog {
   private fail(err: NodeJS.ErrnoException): void {
     if (this.failure || this.destroyed) return;
     this.failure = err;
+    this.cancelWrite();
     for (const seg of this.segments.splice(0)) this.release(seg);
     // A full disk gets its space back; a read-only one keeps the files until the next start's sweep.
     rm(this.dir, { recursive: true, force: true }, () => {});

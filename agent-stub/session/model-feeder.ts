@@ -14,6 +14,12 @@ const LAZY_IDLE_MS = 100;
 const LAZY_FLOOD_INTERVAL_MS = 5000;
 /** A backlog above this is not kept small by skipping: feed it at the eager pace. */
 const LAZY_BACKLOG_BYTES = 4 * 1024 * 1024;
+/**
+ * Output below a flood waits this long before it goes to the model's worker: a keystroke's echo
+ * then leaves the daemon without a worker hand-off before it, and typing wakes the worker once
+ * per pause, not per key. A snapshot or read flushes first, so the model is never read stale.
+ */
+export const SETTLE_MS = 5;
 /** Pending output the model may hold before the PTY is paused (only reached with escape-heavy floods). */
 export const MODEL_PENDING_HARD_LIMIT = 32 * 1024 * 1024;
 /**
@@ -74,6 +80,8 @@ export class ModelFeeder {
   private lastBatchMs = 0;
   private timer: NodeJS.Timeout | undefined;
   private lazyTimer = false;
+  /** The timer is the short wait of small output (SETTLE_MS). */
+  private settling = false;
   /** Pushes so far, and when the lazy wait started: tells a paused flood from a running one. */
   private pushes = 0;
   private pushesAtCheck = 0;
@@ -103,8 +111,11 @@ export class ModelFeeder {
       this.checkedAt = this.pendingBytes;
     }
     if (this.inFlightUntil < 0 && !this.timer) {
-      if (this.pendingBytes < FLOOD_BYTES) this.flush();
+      if (this.pendingBytes < FLOOD_BYTES) this.settle();
       else this.schedule();
+    } else if (this.settling && this.pendingBytes >= FLOOD_BYTES) {
+      this.cancelTimer();
+      this.schedule();
     } else if (this.lazyTimer && this.pendingBytes > LAZY_BACKLOG_BYTES) {
       this.trySkip();
       this.checkedAt = this.pendingBytes;
@@ -151,6 +162,16 @@ export class ModelFeeder {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.lazyTimer = false;
+    this.settling = false;
+  }
+
+  private settle(): void {
+    this.settling = true;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.settling = false;
+      this.flush();
+    }, SETTLE_MS);
   }
 
   private schedule(): void {

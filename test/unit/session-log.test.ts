@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveHistoryLimits } from '../../agent-stub/history/history-limits.js';
-import { SessionLog, type SessionLogOwner } from '../../agent-stub/history/session-log.js';
+import { SessionLog, type SessionLogOwner, WRITE_DELAY_MS } from '../../agent-stub/history/session-log.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ptr-seglog-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -71,6 +71,19 @@ describe('SessionLog', () => {
     expect(files.length).toBe(log.segmentCount);
     for (const f of files) expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
     expect(Number(files.sort()[0].slice(0, -4))).toBe(log.start);
+    log.destroy();
+  });
+
+  it('keystrokes wait a moment and reach the disk together', async () => {
+    const { log, dir } = freshLog(1 << 30, 1 << 30);
+    for (const ch of 'typing') log.append(Buffer.from(ch));
+    // Nothing touches the disk in the turn the output came in (the echo goes first).
+    await new Promise((r) => setImmediate(r));
+    expect(readdirSync(dir)).toEqual([]);
+    expect((await log.read(0, 6))?.toString()).toBe('typing');
+    await new Promise((r) => setTimeout(r, WRITE_DELAY_MS * 5));
+    const [file] = readdirSync(dir);
+    expect(statSync(join(dir, file!)).size).toBe(6);
     log.destroy();
   });
 
