@@ -44,11 +44,13 @@ export class ConnectionOutput {
     private readonly socket: Socket,
     private readonly hooks: OutputHooks,
     mode: BatchingMode = 'backpressure',
+    /** Milliseconds, monotonic (tests pass a fake clock). */
+    clock: () => number = () => performance.now(),
   ) {
     const send = (s: PtySession, seq: number, chunks: readonly Uint8Array[], bytes: number) =>
       this.dataFrame(s, seq, chunks, bytes);
     this.batcher =
-      mode === 'timer' ? new TimerOutputBatcher(send) : new OutputBatcher(send, () => this.armTurn());
+      mode === 'timer' ? new TimerOutputBatcher(send) : new OutputBatcher(send, () => this.armTurn(), clock);
     socket.on('drain', () => this.unblock());
   }
 
@@ -140,9 +142,13 @@ export class ConnectionOutput {
   }
 
   private readonly endTurn = (): void => {
-    this.turnArmed = false;
-    if (this.closed) return;
+    if (this.closed) {
+      this.turnArmed = false;
+      return;
+    }
+    // Still armed while the batcher sends: its frames join this turn's write.
     this.batcher.turnEnded(this.inFlight > 0);
+    this.turnArmed = false;
     if (this.dataThisTurn) this.payOwed();
     this.dataThisTurn = false;
     const parts = this.parts;

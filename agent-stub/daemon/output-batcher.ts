@@ -13,6 +13,19 @@ export const PTY_FULL_READ_BYTES = 4095;
  * exactly on the buffer's boundary). Never armed for short reads, so never on an echo.
  */
 export const FULL_READ_HOLD_MS = 2;
+/**
+ * A session that produced this much output with no pause longer than STREAM_GAP_MS between reads
+ * is streaming (`cat`, a build log, a line-buffered program a fast daemon reads line by line),
+ * never typing: a keystroke's echo, a prompt or a full-screen redraw stays below it.
+ */
+export const STREAM_MIN_BYTES = 16 * 1024;
+/** A pause this long between two reads of a session ends its stream. */
+export const STREAM_GAP_MS = 5;
+/**
+ * A streaming session's batch waits up to this long after its first byte (or until it is 64 KiB)
+ * for more: what the old 4 ms window did for every chunk, now only for a stream.
+ */
+export const STREAM_HOLD_MS = 4;
 /** The timer of the `timer` mode (the batcher before issue 17), kept for the bench's A/B only. */
 export const LEGACY_BATCH_WINDOW_MS = 4;
 
@@ -28,25 +41,40 @@ interface Pending {
   bytes: number;
   /** The last read was full: the kernel holds more for this session. */
   more: boolean;
+  /** When the first chunk arrived. */
+  since: number;
+  /** The session was streaming when a chunk of this batch arrived. */
+  streaming: boolean;
+}
+
+/** A session's output with no pause longer than STREAM_GAP_MS: how much, and the last read. */
+interface Burst {
+  bytes: number;
+  lastAt: number;
 }
 
 /**
- * Merges a connection's live output per session while output is known to be waiting, never on
- * a timer: what a turn of the event loop produced goes out at the end of that turn, so an echo
- * leaves at once at any key rate. Chunks pile up per session (one frame, ≤ 64 KiB) while earlier
- * frames still wait to be written (the socket has a backlog; sent when it drains) and while the
- * PTY itself has more queued (the last read was full; sent with the next short read). Credit
- * needs nothing here: a session out of credit is paused (its producer reads nothing).
+ * Merges a connection's live output per session while output is known to be waiting: what a
+ * turn of the event loop produced goes out at the end of that turn, so an echo leaves at once at
+ * any key rate (no timer ever stands between a keystroke and its echo). Chunks pile up per
+ * session (one frame, ≤ 64 KiB) while earlier frames still wait to be written (the socket has a
+ * backlog; sent when it drains), while the PTY itself has more queued (the last read was full;
+ * sent with the next short read), and while the session streams (STREAM_MIN_BYTES without a
+ * pause: up to STREAM_HOLD_MS per batch). Credit needs nothing here: a session out of credit is
+ * paused (its producer reads nothing).
  */
 export class OutputBatcher {
   private readonly pending = new Map<PtySession, Pending>();
   private holdTimer: NodeJS.Timeout | undefined;
+  private streamTimer: NodeJS.Timeout | undefined;
   private pushedThisTurn = false;
+  private readonly bursts = new WeakMap<PtySession, Burst>();
 
   constructor(
     private readonly send: SendBatch,
     /** Asks for {@link turnEnded} at the end of this turn of the event loop. */
     private readonly armTurn: () => void,
+    private readonly clock: () => number = () => performance.now(),
   ) {}
 
   get hasPending(): boolean {
@@ -54,11 +82,20 @@ export class OutputBatcher {
   }
 
   push(s: PtySession, seq: number, data: Uint8Array): void {
+    const now = this.clock();
+    let burst = this.bursts.get(s);
+    if (!burst || now - burst.lastAt > STREAM_GAP_MS) {
+      burst = { bytes: 0, lastAt: now };
+      this.bursts.set(s, burst);
+    }
+    burst.bytes += data.length;
+    burst.lastAt = now;
     let p = this.pending.get(s);
     if (!p) {
-      p = { seq, chunks: [], bytes: 0, more: false };
+      p = { seq, chunks: [], bytes: 0, more: false, since: now, streaming: false };
       this.pending.set(s, p);
     }
+    if (burst.bytes >= STREAM_MIN_BYTES) p.streaming = true;
     p.chunks.push(data);
     p.bytes += data.length;
     p.more = data.length >= PTY_FULL_READ_BYTES;
@@ -69,21 +106,35 @@ export class OutputBatcher {
 
   /**
    * The turn is over: send what is not known to grow, unless earlier frames still wait (then
-   * {@link drained} sends).
+   * {@link drained} sends). Returns true when a streaming batch wants to be looked at again
+   * at the end of the next turn.
    */
   turnEnded(backlog: boolean): void {
     const pushed = this.pushedThisTurn;
     this.pushedThisTurn = false;
     if (backlog) return;
+    const now = this.clock();
     let held = false;
+    let streamDue = Number.POSITIVE_INFINITY;
     for (const [s, p] of [...this.pending]) {
       if (p.more) held = true;
+      else if (p.streaming && now - p.since < STREAM_HOLD_MS) streamDue = Math.min(streamDue, p.since + STREAM_HOLD_MS);
       else this.sendOne(s, p);
     }
     // The safety net counts from the last read: it fires only when reads stopped.
     if (held && (pushed || !this.holdTimer)) {
       clearTimeout(this.holdTimer);
       this.holdTimer = setTimeout(() => this.flush(), FULL_READ_HOLD_MS);
+    }
+    // A stream's batch goes at the first turn end after its hold (a read, or this timer's turn).
+    if (streamDue !== Number.POSITIVE_INFINITY && !this.streamTimer) {
+      this.streamTimer = setTimeout(
+        () => {
+          this.streamTimer = undefined;
+          this.armTurn();
+        },
+        Math.max(0, streamDue - now),
+      );
     }
   }
 
@@ -96,6 +147,8 @@ export class OutputBatcher {
   flush(): void {
     clearTimeout(this.holdTimer);
     this.holdTimer = undefined;
+    clearTimeout(this.streamTimer);
+    this.streamTimer = undefined;
     if (this.pending.size === 0) return;
     const all = [...this.pending];
     this.pending.clear();
@@ -111,6 +164,8 @@ export class OutputBatcher {
   dispose(): void {
     clearTimeout(this.holdTimer);
     this.holdTimer = undefined;
+    clearTimeout(this.streamTimer);
+    this.streamTimer = undefined;
     this.pending.clear();
   }
 

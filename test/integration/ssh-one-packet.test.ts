@@ -10,10 +10,6 @@ import { SocketSyscalls, straceAvailable } from '../support/syscall-count.js';
 
 const available = sshdAvailable() && straceAvailable();
 if (!available) console.warn('skipping the one-packet test: needs /usr/sbin/sshd, strace and root');
-else
-  console.warn(
-    'ssh-one-packet: the flood-batching comparison is skipped: its result is bimodal run to run (open in issue 23)',
-  );
 
 /** Raw mode without echo: every byte typed comes back exactly once, from cat. */
 const RAW_CAT = 'stty raw -echo; printf READY; exec cat';
@@ -140,11 +136,10 @@ describe.skipIf(!available)('one keystroke, one packet, through a TCP hop with N
     }
   }, 60_000);
 
-  // Bimodal on this machine since this round's merges: the backpressure batcher gives 28–38
-  // segments per MB in some runs and 70–120 in others (the 4 ms timer: 26–50), also on main
-  // before issues 17/19 merged (1 of 3 runs at ac78642). Skipped with this printed reason until
-  // the mode that sends every PTY read alone is understood (issue 23 stays open for it).
-  it.skip('still batches a flood through the same hop: segments per MB no worse than the old 4 ms batcher', async () => {
+  // `seq` writes line by line; when the daemon keeps up it reads a few lines at a time, and
+  // before streams were batched every such read went out alone (70–120 segments per MB in some
+  // runs against 26–50 for the timer). The stream rule (output-batcher.ts) holds those reads.
+  it('still batches a flood through the same hop: segments per MB no worse than the old 4 ms batcher', async () => {
     const kh = join(fx.dir, 'known_hosts');
     writeFileSync(kh, `[127.0.0.1]:${fx.proxy.port} ${fx.sshd.hostPublicKey}\n`);
     // The same build's daemon, started in another runtime dir with the old batcher.

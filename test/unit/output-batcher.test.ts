@@ -7,6 +7,9 @@ import {
   FULL_READ_HOLD_MS,
   LEGACY_BATCH_WINDOW_MS,
   PTY_FULL_READ_BYTES,
+  STREAM_GAP_MS,
+  STREAM_HOLD_MS,
+  STREAM_MIN_BYTES,
 } from '../../agent-stub/daemon/output-batcher.js';
 import type { PtySession } from '../../agent-stub/session/pty-session.js';
 import { type Frame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
@@ -64,12 +67,13 @@ class FakeSocket extends EventEmitter {
   }
 }
 
-function setup(mode: 'backpressure' | 'timer' = 'backpressure') {
+function setup(mode: 'backpressure' | 'timer' = 'backpressure', clock: () => number = () => Date.now()) {
   const socket = new FakeSocket();
   const out = new ConnectionOutput(
     socket as unknown as Socket,
     { blocked: () => {}, unblocked: () => {}, overCap: () => false },
     mode,
+    clock,
   );
   return { socket, out };
 }
@@ -110,6 +114,39 @@ describe('ConnectionOutput and OutputBatcher', () => {
     }
     vi.advanceTimersByTime(LEGACY_BATCH_WINDOW_MS);
     expect(socket.writes.length).toBeLessThan(20);
+    out.close();
+  });
+
+  it('a stream of short reads (a line-buffered program) coalesces after its first STREAM_MIN_BYTES; an echo never waits', () => {
+    const { socket, out } = setup();
+    let seq = 0;
+    const reads = 4000;
+    const lineOf = (i: number) => `line ${String(i).padStart(6, '0')} ${'x'.repeat(50)}\r\n`;
+    for (let i = 0; i < reads; i++) {
+      const line = Buffer.from(lineOf(i));
+      out.data(A, seq, line);
+      seq += line.length;
+      // One short read per turn, 1 ms apart (a fast daemon reads each line on its own).
+      nextTurn();
+    }
+    vi.advanceTimersByTime(STREAM_HOLD_MS);
+    nextTurn();
+    const frames = socket.writes.flatMap((w) => w.frames).filter((f) => f.type === FrameType.Data);
+    const text = frames.map((f) => (f.type === FrameType.Data ? Buffer.from(f.data).toString() : '')).join('');
+    expect(text).toBe(Array.from({ length: reads }, (_, i) => lineOf(i)).join(''));
+    // Until the stream reached STREAM_MIN_BYTES each read went alone; after it, one frame per
+    // STREAM_HOLD_MS at most (4000 reads at 1 ms: ≈ 1000 + the first ~1000).
+    const alone = Math.ceil(STREAM_MIN_BYTES / lineOf(0).length);
+    expect(frames.length).toBeLessThanOrEqual(alone + Math.ceil((reads - alone) / STREAM_HOLD_MS) + 2);
+    expect(frames.length).toBeLessThan(reads / 2);
+    expect(vi.getTimerCount()).toBe(0);
+    // A keystroke after a pause longer than STREAM_GAP_MS goes at the end of its own turn.
+    vi.advanceTimersByTime(STREAM_GAP_MS + 10);
+    const at = Date.now();
+    out.data(A, seq, Buffer.from('x'));
+    settle();
+    expect(socket.writes.at(-1)!.at).toBe(at);
+    expect(socket.writes.at(-1)!.frames).toMatchObject([{ type: FrameType.Data, seq }]);
     out.close();
   });
 
