@@ -118,7 +118,8 @@ export class OutputBatcher {
     let streamDue = Number.POSITIVE_INFINITY;
     for (const [s, p] of [...this.pending]) {
       if (p.more) held = true;
-      else if (p.streaming && now - p.since < STREAM_HOLD_MS) streamDue = Math.min(streamDue, p.since + STREAM_HOLD_MS);
+      else if (p.streaming && now - p.since < STREAM_HOLD_MS)
+        streamDue = Math.min(streamDue, p.since + STREAM_HOLD_MS);
       else this.sendOne(s, p);
     }
     // The safety net counts from the last read: it fires only when reads stopped.

@@ -132,7 +132,9 @@ describe('ConnectionOutput and OutputBatcher', () => {
     vi.advanceTimersByTime(STREAM_HOLD_MS);
     nextTurn();
     const frames = socket.writes.flatMap((w) => w.frames).filter((f) => f.type === FrameType.Data);
-    const text = frames.map((f) => (f.type === FrameType.Data ? Buffer.from(f.data).toString() : '')).join('');
+    const text = frames
+      .map((f) => (f.type === FrameType.Data ? Buffer.from(f.data).toString() : ''))
+      .join('');
     expect(text).toBe(Array.from({ length: reads }, (_, i) => lineOf(i)).join(''));
     // Until the stream reached STREAM_MIN_BYTES each read went alone; after it, one frame per
     // STREAM_HOLD_MS at most (4000 reads at 1 ms: ≈ 1000 + the first ~1000).
