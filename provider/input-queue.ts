@@ -55,7 +55,7 @@ export class InputQueue {
   private nextSeq = 1;
   private readonly pending: QueuedInput[] = [];
   private target: string | undefined;
-  private expiryTimer: NodeJS.Timeout | undefined;
+  private expiryTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly maxBytes: number;
   private readonly maxAgeMs: number;
   private readonly now: () => number;
@@ -211,6 +211,7 @@ export class InputQueue {
       this.expire();
       this.armExpiry();
     }, inMs);
-    this.expiryTimer.unref?.();
+    // Node: never keep the process alive for this (browsers have no unref).
+    (this.expiryTimer as { unref?: () => void }).unref?.();
   }
 }

@@ -1,6 +1,6 @@
 import { PtyRelayError } from '../provider/errors.js';
 import { askCreate, askName, askToken } from './dialogs.js';
-import { InputQueue } from './input-queue.js';
+import { PageInput } from './input-queue.js';
 import { KeyBar } from './key-bar.js';
 import { displayName, renderOverview } from './overview.js';
 import { PageShell } from './page-shell.js';
@@ -31,7 +31,7 @@ export const WEB_CLIENT_ID = 'web';
 /** The page: overview, tabs of terminals, actions, and the one connection that feeds them. */
 export class App {
   private socket: RpcSocket | undefined;
-  private readonly input: InputQueue;
+  private readonly input: PageInput;
   private readonly panes = new Map<string, TerminalPane>();
   private active: string | undefined;
   /** Split view: the two terminals shown side by side (left, right), one of them active. */
@@ -53,7 +53,7 @@ export class App {
   private readonly keybar: KeyBar;
 
   constructor(private readonly root: HTMLElement) {
-    this.input = new InputQueue(
+    this.input = new PageInput(
       (frame) => this.socket?.sendBinary(frame) ?? false,
       (err) => this.report(`${err.code}: ${err.message}`),
     );
@@ -118,6 +118,7 @@ export class App {
   }
 
   private onLink(s: RelayLinkState): void {
+    if (s.state !== 'connected') this.input.linkDown();
     this.link = s;
     if (s.state === 'lost' && s.code === 'AUTH_FAILED') {
       forgetToken();

@@ -1,67 +1,51 @@
-import { PtyRelayError } from '../provider/errors.js';
+import type { PtyRelayError } from '../provider/errors.js';
+import { InputQueue } from '../provider/input-queue.js';
 import { encodeInputFrame } from './wire.js';
 
-/** Input kept for resending (typed while the link is down, or not yet acknowledged). */
-const MAX_QUEUED_BYTES = 256 * 1024;
-
-interface Queued {
-  seq: number;
-  frame: Uint8Array;
-  sent: boolean;
-}
+/** The relay as the queue's target: one relay process per page (a new one answers `fresh`). */
+const RELAY = 'relay';
+const utf8 = new TextEncoder();
 
 /**
- * Exactly-once input (docs/relay-client.md, "Input"): every frame gets the next inputSeq of this
- * page and is kept until the relay acknowledges it. After a reconnect to the same relay process
- * (`hello` answers `known`) unacknowledged frames are resent and the relay drops what it already
- * applied; to a relay that lost its record (`fresh`) frames already sent are dropped with an
- * error instead of being typed twice.
+ * The page's side of exactly-once input (docs/relay-client.md, "Input"): the codebase's one
+ * {@link InputQueue} sending input frames over the page's WebSocket. Every write gets the next
+ * inputSeq of this page and is kept until the relay acknowledges it. After a reconnect to the
+ * same relay process (`hello` answers `known`) unacknowledged frames are resent and the relay
+ * drops what it already applied; to a relay that lost its record (`fresh`) frames already sent
+ * fail with LINK_CLOSED instead of being typed twice. Input typed while the link is down is
+ * bounded and expires like everywhere else (INPUT_QUEUE_FULL, INPUT_EXPIRED).
  */
-export class InputQueue {
-  private nextSeq = 1;
-  private queue: Queued[] = [];
-  private bytes = 0;
+export class PageInput {
+  private readonly queue: InputQueue;
 
   constructor(
-    private readonly send: (frame: Uint8Array) => boolean,
+    send: (frame: Uint8Array) => boolean,
     private readonly fail: (err: PtyRelayError) => void,
-  ) {}
+  ) {
+    this.queue = new InputQueue({
+      send: (p) => send(encodeInputFrame(p.id, p.seq, p.data)),
+      peer: 'the relay',
+    });
+  }
 
   write(id: string, data: string): void {
-    const frame = encodeInputFrame(id, this.nextSeq, data);
-    if (this.bytes + frame.length > MAX_QUEUED_BYTES) {
-      this.fail(new PtyRelayError('INPUT_QUEUE_FULL', 'too much input waiting for the relay; dropped'));
-      return;
-    }
-    const q: Queued = { seq: this.nextSeq++, frame, sent: false };
-    this.queue.push(q);
-    this.bytes += frame.length;
-    q.sent = this.send(frame);
+    this.queue.submit(id, utf8.encode(data)).catch((err: PtyRelayError) => this.fail(err));
   }
 
   acknowledge(
     upTo: number,
     failed: { inputSeq: number; error: { code: string; message: string } }[] = [],
   ): void {
-    while (this.queue.length > 0 && this.queue[0]!.seq <= upTo)
-      this.bytes -= this.queue.shift()!.frame.length;
-    for (const f of failed)
-      this.fail(PtyRelayError.from({ code: f.error.code as never, message: f.error.message }));
+    this.queue.onAck({ upTo, failed });
+  }
+
+  /** The link dropped: input now waits (bounded, and for a limited time). */
+  linkDown(): void {
+    this.queue.disconnected();
   }
 
   /** After a new handshake: resend what the relay may not have applied. */
   resume(relayKnowsUs: boolean): void {
-    if (!relayKnowsUs && this.queue.some((q) => q.sent)) {
-      this.fail(
-        new PtyRelayError(
-          'LINK_CLOSED',
-          'the relay restarted; input sent before may or may not have arrived',
-          { maybeApplied: true },
-        ),
-      );
-      this.queue = this.queue.filter((q) => !q.sent);
-      this.bytes = this.queue.reduce((n, q) => n + q.frame.length, 0);
-    }
-    for (const q of this.queue) q.sent = this.send(q.frame) || q.sent;
+    this.queue.connected(RELAY, !relayKnowsUs);
   }
 }

@@ -57,9 +57,9 @@ export function decodeDataFrames(message: ArrayBuffer): DataFrame[] {
 }
 
 /** One Input frame: `data` typed into terminal `id` as input number `inputSeq`. */
-export function encodeInputFrame(id: string, inputSeq: number, data: string): Uint8Array {
+export function encodeInputFrame(id: string, inputSeq: number, data: string | Uint8Array): Uint8Array {
   const idBytes = utf8.encode(id);
-  const payload = utf8.encode(data);
+  const payload = typeof data === 'string' ? utf8.encode(data) : data;
   const len = 1 + 2 + idBytes.length + 8 + payload.length;
   const out = new Uint8Array(4 + len);
   const view = new DataView(out.buffer);

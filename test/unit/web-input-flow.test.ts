@@ -1,60 +1,67 @@
 import { describe, expect, it } from 'vitest';
 import { FrameDecoder } from '../../provider/wire/frame-codec.js';
-import { InputQueue } from '../../web/input-queue.js';
+import { PageInput } from '../../web/input-queue.js';
 import { OutputFlow } from '../../web/output-flow.js';
 
 const seqOf = (frame: Uint8Array) => (new FrameDecoder().push(frame)[0] as { inputSeq: number }).inputSeq;
 
-describe('InputQueue (web page input, exactly once)', () => {
+describe('PageInput (web page input through the one InputQueue, exactly once)', () => {
   it('resends unacknowledged input to a relay that knows the page, in order', () => {
     const sent: number[] = [];
     let up = true;
-    const q = new InputQueue(
+    const q = new PageInput(
       (f) => {
         if (up) sent.push(seqOf(f));
         return up;
       },
       () => {},
     );
+    q.resume(true);
     q.write('local/pty-1', 'a');
     q.write('local/pty-1', 'b');
     q.acknowledge(1);
     up = false;
+    q.linkDown();
     q.write('local/pty-1', 'c'); // typed while the link is down
     up = true;
     q.resume(true);
     expect(sent).toEqual([1, 2, 2, 3]);
   });
 
-  it('drops input already sent to a relay that lost its record, with an error, and sends the rest', () => {
+  it('drops input already sent to a relay that lost its record, with an error, and sends the rest', async () => {
     const sent: number[] = [];
     const errors: string[] = [];
     let up = true;
-    const q = new InputQueue(
+    const q = new PageInput(
       (f) => {
         if (up) sent.push(seqOf(f));
         return up;
       },
       (e) => errors.push(e.code),
     );
+    q.resume(true);
     q.write('local/pty-1', 'a');
     up = false;
+    q.linkDown();
     q.write('local/pty-1', 'b');
     up = true;
     q.resume(false);
     expect(sent).toEqual([1, 2]);
+    await Promise.resolve();
     expect(errors).toEqual(['LINK_CLOSED']);
   });
 
-  it('refuses input beyond its bound with INPUT_QUEUE_FULL and reports failed frames', () => {
+  it('refuses input beyond its bound while the link is down with INPUT_QUEUE_FULL and reports failed frames', async () => {
     const errors: string[] = [];
-    const q = new InputQueue(
+    const q = new PageInput(
       () => false,
       (e) => errors.push(e.code),
     );
-    for (let i = 0; i < 5; i++) q.write('local/pty-1', 'x'.repeat(64 * 1024));
+    for (let i = 0; i < 5; i++) q.write('local/pty-1', 'x'.repeat(32 * 1024));
+    await Promise.resolve();
     expect(errors).toContain('INPUT_QUEUE_FULL');
     q.acknowledge(1, [{ inputSeq: 1, error: { code: 'NOT_OWNER', message: 'no' } }]);
+    await Promise.resolve();
     expect(errors).toContain('NOT_OWNER');
   });
 });
