@@ -21,6 +21,8 @@ export const RECONNECT_STEPS_MS: readonly number[] = [
   10_000,
   30_000,
 ];
+/** Delays between a client's reconnect attempts to the relay (RelayClient, the web page); ±20 % jitter. */
+export const RELAY_RECONNECT_STEPS_MS: readonly number[] = [100, 250, 500, 1000, 2000, 5000];
 /** ±20 % jitter so many relays do not hammer a recovering host in lockstep. */
 export const RECONNECT_JITTER = 0.2;
 
@@ -34,8 +36,9 @@ export interface ReconnectLadderOptions {
 
 /**
  * Pure schedule of reconnect attempts: which attempt comes next and after how long. The one
- * backoff of the codebase: the relay's host links (with {@link RECONNECT_STEPS_MS}) and
- * RelayClient's link to the relay (with its own steps) both use it.
+ * backoff of the codebase: the relay's host links (with {@link RECONNECT_STEPS_MS}), failed
+ * deploys (DeployBackoff), and RelayClient's and the web page's links to the relay (with
+ * {@link RELAY_RECONNECT_STEPS_MS}) all use it.
  */
 export class ReconnectLadder {
   private attempt = 0;

@@ -1,12 +1,10 @@
 import { PtyRelayError, type PtyRelayErrorShape } from '../provider/errors.js';
+import { RELAY_RECONNECT_STEPS_MS, ReconnectLadder } from '../provider/reconnect-ladder.js';
 import { RpcMessageSchema } from './schemas.js';
 
 /** Sec-WebSocket-Protocol entries: ours, then the token (relay/service/auth.ts reads it there). */
 const SUBPROTOCOL = 'ptyrelay.web.v1';
 const TOKEN_PREFIX = 'ptyrelay.token.';
-/** Reconnect delays (ms), the last one repeating; ±20 % jitter (the same ladder as RelayClient). */
-const RECONNECT_STEPS_MS = [100, 250, 500, 1000, 2000, 5000];
-const JITTER = 0.2;
 /** A request without a reply after this long fails with TIMEOUT. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -46,7 +44,8 @@ export class RpcSocket {
   private ws: WebSocket | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
-  private attempt = 0;
+  /** The codebase's one backoff, with RelayClient's steps. */
+  private readonly ladder = new ReconnectLadder({ steps: RELAY_RECONNECT_STEPS_MS });
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
   private connected = false;
@@ -103,7 +102,7 @@ export class RpcSocket {
       return;
     }
     if (this.ws !== ws) return;
-    this.attempt = 0;
+    this.ladder.reset();
     this.connected = true;
     this.on.link({ state: 'connected' });
   }
@@ -122,10 +121,9 @@ export class RpcSocket {
   }
 
   private retry(reason: string): void {
-    const step = RECONNECT_STEPS_MS[Math.min(this.attempt, RECONNECT_STEPS_MS.length - 1)]!;
-    const nextInMs = Math.round(step * (1 + (Math.random() * 2 - 1) * JITTER));
-    this.attempt++;
-    this.on.link({ state: 'reconnecting', attempt: this.attempt, nextInMs, reason });
+    // No give-up count: the page retries until the relay answers or rejects the token.
+    const { attempt, delayMs: nextInMs } = this.ladder.next()!;
+    this.on.link({ state: 'reconnecting', attempt, nextInMs, reason });
     this.retryTimer = setTimeout(() => this.open(), nextInMs);
   }
 

@@ -4,10 +4,8 @@ import type { LinkState } from '../contract.js';
 import { Emitter } from '../emitter.js';
 import { type ErrorCode, ErrorCodes, PtyRelayError } from '../errors.js';
 import { corkPerTurn } from '../flow/turn-cork.js';
-import { ReconnectLadder } from '../reconnect-ladder.js';
+import { RELAY_RECONNECT_STEPS_MS, ReconnectLadder } from '../reconnect-ladder.js';
 
-/** Delays between reconnect attempts to the relay (the last one repeats), ±20 % jitter. */
-export const RELAY_RECONNECT_STEPS_MS = [100, 250, 500, 1000, 2000, 5000] as const;
 /** A ping goes out this often; a link silent for two intervals is considered dead. */
 const HEARTBEAT_MS = 10_000;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
