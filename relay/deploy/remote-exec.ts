@@ -1,5 +1,6 @@
 import type { Client } from 'ssh2';
 import { PtyRelayError } from '../../provider/errors.js';
+import { openExec } from './exec-channel.js';
 
 /** Options for {@link remoteExec}. */
 export interface RemoteExecOptions {
@@ -66,47 +67,46 @@ export function remoteExec(
       clearTimeout(timer);
       fn();
     };
-    conn.exec(command, (err, stream) => {
-      if (err) {
-        finish(() => reject(err));
-        return;
-      }
-      if (settled) {
-        stream.close(); // The timeout fired before the channel opened.
-        return;
-      }
-      const out: Buffer[] = [];
-      let outBytes = 0;
-      let errBytes = 0;
-      let code: number | null = null;
-      let signal: string | null = null;
-      closeChannel = () => stream.close();
-      stream.on('data', (chunk: Buffer) => {
-        if (outBytes >= maxStdout) return;
-        out.push(chunk.subarray(0, maxStdout - outBytes));
-        outBytes += Math.min(chunk.length, maxStdout - outBytes);
-      });
-      stream.stderr.on('data', (chunk: Buffer) => {
-        errBytes = keepTail(errParts, chunk, errBytes, STDERR_KEEP_BYTES);
-      });
-      stream.on('exit', (c: number | null, sig?: string) => {
-        code = typeof c === 'number' ? c : null;
-        signal = sig ?? null;
-      });
-      stream.on('close', () => {
-        finish(() => {
-          const stderr = Buffer.concat(errParts);
-          resolve({
-            stdout: Buffer.concat(out).toString('utf8'),
-            stderr: stderr.subarray(Math.max(0, stderr.length - STDERR_KEEP_BYTES)).toString('utf8'),
-            code,
-            signal,
+    openExec(conn, command).then(
+      (stream) => {
+        if (settled) {
+          stream.close(); // The timeout fired before the channel opened.
+          return;
+        }
+        const out: Buffer[] = [];
+        let outBytes = 0;
+        let errBytes = 0;
+        let code: number | null = null;
+        let signal: string | null = null;
+        closeChannel = () => stream.close();
+        stream.on('data', (chunk: Buffer) => {
+          if (outBytes >= maxStdout) return;
+          out.push(chunk.subarray(0, maxStdout - outBytes));
+          outBytes += Math.min(chunk.length, maxStdout - outBytes);
+        });
+        stream.stderr.on('data', (chunk: Buffer) => {
+          errBytes = keepTail(errParts, chunk, errBytes, STDERR_KEEP_BYTES);
+        });
+        stream.on('exit', (c: number | null, sig?: string) => {
+          code = typeof c === 'number' ? c : null;
+          signal = sig ?? null;
+        });
+        stream.on('close', () => {
+          finish(() => {
+            const stderr = Buffer.concat(errParts);
+            resolve({
+              stdout: Buffer.concat(out).toString('utf8'),
+              stderr: stderr.subarray(Math.max(0, stderr.length - STDERR_KEEP_BYTES)).toString('utf8'),
+              code,
+              signal,
+            });
           });
         });
-      });
-      stream.on('error', (e: Error) => finish(() => reject(e)));
-      if (opts.stdin !== undefined) stream.end(opts.stdin);
-      else stream.end();
-    });
+        stream.on('error', (e: Error) => finish(() => reject(e)));
+        if (opts.stdin !== undefined) stream.end(opts.stdin);
+        else stream.end();
+      },
+      (err: Error) => finish(() => reject(err)),
+    );
   });
 }

@@ -1,5 +1,6 @@
 import type { Client, ClientChannel } from 'ssh2';
 import { type ErrorCode, PtyRelayError } from '../../provider/errors.js';
+import { openExec } from './exec-channel.js';
 import { type RemoteExecResult, remoteExec } from './remote-exec.js';
 import { shellQuote } from './shell-quote.js';
 import { StartMarkerScanner } from './start-marker.js';
@@ -95,11 +96,7 @@ export function openMarkedChannel(
       () => fail(new PtyRelayError('TIMEOUT', `${opts.what} did not start within ${opts.timeoutMs} ms`)),
       opts.timeoutMs,
     );
-    conn.exec(SH_COMMAND, (err, stream) => {
-      if (err) {
-        fail(err);
-        return;
-      }
+    openExec(conn, SH_COMMAND).then((stream) => {
       channel = stream;
       if (done) {
         stream.close();
@@ -138,6 +135,6 @@ export function openMarkedChannel(
       stream.on('close', onClose);
       stream.on('error', fail);
       stream.write(script);
-    });
+    }, fail);
   });
 }

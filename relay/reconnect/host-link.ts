@@ -13,6 +13,9 @@ import { PROBE_INTERVAL_MS, type ReachabilityProbe } from './reachability-probe.
 /** Health ticks: often enough to notice a dead link within a second of the deadline. */
 const HEALTH_TICK_MS = 1000;
 
+/** First-contact attempts repeated after the host dropped an authenticated connection during setup. */
+export const FIRST_CONTACT_DROP_RETRIES = 2;
+
 export interface HostLinkOptions {
   ladder?: ReconnectLadderOptions;
   health?: LinkHealthOptions;
@@ -24,6 +27,9 @@ export interface HostLinkOptions {
   /**
    * A first contact (no link yet in this process) fails its waiters at the first failed attempt,
    * whatever the cause, instead of climbing the ladder: the ladder is for links that were up.
+   * Except a host that let us in and then dropped the connection during setup (an error with
+   * `details.afterLogin`): that is no configuration problem, so first contact tries again, up to
+   * {@link FIRST_CONTACT_DROP_RETRIES} times.
    */
   failFirstContact?: boolean;
   /**
@@ -47,6 +53,8 @@ export class HostLink {
   readonly states = new Emitter<LinkState>();
   private current: LinkState = { state: 'idle' };
   private client: StubClient | undefined;
+  /** First-contact attempts whose connection the host dropped after login. */
+  private firstContactDrops = 0;
   private waiters: { resolve: (c: StubClient) => void; reject: (e: Error) => void }[] = [];
   private readonly ladder: ReconnectLadder;
   /** The attempts of the connect or reconnect under way. */
@@ -196,7 +204,9 @@ export class HostLink {
     // Configuration and trust problems do not heal by retrying: fail fast on first contact. A host
     // that never answered is most likely misconfigured (address, port, name): so is any failure
     // of a first contact where the provider says so.
-    if (!reconnect && (!e.retryable || this.opts.failFirstContact)) {
+    const droppedAfterLogin =
+      e.details?.afterLogin === true && this.firstContactDrops++ < FIRST_CONTACT_DROP_RETRIES;
+    if (!reconnect && (!e.retryable || this.opts.failFirstContact) && !droppedAfterLogin) {
       this.stopConnecting();
       this.setState({ state: 'idle' });
       this.rejectWaiters(e);

@@ -176,6 +176,10 @@ export class SshPtyProvider extends StubBackedProvider {
     progress(host, { step: 'connected', message: `connected in ${Date.now() - t0} ms` });
     const closeOnAbort = () => ssh.close();
     attempt.signal.addEventListener('abort', closeOnAbort, { once: true });
+    let dropped = false;
+    ssh.client.once('close', () => {
+      dropped = true;
+    });
     try {
       attempt.signal.throwIfAborted();
       // A reconnect reuses this provider's verified install; a full check runs on first contact.
@@ -223,6 +227,8 @@ export class SshPtyProvider extends StubBackedProvider {
       ssh.close();
       // A failure may mean the install is gone: check it again next time (not when merely outraced).
       if (!attempt.signal.aborted) this.deployed.delete(host);
+      // The host let us in, then dropped the connection: transient, whatever step it broke.
+      if (dropped && !attempt.signal.aborted) throw droppedDuringSetup(host, err);
       throw err;
     }
   }
@@ -381,4 +387,17 @@ export class SshPtyProvider extends StubBackedProvider {
     for (const l of this.links.values()) l.ssh.close();
     this.links.clear();
   }
+}
+
+/** The error of a setup step whose connection the host closed after login (HostLink retries it). */
+function droppedDuringSetup(host: string, err: unknown): PtyRelayError {
+  const cause = err instanceof Error ? err.message : String(err);
+  return new PtyRelayError(
+    'LINK_CLOSED',
+    `${host} closed the connection during setup, after login (${cause})`,
+    {
+      afterLogin: true,
+      ...(err instanceof PtyRelayError ? { cause: err.code } : {}),
+    },
+  );
 }
