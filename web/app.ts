@@ -4,6 +4,7 @@ import { PageInput } from './input-queue.js';
 import { KeyBar } from './key-bar.js';
 import { displayName, renderOverview } from './overview.js';
 import { PageShell } from './page-shell.js';
+import { PaneLayout } from './pane-layout.js';
 import { type RelayLinkState, RpcSocket } from './rpc-socket.js';
 import {
   BackgroundEventSchema,
@@ -17,6 +18,7 @@ import {
   ReattachEventSchema,
   type TerminalSummary,
 } from './schemas.js';
+import { isPageShortcut, pageShortcut } from './shortcuts.js';
 import { renderTabs, renderToolbar } from './tab-bar.js';
 import { TerminalPane } from './terminal-pane.js';
 import { forgetToken, saveToken } from './token-store.js';
@@ -33,11 +35,7 @@ export class App {
   private socket: RpcSocket | undefined;
   private readonly input: PageInput;
   private readonly panes = new Map<string, TerminalPane>();
-  private active: string | undefined;
-  /** Split view: the two terminals shown side by side (left, right), one of them active. */
-  private pair: [string, string] | undefined;
-  /** Open terminals, most recently active last. */
-  private mru: string[] = [];
+  private readonly view = new PaneLayout();
   private hosts = new Map<string, LinkState>();
   private terminals: TerminalSummary[] = [];
   private readonly seenBells = new Map<string, number>();
@@ -201,9 +199,9 @@ export class App {
         request: (m, p) => this.request(m, p),
         notify: (m, p) => this.socket?.notify(m, p),
         input: (tid, data) => this.input.write(tid, this.keybar.transform(data)),
-        isPageShortcut: (ev) => this.isShortcut(ev),
+        isPageShortcut,
         focused: (tid) => {
-          if (tid !== this.active && this.pair?.includes(tid)) void this.activate(tid);
+          if (tid !== this.view.active && this.view.pair?.includes(tid)) void this.activate(tid);
         },
         report: (msg) => this.report(msg),
       },
@@ -231,12 +229,7 @@ export class App {
   }
 
   private async activate(id: string): Promise<void> {
-    if (this.pair && !this.pair.includes(id)) {
-      const slot = this.active === this.pair[0] ? 0 : 1;
-      this.pair[slot] = id;
-    }
-    this.active = id;
-    this.mru = [...this.mru.filter((x) => x !== id), id];
+    this.view.activate(id);
     document.body.classList.add('show-terminal');
     this.render();
     await this.applyVisibility();
@@ -245,13 +238,13 @@ export class App {
 
   /** Shows the active terminal (and its split partner), puts every other one in the background. */
   private async applyVisibility(): Promise<void> {
-    const shown = new Set(this.pair ?? (this.active ? [this.active] : []));
-    this.ui.panes.classList.toggle('split', this.pair !== undefined);
+    const shown = this.view.shown();
+    this.ui.panes.classList.toggle('split', this.view.pair !== undefined);
     const hide: TerminalPane[] = [];
     for (const [id, pane] of this.panes) {
-      pane.element.classList.toggle('left', this.pair?.[0] === id);
-      pane.element.classList.toggle('right', this.pair?.[1] === id);
-      pane.element.classList.toggle('secondary', this.pair !== undefined && id !== this.active);
+      pane.element.classList.toggle('left', this.view.pair?.[0] === id);
+      pane.element.classList.toggle('right', this.view.pair?.[1] === id);
+      pane.element.classList.toggle('secondary', this.view.pair !== undefined && id !== this.view.active);
       if (shown.has(id)) await pane.setVisible(true);
       else hide.push(pane);
     }
@@ -260,14 +253,9 @@ export class App {
 
   /** Two terminals side by side: the active one and the one used before it. */
   async toggleSplit(): Promise<void> {
-    if (this.pair) this.pair = undefined;
-    else {
-      const other = this.mru.filter((x) => x !== this.active && this.panes.has(x)).at(-1);
-      if (!this.active || !other) {
-        this.report('open a second terminal to split the view');
-        return;
-      }
-      this.pair = [other, this.active];
+    if (!this.view.toggleSplit((x) => this.panes.has(x))) {
+      this.report('open a second terminal to split the view');
+      return;
     }
     this.render();
     await this.applyVisibility();
@@ -275,7 +263,7 @@ export class App {
   }
 
   private activePane(): TerminalPane | undefined {
-    return this.active ? this.panes.get(this.active) : undefined;
+    return this.view.active ? this.panes.get(this.view.active) : undefined;
   }
 
   async create(host?: string): Promise<void> {
@@ -339,13 +327,8 @@ export class App {
   private dropPane(id: string): void {
     this.panes.get(id)?.dispose();
     this.panes.delete(id);
-    this.mru = this.mru.filter((x) => x !== id);
-    if (this.pair?.includes(id)) this.pair = undefined;
-    if (this.active === id) {
-      this.active = undefined;
-      const next = this.mru.at(-1);
-      if (next) void this.activate(next);
-    }
+    const next = this.view.forget(id);
+    if (next) void this.activate(next);
     this.render();
   }
 
@@ -375,7 +358,7 @@ export class App {
   // ─── Rendering ───────────────────────────────────────────────────────────
 
   private render(): void {
-    if (this.active) this.seenBells.set(this.active, this.summary(this.active)?.bells ?? 0);
+    if (this.view.active) this.seenBells.set(this.view.active, this.summary(this.view.active)?.bells ?? 0);
     // Re-rendering replaces elements: the keyboard focus moves to the new one with the same key.
     const focusKey = (document.activeElement as HTMLElement | null)?.dataset?.focus;
     renderOverview(
@@ -383,7 +366,7 @@ export class App {
       {
         hosts: this.hosts,
         terminals: this.terminals,
-        inView: this.active,
+        inView: this.view.active,
         seenBells: this.seenBells,
         clientId: WEB_CLIENT_ID,
       },
@@ -402,20 +385,20 @@ export class App {
   private renderTabs(): void {
     renderTabs(
       this.ui.tabs,
-      { open: [...this.panes.keys()], active: this.active, label: (id) => this.label(id) },
+      { open: [...this.panes.keys()], active: this.view.active, label: (id) => this.label(id) },
       { activate: (id) => void this.activate(id), hide: (id) => void this.hide(id) },
     );
   }
 
   private renderToolbar(): void {
-    const id = this.active;
+    const id = this.view.active;
     renderToolbar(
       this.ui.toolbar,
       {
         id,
         summary: id ? this.summary(id) : undefined,
         mine: id ? this.owns(id) : false,
-        split: this.pair !== undefined,
+        split: this.view.pair !== undefined,
         signalChoice: this.signalChoice,
       },
       {
@@ -445,21 +428,15 @@ export class App {
     this.ui.overview.querySelector<HTMLElement>('.term-row.current button, .term-row button')?.focus();
   }
 
-  // ─── Keyboard ────────────────────────────────────────────────────────────
-
-  /** Alt+Shift+O: terminal list; Alt+Shift+N: new terminal; Alt+Shift+1…9: tab n. */
-  private isShortcut(ev: KeyboardEvent): boolean {
-    return ev.altKey && ev.shiftKey && !ev.ctrlKey && /^(KeyO|KeyN|Digit[1-9])$/.test(ev.code);
-  }
-
   private onShortcut(ev: KeyboardEvent): void {
-    if (!this.isShortcut(ev)) return;
+    const cut = pageShortcut(ev);
+    if (!cut) return;
     ev.preventDefault();
     ev.stopPropagation();
-    if (ev.code === 'KeyO') this.showList();
-    else if (ev.code === 'KeyN') void this.create();
+    if (cut.kind === 'list') this.showList();
+    else if (cut.kind === 'new') void this.create();
     else {
-      const id = [...this.panes.keys()][Number(ev.code.slice(5)) - 1];
+      const id = [...this.panes.keys()][cut.index];
       if (id) void this.activate(id);
     }
   }
