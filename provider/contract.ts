@@ -312,6 +312,12 @@ export interface AgentSendResult {
 export interface AgentReadOptions {
   /** Lines back from the newest line where the page ends (0: the page ends with the newest line). */
   offset?: number;
+  /**
+   * Instead of `offset`: the absolute line number in the terminal's output log where the page
+   * starts (0: the first line the terminal printed); the page runs forward and its
+   * `lineBegin`/`lineEnd` are absolute too. Reaches the whole log, not just the model's scrollback.
+   */
+  from?: number;
   /** Lines wanted (default 500); the byte bound may return fewer. */
   count?: number;
 }
@@ -326,6 +332,10 @@ export interface AgentReadResult {
   totalLines: number;
   /** Fewer lines than asked because of the byte bound (or a line was cut). */
   truncated: boolean;
+  /** Lines in the output log (absolute: the next line printed gets this number), when it has one. */
+  logLines?: number;
+  /** The oldest line the log still holds whole (older segments were dropped at its cap). */
+  historyStartLine?: number;
 }
 
 export interface IPtyProvider {

@@ -105,8 +105,21 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   let idleTimer: NodeJS.Timeout | undefined;
   let server: Server | undefined;
   const ids = new TerminalIdAllocator(join(opts.stateDir, 'ids'), `${buildId} ${process.pid}`, log);
-  const history = new HistoryStore(opts.stateDir, historyLimits, log);
-  let coldRestore: ColdRestoreService | undefined;
+  // Cold restore first: the history store's sweep keeps the logs its records still need.
+  const coldRestore = ColdRestoreService.open({
+    stateDir: opts.stateDir,
+    runtimeDir: dir,
+    sessions: () => registry.list(),
+    log,
+  });
+  const history = new HistoryStore(
+    opts.stateDir,
+    historyLimits,
+    log,
+    (owner, id) => coldRestore?.needsLog(owner, id) ?? false,
+  );
+  // Attaches of restored terminals wait for it; nothing else does.
+  void coldRestore?.restoreFromLogs();
 
   const registry = new SessionRegistry(
     model,
@@ -127,14 +140,9 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       spawned: (s) => coldRestore?.track(s),
       removed: (s) => coldRestore?.forget(s.id),
       isReserved: (id) => coldRestore?.isReserved(id) ?? false,
+      aliasHolder: (alias) => coldRestore?.aliasHolder(alias),
     },
   );
-  coldRestore = ColdRestoreService.open({
-    stateDir: opts.stateDir,
-    runtimeDir: dir,
-    sessions: () => registry.list(),
-    log,
-  });
 
   const shutdown = async (reason: string) => {
     log('daemon exiting', { reason });

@@ -162,7 +162,7 @@ export class StubRequestHandler {
         return this.attach(conn, session, 0, reply, { reused });
       }
       case 'attach': {
-        const restored = this.restoredAttach(str(p, 'id'), p.expectedIncarnationId);
+        const restored = await this.restoredAttach(str(p, 'id'), p.expectedIncarnationId);
         if (restored) return { result: restored };
         const s = this.registry.get(str(p, 'id'));
         const expected = p.expectedIncarnationId;

@@ -1,5 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfs } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { HistoryLimits } from './history-limits.js';
 import { SessionLog, type SessionLogOwner } from './session-log.js';
 
@@ -11,6 +11,27 @@ const STATFS_EVERY_MS = 1000;
 const DAEMON_DIR = /^d-(\d+)-(\d+)$/;
 
 export type HistoryLog = (msg: string, extra?: Record<string, unknown>) => void;
+
+/**
+ * True for a dead daemon's session log that must stay at start: a cold-restore record still needs
+ * it. `owner` is the daemon's `<pid>:<start time>` (process-identity.ts).
+ */
+export type KeepDeadLog = (owner: string, sessionId: string) => boolean;
+
+/** The log dir a daemon (`<pid>:<start time>`) kept for session `id` under `stateDir`. */
+export function deadSessionLogDir(stateDir: string, owner: string, id: string): string {
+  const colon = owner.indexOf(':');
+  const start = owner.slice(colon + 1) || '0';
+  return join(stateDir, 'history', `d-${owner.slice(0, colon)}-${start}`, id);
+}
+
+/** Removes a dead daemon's session log (read by a cold restore), and the daemon's dir once empty. */
+export function removeDeadSessionLog(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  const parent = dirname(dir);
+  if (DAEMON_DIR.test(basename(parent)) && readdirSync(parent).length === 0)
+    rmSync(parent, { recursive: true, force: true });
+}
 
 /**
  * The output history of one daemon: `<stateDir>/history/d-<pid>-<start>/<session id>/` holds a
@@ -34,6 +55,7 @@ export class HistoryStore implements SessionLogOwner {
     stateDir: string,
     readonly limits: HistoryLimits,
     private readonly log: HistoryLog,
+    keepDeadLog: KeepDeadLog = () => false,
   ) {
     const root = join(stateDir, 'history');
     this.dir = join(root, `d-${process.pid}-${processStartTime(process.pid) ?? 0}`);
@@ -43,7 +65,7 @@ export class HistoryStore implements SessionLogOwner {
     }
     try {
       makePrivateDir(root);
-      removeDeadDaemonDirs(root, log);
+      removeDeadDaemonDirs(root, log, keepDeadLog);
       makePrivateDir(this.dir);
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
@@ -186,13 +208,23 @@ function daemonAlive(pid: number, start: string): boolean {
 
 /**
  * The logs of daemons that are gone: their sessions died with them. Removed here, at the next
- * start. (Cold restore, issue 14, may read them first.)
+ * start, except those a cold-restore record still needs (the restore reads and removes them; an
+ * expired record no longer keeps its log).
  */
-function removeDeadDaemonDirs(root: string, log: HistoryLog): void {
+function removeDeadDaemonDirs(root: string, log: HistoryLog, keep: KeepDeadLog): void {
   for (const name of readdirSync(root)) {
     const m = DAEMON_DIR.exec(name);
     if (!m || daemonAlive(Number(m[1]), m[2])) continue;
-    rmSync(join(root, name), { recursive: true, force: true });
-    log('removed the output history of a daemon that is gone', { dir: join(root, name) });
+    const dir = join(root, name);
+    const owner = `${m[1]}:${m[2] === '0' ? '' : m[2]}`;
+    const kept = readdirSync(dir).filter((id) => keep(owner, id));
+    if (kept.length === 0) {
+      rmSync(dir, { recursive: true, force: true });
+      log('removed the output history of a daemon that is gone', { dir });
+      continue;
+    }
+    for (const id of readdirSync(dir))
+      if (!kept.includes(id)) rmSync(join(dir, id), { recursive: true, force: true });
+    log('kept output logs of a daemon that is gone for cold restore', { dir, ids: kept });
   }
 }

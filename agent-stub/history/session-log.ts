@@ -1,5 +1,6 @@
 import { close, promises as fsp, open, rm, unlink, write } from 'node:fs';
 import { join } from 'node:path';
+import { LineIndex } from './line-index.js';
 
 /** One write to a segment file: a flood's chunks are joined up to this, so a write costs little. */
 const WRITE_MAX_BYTES = 1024 * 1024;
@@ -23,6 +24,22 @@ interface Segment {
   fd?: number;
   createdAt: number;
   dropped: boolean;
+  /** The number of the line its first byte belongs to, and whether that byte starts it (set once indexed). */
+  firstLine?: number;
+  startsLine?: boolean;
+}
+
+/** What a line reader needs of a log: its index caught up to `head`, and where its lines begin. */
+export interface LogLineView {
+  index: LineIndex;
+  /** Seq after the last indexed byte: the view's end. */
+  head: number;
+  /** Oldest seq held. */
+  start: number;
+  /** The first line held whole (a line that began in a dropped segment is not). */
+  firstLine: number;
+  /** The line `start` belongs to (`firstLine` or the one before it). */
+  lineAtStart: number;
 }
 
 /** What a log tells its store (host-wide accounting and warnings). */
@@ -57,6 +74,7 @@ export class SessionLog {
   private destroyed = false;
   private onIdle: (() => void)[] = [];
   private writeTimer: NodeJS.Timeout | undefined;
+  private readonly index: LineIndex;
 
   constructor(
     readonly dir: string,
@@ -65,6 +83,25 @@ export class SessionLog {
     private readonly owner: SessionLogOwner,
   ) {
     this.headSeq = startSeq;
+    this.index = new LineIndex(startSeq);
+  }
+
+  /**
+   * The line index caught up with everything appended so far (the write-behind indexes what it
+   * writes; the newest bytes, still queued, are indexed here), for paging by line (log-lines.ts).
+   */
+  lines(): LogLineView {
+    this.indexThrough(this.headSeq);
+    const first = this.segments[0];
+    const lineAtStart = first?.firstLine ?? this.index.lfCount;
+    const whole = first ? first.startsLine !== false : true;
+    return {
+      index: this.index,
+      head: this.index.indexedTo,
+      start: this.start,
+      firstLine: whole ? lineAtStart : lineAtStart + 1,
+      lineAtStart,
+    };
   }
 
   /** Oldest seq held (the head when nothing is). */
@@ -143,7 +180,10 @@ export class SessionLog {
   /** Drops the oldest segment (never the one being appended to); false when there is none to drop. */
   dropOldest(): boolean {
     if (this.segments.length < 2) return false;
+    // Lines are counted from the first byte: bytes never written (a flood outran the disk) are indexed before they go.
+    this.indexThrough(this.segments[0].start + this.segments[0].length);
     const seg = this.segments.shift() as Segment;
+    this.index.dropBefore(this.start);
     this.release(seg);
     unlink(seg.path, (err) => {
       if (err && err.code !== 'ENOENT') this.owner.failed(this, err);
@@ -253,6 +293,7 @@ export class SessionLog {
       n += c.length;
     }
     const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, n);
+    this.indexBytes(seg, seg.start + seg.written, buf);
     write(seg.fd, buf, 0, buf.length, null, (err, wrote) => {
       this.writing = false;
       if (err) return this.fail(err);
@@ -266,6 +307,26 @@ export class SessionLog {
       if (seg.written === seg.length && seg !== this.segments[this.segments.length - 1]) this.closeFd(seg);
       this.writeNext();
     });
+  }
+
+  /** Indexes the queued bytes up to `seq` that the index has not seen yet. */
+  private indexThrough(seq: number): void {
+    for (const seg of this.segments) {
+      const from = this.index.indexedTo;
+      const end = Math.min(seq, seg.start + seg.length);
+      if (from >= end) continue;
+      // Every written byte was indexed before its write: the rest is still queued in memory.
+      const a = from - seg.start - seg.written;
+      this.indexBytes(seg, from, copyQueued(seg, a, end - seg.start - seg.written));
+    }
+  }
+
+  private indexBytes(seg: Segment, seq: number, bytes: Uint8Array): void {
+    if (seq === seg.start && seg.firstLine === undefined) {
+      seg.firstLine = this.index.lfCount;
+      seg.startsLine = this.index.atLineStart;
+    }
+    this.index.scan(seq, bytes);
   }
 
   private fail(err: NodeJS.ErrnoException): void {

@@ -8,6 +8,7 @@ import {
   parseWire,
 } from '../../provider/wire/agent-messages.js';
 import type { PtySession } from '../session/pty-session.js';
+import { logExtent, readLogPage } from './log-read.js';
 import { runSend } from './send-waiter.js';
 
 /**
@@ -32,8 +33,19 @@ export class AgentRequests {
     }
   }
 
-  read(s: PtySession, params: unknown): Promise<AgentReadResult> {
+  /**
+   * By `offset` (lines back from the newest): the screen model's text, with the log's extent. By
+   * `from` (absolute line number): the output log (log-read.ts).
+   */
+  async read(s: PtySession, params: unknown): Promise<AgentReadResult> {
     const p = parseWire(agentReadParamsSchema, params, 'agentRead');
-    return s.text(p.offset ?? 0, p.count ?? DEFAULT_AGENT_READ_LINES, this.config.maxReadBytes);
+    const count = p.count ?? DEFAULT_AGENT_READ_LINES;
+    if (p.from !== undefined) {
+      if (p.offset !== undefined)
+        throw new PtyRelayError('INVALID_ARGUMENT', 'agentRead: give offset or from, not both');
+      return readLogPage(s.id, s.history.sessionLog, p.from, count, this.config.maxReadBytes);
+    }
+    const page = await s.text(p.offset ?? 0, count, this.config.maxReadBytes);
+    return { ...page, ...logExtent(s.history.sessionLog) };
   }
 }

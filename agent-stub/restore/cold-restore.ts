@@ -2,7 +2,9 @@ import type { ColdRestore, PtyExitInfo, PtyProcessInfo } from '../../provider/co
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubAttachResult } from '../../provider/wire/messages.js';
 import { identityAlive, processIdentity } from '../daemon/process-identity.js';
+import { deadSessionLogDir, removeDeadSessionLog } from '../history/history-store.js';
 import type { PtySession } from '../session/pty-session.js';
+import { screenFromLog } from './log-scrollback.js';
 import { RestorePersister } from './restore-persister.js';
 import type { RestoreRecord } from './restore-record.js';
 import { RestoreStore, restoreScope } from './restore-store.js';
@@ -44,9 +46,13 @@ export function coldRestoreOf(r: RestoreRecord): ColdRestore {
  * an earlier daemon of this scope lost (RestoredSessions) as `sessionExpired` + `coldRestore`.
  */
 export class ColdRestoreService {
+  /** Settles once the restored sessions' logs were read into their records (restoreFromLogs). */
+  private logsRead: Promise<void> = Promise.resolve();
+
   private constructor(
     private readonly persister: RestorePersister,
     private readonly restored: RestoredSessions,
+    private readonly stateDir: string,
     private readonly log: Log,
   ) {}
 
@@ -72,12 +78,48 @@ export class ColdRestoreService {
       intervalMs: opts.intervalMs,
     });
     persister.start();
-    return new ColdRestoreService(persister, restored, opts.log);
+    return new ColdRestoreService(persister, restored, opts.stateDir, opts.log);
+  }
+
+  /** True while a record of a dead session still needs that session's output log (history-store.ts). */
+  needsLog(owner: string, id: string): boolean {
+    return this.restored.logsInUse.has(`${owner}/${id}`);
+  }
+
+  /**
+   * The scrollback of each restored session comes from its output log when the log is still
+   * there (it holds more than the record, and output after the record's last save): the record is
+   * rewritten with the rebuilt screen, then the log is removed. A log that cannot be read is
+   * logged and left (the record keeps its own screen; the next start tries again).
+   */
+  restoreFromLogs(): Promise<void> {
+    this.logsRead = (async () => {
+      for (const r of this.restored.list()) {
+        const dir = deadSessionLogDir(this.stateDir, r.owner, r.id);
+        try {
+          const rebuilt = await screenFromLog(dir, { cols: r.cols, rows: r.rows });
+          if (rebuilt && rebuilt.seq >= r.seq) await this.restored.replace({ ...r, ...rebuilt });
+          removeDeadSessionLog(dir);
+        } catch (err) {
+          this.log('cold restore: the output log of a lost session could not be read', {
+            id: r.id,
+            dir,
+            err: (err as Error).message,
+          });
+        }
+      }
+    })();
+    return this.logsRead;
   }
 
   /** Ids a new session must not take: they name restored terminals. */
   isReserved(id: string): boolean {
     return this.restored.has(id);
+  }
+
+  /** The restored terminal listed under `alias` (its record keeps the alias until dismissed). */
+  aliasHolder(alias: string): string | undefined {
+    return this.restored.list().find((r) => r.alias === alias)?.id;
   }
 
   track(s: PtySession): void {
@@ -93,7 +135,9 @@ export class ColdRestoreService {
   }
 
   /** The attach reply for a restored terminal, or undefined when `id` names none. */
-  attachResult(id: string, expectedIncarnationId?: unknown): StubAttachResult | undefined {
+  async attachResult(id: string, expectedIncarnationId?: unknown): Promise<StubAttachResult | undefined> {
+    if (!this.restored.has(id)) return undefined;
+    await this.logsRead;
     const r = this.restored.find(id);
     if (!r) return undefined;
     if (typeof expectedIncarnationId === 'string' && expectedIncarnationId !== r.incarnationId) {
@@ -112,6 +156,7 @@ export class ColdRestoreService {
       generation: 'reset',
       title: r.title,
       ...(r.cwd !== undefined ? { cwd: r.cwd } : {}),
+      ...(r.alias !== undefined ? { alias: r.alias } : {}),
       exited: r.exited ?? LOST_WITH_HOST,
       sessionExpired: true,
       coldRestore: coldRestoreOf(r),
@@ -129,6 +174,7 @@ export class ColdRestoreService {
       cols: r.cols,
       rows: r.rows,
       ...(r.name !== undefined ? { name: r.name } : {}),
+      ...(r.alias !== undefined ? { alias: r.alias } : {}),
       exited: r.exited ?? LOST_WITH_HOST,
       coldRestored: true,
     }));

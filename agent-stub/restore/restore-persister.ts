@@ -164,6 +164,7 @@ export class RestorePersister {
       command: s.command,
       args: [...s.args],
       ...(s.name !== undefined ? { name: s.name } : {}),
+      ...(s.alias !== undefined ? { alias: s.alias } : {}),
       ...(cwd !== undefined ? { cwd } : {}),
       title: s.title,
       cols: snap.cols,

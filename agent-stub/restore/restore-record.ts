@@ -21,6 +21,8 @@ export const restoreRecordSchema = z.object({
   command: z.string(),
   args: z.array(z.string()),
   name: z.optional(z.string()),
+  /** The client-chosen name (an AHP channel URI) the session was listed under. */
+  alias: z.optional(z.string().check(z.minLength(1))),
   cwd: z.optional(z.string()),
   title: z.string(),
   cols: z.int().check(z.positive()),

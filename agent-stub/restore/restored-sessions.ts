@@ -16,6 +16,11 @@ type Log = (msg: string, extra?: Record<string, unknown>) => void;
  */
 export class RestoredSessions {
   private readonly records = new Map<string, RestoreRecord>();
+  /**
+   * `<owner>/<id>` of every unexpired record whose writer is gone, of any scope: the output logs
+   * those sessions left must stay until a restore has read them (or the record expired).
+   */
+  readonly logsInUse = new Set<string>();
 
   constructor(
     private readonly store: RestoreStore,
@@ -37,8 +42,9 @@ export class RestoredSessions {
         this.store.removeFileSync(f.file);
         continue;
       }
-      if (r.scope !== this.scope || ownerAlive(r.owner)) continue;
-      this.records.set(r.id, r);
+      if (ownerAlive(r.owner)) continue;
+      this.logsInUse.add(`${r.owner}/${r.id}`);
+      if (r.scope === this.scope) this.records.set(r.id, r);
     }
     if (this.records.size > 0) this.log('sessions to cold-restore', { ids: [...this.records.keys()] });
   }
@@ -53,6 +59,13 @@ export class RestoredSessions {
 
   has(id: string): boolean {
     return this.records.has(id);
+  }
+
+  /** Replaces an adopted record (its screen rebuilt from the session's log) in memory and on disk. */
+  async replace(r: RestoreRecord): Promise<void> {
+    if (!this.records.has(r.id)) return;
+    this.records.set(r.id, r);
+    await this.store.write(this.scope, r.id, JSON.stringify(r));
   }
 
   /** Forgets a record and removes its file (a relay dismissed the terminal). */

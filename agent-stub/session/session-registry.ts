@@ -28,6 +28,8 @@ export interface RegistryHooks {
   removed?(s: PtySession): void;
   /** True when a new session must not take this id. */
   isReserved?(id: string): boolean;
+  /** The id of a terminal outside the registry (a cold-restored one) that holds this alias. */
+  aliasHolder?(alias: string): string | undefined;
 }
 
 /**
@@ -62,7 +64,8 @@ export class SessionRegistry {
       (p.requestId !== undefined && this.sessions.get(this.byRequestId.get(p.requestId) ?? '')) ||
       (p.paneKey !== undefined && this.sessions.get(this.byPaneKey.get(p.paneKey) ?? ''));
     if (known && (known.alive || p.paneKey === undefined)) return { session: known, reused: true };
-    const holder = p.alias === undefined ? undefined : this.byAlias.get(p.alias);
+    const holder =
+      p.alias === undefined ? undefined : (this.byAlias.get(p.alias) ?? this.hooks.aliasHolder?.(p.alias));
     if (holder !== undefined) {
       throw new PtyRelayError('ALREADY_EXISTS', `${p.alias} is taken by ${holder}`, {
         alias: p.alias,

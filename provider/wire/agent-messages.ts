@@ -51,6 +51,8 @@ export const agentSendResultSchema = z.object({
 export const agentReadParamsSchema = z.object({
   id: text().check(z.minLength(1, 'must not be empty')),
   offset: z.optional(count()),
+  /** Absolute line number in the output log (0: the session's first line); excludes `offset`. */
+  from: z.optional(count()),
   count: z.optional(int(1, MAX_AGENT_READ_LINES)),
 });
 export type AgentReadParams = z.infer<typeof agentReadParamsSchema>;
@@ -61,6 +63,8 @@ export const agentReadResultSchema = z.object({
   lineEnd: count(),
   totalLines: count(),
   truncated: flag(),
+  logLines: z.optional(count()),
+  historyStartLine: z.optional(count()),
 }) satisfies z.ZodMiniType<AgentReadResult>;
 
 /** Parses `value` with `schema`, or throws `code` naming the first bad field. */

@@ -48,7 +48,7 @@ export function agentMethods(onTerminal: OnTerminal): Record<string, RpcMethodHa
     [RelayMethod.agentRead]: onTerminal(
       async (p, id, q) => {
         const a = parseWire(agentReadParamsSchema, { ...q, id }, 'agentRead');
-        return need(p).agentRead(id, { offset: a.offset, count: a.count });
+        return need(p).agentRead(id, { offset: a.offset, from: a.from, count: a.count });
       },
       true,
       'read',

@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { AgentSendResult } from '../../provider/contract.js';
+import type { AgentReadResult, AgentSendResult } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import {
   DEFAULT_AGENT_READ_LINES,
@@ -29,7 +29,17 @@ const SEND_DESCRIPTION = `Types text into an agent terminal (newlines are Enter;
 - session_exit: ${END_REASON_TEXT.session_exit}
 Empty text types nothing and waits for the next end reason. "output" is what the terminal printed during this send as plain text, at most 256 KiB: when "truncated" is true only the newest part is shown; page back with terminal_read. One send at a time per terminal (SEND_IN_PROGRESS otherwise); terminal_read and terminal_signal work while a send waits.`;
 
-const READ_DESCRIPTION = `Reads a page of an agent terminal's text (its screen and scrollback, at least the last 10,000 lines) as plain lines, oldest first. "offset" counts lines back from the newest line (0 = the page ends with the newest line); the page covers [lineBegin, lineEnd) in that same back-from-newest count. To page further back, call again with offset = lineEnd; stop when lineEnd equals totalLines. A page holds at most "count" lines (default ${DEFAULT_AGENT_READ_LINES}) and 256 KiB ("truncated" is true when the byte bound cut it).`;
+const READ_DESCRIPTION = `Reads a page of an agent terminal's text (its screen and scrollback, at least the last 10,000 lines) as plain lines, oldest first. "offset" counts lines back from the newest line (0 = the page ends with the newest line); the page covers [lineBegin, lineEnd) in that same back-from-newest count. To page further back, call again with offset = lineEnd; stop when lineEnd equals totalLines. A page holds at most "count" lines (default ${DEFAULT_AGENT_READ_LINES}) and 256 KiB ("truncated" is true when the byte bound cut it). The whole output history (the terminal's log on disk, beyond the scrollback) is read with "from" instead of "offset": an absolute line number (0 = the first line the terminal printed), the page runs forward as [lineBegin, lineEnd) in absolute numbers; continue with from = lineEnd until lineEnd equals totalLines. "historyStartLine" is the oldest line the log still holds (a "from" before it starts there); "logLines" (also on offset reads) is the log's line count, so offset line k is about log line logLines - 1 - k for plain line output.`;
+
+/** The first line of a `from` page's text: where it sits in the log and where to go next. */
+function logPageHead(id: string, from: number, r: AgentReadResult): string {
+  const gap =
+    r.lineBegin > from && r.lineBegin === r.historyStartLine
+      ? ` (history begins at line ${r.historyStartLine}: older lines were dropped)`
+      : '';
+  const next = r.lineEnd < r.totalLines ? `; newer: from=${r.lineEnd}` : '; this reaches the newest line';
+  return `${id}: log lines [${r.lineBegin}, ${r.lineEnd}) of ${r.totalLines}${gap}${r.truncated ? ' (cut by the byte bound)' : ''}${next}`;
+}
 
 /**
  * A waiting send reports progress this often when the client asked for progress: MCP clients time
@@ -190,6 +200,14 @@ export function createTerminalMcpServer(
       inputSchema: {
         ...idShape,
         offset: z.number().int().min(0).optional().describe('Lines back from the newest line (default 0)'),
+        from: z
+          .number()
+          .int()
+          .min(0)
+          .optional()
+          .describe(
+            'Instead of offset: absolute line number in the output log where the page starts (0 = first line)',
+          ),
         count: z
           .number()
           .int()
@@ -204,11 +222,17 @@ export function createTerminalMcpServer(
         lineEnd: z.number().int(),
         totalLines: z.number().int(),
         truncated: z.boolean(),
+        logLines: z.number().int().optional(),
+        historyStartLine: z.number().int().optional(),
       },
     },
     (a) =>
       tool(async () => {
         check(a.id, needRead);
+        if (a.from !== undefined) {
+          const r = await service.read(owner, a.id, { from: a.from, count: a.count });
+          return text(`${logPageHead(a.id, a.from, r)}\n${r.lines.join('\n')}`, { ...r });
+        }
         const r = await service.read(owner, a.id, { offset: a.offset, count: a.count });
         const more =
           r.lineEnd < r.totalLines ? `; older: offset=${r.lineEnd}` : '; this reaches the oldest line';

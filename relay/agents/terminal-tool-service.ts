@@ -1,4 +1,5 @@
 import type {
+  AgentReadOptions,
   AgentReadResult,
   AgentSendResult,
   IPtyProvider,
@@ -179,11 +180,7 @@ export class TerminalToolService {
     }
   }
 
-  async read(
-    owner: AgentOwner,
-    id: string,
-    o: { offset?: number; count?: number } = {},
-  ): Promise<AgentReadResult> {
+  async read(owner: AgentOwner, id: string, o: AgentReadOptions = {}): Promise<AgentReadResult> {
     const t = this.owned(owner, id);
     return t.provider.agentRead!(t.info.providerId, o);
   }

@@ -57,6 +57,8 @@ export async function adoptTerminal(
   });
   const replay = r.replay ?? new Uint8Array();
   if (r.snapshot) ch.seed(new TextEncoder().encode(r.snapshot.data), 0);
+  // A terminal lost with its host (cold restore): its channel shows the saved screen and scrollback.
+  else if (r.sessionExpired && r.coldRestore) ch.seed(new TextEncoder().encode(r.coldRestore.scrollback), 0);
   ch.seed(replay, r.providerSequence.value - replay.length);
   if (known) return hub.exists(uri);
   registry.add({

@@ -402,7 +402,17 @@ export abstract class StubBackedProvider implements IPtyProvider {
 
   async agentRead(id: string, opts: AgentReadOptions = {}): Promise<AgentReadResult> {
     const result = await this.call(id, 'agentRead', opts);
-    return parseWire(agentReadResultSchema, result, 'agentRead result', 'PROTOCOL_ERROR');
+    const page = parseWire(agentReadResultSchema, result, 'agentRead result', 'PROTOCOL_ERROR');
+    // A daemon of an earlier build ignores `from` and answers by offset: never pass that off as log lines.
+    if (opts.from !== undefined && page.historyStartLine === undefined)
+      throw new PtyRelayError(
+        'INVALID_ARGUMENT',
+        `${id}: its daemon (an earlier build) cannot read by line (from)`,
+        {
+          id,
+        },
+      );
+    return page;
   }
 
   async getCwd(id: string): Promise<string | undefined> {

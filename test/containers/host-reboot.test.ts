@@ -32,8 +32,12 @@ const TITLE = 'restore-title';
  * a slow boot turns a 10 s reboot into a minute of waiting; a steady 1 s keeps the suite short.
  */
 const REBOOT_LADDER_MS = [250, 500, 1000];
-/** More lines than the 24-row screen holds: the first ones are only in the scrollback. */
-const LINES = 60;
+/**
+ * More lines than the record's 2,000 scrollback rows: the first ones are only in the output log,
+ * which the restore after the reboot reads.
+ */
+const LINES = 3000;
+const REMOTE_HISTORY_DIR = REMOTE_RESTORE_DIR.replace(/restore$/, 'history');
 
 describe.skipIf(!engine.ok)('a host that reboots under a terminal', () => {
   let key: RelayKey;
@@ -94,6 +98,11 @@ describe.skipIf(!engine.ok)('a host that reboots under a terminal', () => {
     expect(recordFile.trim().split('\n')).toHaveLength(1);
     expect(await host.run(`stat -c %a "${recordFile.trim()}"`)).toBe('600\n');
     expect(await host.run(`stat -c %a "${REMOTE_RESTORE_DIR}"`)).toBe('700\n');
+    const saved = JSON.parse(await host.run(`cat "${recordFile.trim()}"`));
+    expect(await renderLines(saved.screen, saved.cols, saved.rows)).not.toContain('scroll-line-1');
+    const localId = old.id.slice(old.id.lastIndexOf('/') + 1);
+    const logOf = () => host.run(`ls -d "${REMOTE_HISTORY_DIR}"/d-*/"${localId}" 2>/dev/null || true`);
+    expect(await logOf()).not.toBe('');
 
     // Power cut: docker kills every process of the machine at once and boots it again.
     await host.container.restart({ timeout: 0 });
@@ -112,7 +121,9 @@ describe.skipIf(!engine.ok)('a host that reboots under a terminal', () => {
     expect([cr.cols, cr.rows]).toEqual([80, 24]);
     // The saved VT data repaints the last screen and keeps the lines scrolled off above it.
     const lines = await renderLines(cr.scrollback, cr.cols, cr.rows);
+    // From the log: more than the record's 2,000 rows; the log is gone once read.
     for (const i of [1, 30, LINES]) expect(lines).toContain(`scroll-line-${i}`);
+    expect(await logOf()).toBe('');
     const screen = lines.slice(-cr.rows);
     expect(screen).toContain(`scroll-line-${LINES}`);
     expect(screen).not.toContain('scroll-line-1');

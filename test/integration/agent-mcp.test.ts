@@ -61,6 +61,13 @@ async function exerciseTools(c: Client, cwd: string): Promise<void> {
   expect(r.lineBegin).toBe(0);
   expect(r.lineEnd).toBe(r.lines.length);
   expect(r.lines.join('\n')).toContain('mcp-42');
+  // The whole log by absolute line, forward from the first line.
+  expect(r.logLines).toBeGreaterThan(0);
+  const byLine = await call(c, 'terminal_read', { id, from: 0, count: 100 });
+  const b = byLine.structuredContent as Structured;
+  expect(b).toMatchObject({ lineBegin: 0, historyStartLine: 0, totalLines: r.logLines });
+  expect(b.lines.join('\n')).toMatch(/^mcp-42$/m);
+  expect(textOf(byLine)).toContain(`${id}: log lines [0, ${b.lineEnd}) of ${b.totalLines}`);
 
   const pending = call(c, 'terminal_send', { id, text: 'sleep 100', timeoutMs: 60_000 });
   await new Promise((res) => setTimeout(res, 300));

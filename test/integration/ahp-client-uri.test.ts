@@ -1,5 +1,8 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RootState } from '../../relay/ahp/types.js';
+import { waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
 import { open, type TestClient } from '../support/relay-test-support.js';
 
@@ -112,6 +115,46 @@ describe('AHP terminals at client-chosen URIs (real relay, local host)', { timeo
     });
     expect(again.channel).toBe(uri);
     await c.request('disposeTerminal', { channel: uri });
+  });
+
+  it('after the daemon and its PTY die (a host restart) the catalog lists the restored terminal at its URI', async () => {
+    const uri = `ahp-terminal:/restored-${process.pid}`;
+    const a = await initialized();
+    await a.request('createTerminal', { channel: uri, claim: { kind: 'client', clientId: CLIENT }, ...bash });
+    await a.request('subscribe', { channel: uri });
+    input(a, uri, 1, 'echo before-reboot-$((40+2))\r');
+    await a.waitFor(() => a.dataOf(uri).includes('before-reboot-42'), 'output before the kill');
+    const pty = (await fx.local.provider.listProcesses()).find((t) => t.alias === uri);
+    expect(pty).toBeDefined();
+    // Its cold-restore record is on disk (the daemon saves every 2 s while it changes).
+    const restoreDir = join(fx.local.stateDir, 'restore');
+    await waitFor(
+      () =>
+        readdirSync(restoreDir).some((f) => {
+          const text = readFileSync(join(restoreDir, f), 'utf8');
+          return text.includes(uri) && text.includes('before-reboot-42');
+        }),
+      20_000,
+      'the record',
+    );
+    a.close();
+
+    // Everything dies at once, as at a power cut; a new relay starts and a new daemon with it.
+    process.kill(fx.local.daemonPid, 'SIGKILL');
+    process.kill(pty!.pid, 'SIGKILL');
+    await fx.restart();
+    const c = await initialized();
+    const { snapshot } = await c.request('subscribe', { channel: uri });
+    expect(snapshot.resource).toBe(uri);
+    const state = snapshot.state;
+    expect(state.exitCode).toBe(137);
+    const text = state.content.map((p: { value?: string; output?: string }) => p.value ?? p.output).join('');
+    expect(text).toContain('before-reboot-42');
+    const root = (await c.request('subscribe', { channel: 'ahp-root://' })).snapshot.state as RootState;
+    expect(root.terminals.find((t) => t.resource === uri)).toMatchObject({ exitCode: 137 });
+    // Disposing it dismisses the record: the URI is free again.
+    expect(await c.request('disposeTerminal', { channel: uri })).toEqual({});
+    expect((await fx.local.provider.listProcesses()).some((t) => t.alias === uri)).toBe(false);
   });
 
   it('refuses a duplicate URI (published, in flight, or only known to the daemon) and bad URIs', async () => {

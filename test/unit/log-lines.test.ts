@@ -1,0 +1,116 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LINE_MARK_EVERY, LineIndex } from '../../agent-stub/history/line-index.js';
+import { readLogLines } from '../../agent-stub/history/log-lines.js';
+import { SessionLog, type SessionLogOwner } from '../../agent-stub/history/session-log.js';
+import { vtToPlainText } from '../../agent-stub/readiness/plain-text.js';
+
+const root = mkdtempSync(join(tmpdir(), 'ptr-loglines-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+
+const owner: SessionLogOwner = { resized: () => {}, rolled: () => {}, failed: () => {} };
+
+/** What a page from `from` must hold: the log's bytes split at LF, whole lines from the first one held. */
+function expected(all: Buffer, start: number, from: number, count: number) {
+  const raw: Buffer[] = [];
+  let at = 0;
+  for (let i = all.indexOf(10); i >= 0; i = all.indexOf(10, at)) {
+    raw.push(all.subarray(at, i));
+    at = i + 1;
+  }
+  if (at < all.length) raw.push(all.subarray(at));
+  let lineAtStart = 0;
+  for (let i = 0; i < start; i++) if (all[i] === 10) lineAtStart++;
+  const firstLine = start === 0 || all[start - 1] === 10 ? lineAtStart : lineAtStart + 1;
+  const begin = Math.min(Math.max(from, firstLine), raw.length);
+  return {
+    firstLine: Math.min(firstLine, raw.length),
+    begin,
+    total: raw.length,
+    lines: raw.slice(begin, begin + count).map((b) => vtToPlainText(b)),
+  };
+}
+
+const textChunk = fc
+  .array(
+    fc.oneof(
+      fc.constantFrom('\n', '\r\n', '\x1b[31m', '\x1b[0m', '\r', 'ü', '→'),
+      fc.string({ unit: fc.constantFrom('a', 'b', ' ', '1'), minLength: 1, maxLength: 300 }),
+    ),
+    { minLength: 1, maxLength: 60 },
+  )
+  .map((parts) => Buffer.from(parts.join('')));
+
+describe('line index and log pages', () => {
+  it('pages match the log split at LF, queued or written, after dropped segments (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(textChunk, fc.boolean()), { minLength: 1, maxLength: 40 }),
+        fc.array(fc.tuple(fc.nat(2000), fc.integer({ min: 1, max: 400 })), { minLength: 1, maxLength: 6 }),
+        async (chunks, reads) => {
+          const dir = join(root, `l${n++}`);
+          mkdirSync(dir);
+          const log = new SessionLog(dir, 0, { segmentBytes: 2048, sessionBytes: 8192 }, owner);
+          for (const [c, flush] of chunks) {
+            log.append(c);
+            if (flush) await log.flushed();
+          }
+          const all = Buffer.concat(chunks.map(([c]) => c));
+          const held = all.subarray(log.start);
+          const readBack = await log.read(log.start, log.head);
+          expect(readBack?.equals(held)).toBe(true);
+          for (const [from, count] of reads) {
+            const page = await readLogLines(log, from, count, 1 << 20);
+            const want = expected(all, log.start, from, count);
+            expect(page).toBeDefined();
+            expect(page?.historyStartLine).toBe(want.firstLine);
+            expect(page?.totalLines).toBe(want.total);
+            expect(page?.lineBegin).toBe(want.begin);
+            expect(page?.lines).toEqual(want.lines);
+          }
+          log.destroy();
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('a page cut by the byte bound keeps its oldest lines and continues at lineEnd', async () => {
+    const dir = join(root, `l${n++}`);
+    mkdirSync(dir);
+    const log = new SessionLog(dir, 0, { segmentBytes: 1 << 20, sessionBytes: 4 << 20 }, owner);
+    const lines = Array.from({ length: 3 * LINE_MARK_EVERY + 7 }, (_, i) => `line-${i}`);
+    log.append(Buffer.from(`${lines.join('\n')}\n`));
+    const got: string[] = [];
+    let from = 0;
+    for (;;) {
+      const p = await readLogLines(log, from, 10_000, 100);
+      expect(p?.lineBegin).toBe(from);
+      got.push(...(p?.lines ?? []));
+      if (!p || p.lineEnd >= p.totalLines) break;
+      expect(p.truncated).toBe(true);
+      from = p.lineEnd;
+    }
+    expect(got).toEqual(lines);
+    log.destroy();
+  });
+
+  it('marks every LINE_MARK_EVERY lines and forgets those before a drop', () => {
+    const idx = new LineIndex(0);
+    const text = Buffer.from('x\n'.repeat(3 * LINE_MARK_EVERY));
+    idx.scan(0, text.subarray(0, 5));
+    idx.scan(0, text); // the first 5 bytes are skipped, not counted twice
+    expect(idx.lfCount).toBe(3 * LINE_MARK_EVERY);
+    expect(idx.markAtOrBefore(LINE_MARK_EVERY + 3)).toEqual({
+      line: LINE_MARK_EVERY,
+      seq: 2 * LINE_MARK_EVERY,
+    });
+    idx.dropBefore(2 * LINE_MARK_EVERY + 1);
+    expect(idx.markAtOrBefore(LINE_MARK_EVERY + 3)).toBeUndefined();
+    expect(() => idx.scan(text.length + 1, Buffer.from('a'))).toThrow(RangeError);
+  });
+});
