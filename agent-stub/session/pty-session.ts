@@ -326,7 +326,7 @@ export class PtySession {
    */
   sweepModel(now: number): boolean {
     const background = this.sinks.size > 0 && [...this.sinks].every((s) => s.isBackground(this));
-    return this.alive && this.scrollback.sweep(now, background);
+    return this.scrollback.sweep(now, background);
   }
 
   /**
