@@ -27,7 +27,7 @@ export interface ScrollbackHost {
 /**
  * When a session's screen model keeps its scrollback. The model of a session that every attached
  * link has in the background, or that has been idle for `idleMs`, drops its scrollback (the
- * costly part of a model: ~1 MB of a 10,000-row history); the next snapshot or read (a link
+ * costly part of a model: ~1.5 MB per session after 10 MiB of output, measured); the next snapshot or read (a link
  * foregrounds it, attaches, resets; an agent reads; a cold-restore record) first rebuilds it from
  * the session's log, so what it returns is what a model that never shrank would return. Only a
  * session with a healthy log shrinks. `idleMs` 0: never.
@@ -92,7 +92,11 @@ export class ModelScrollback {
     // One rebuild at a time per daemon: fifty sessions read back at once (a relay reconnecting,
     // a daemon saving its exit records) would hold fifty logs' worth of buffers together.
     const run = rebuildQueue.then(() => this.rebuild());
-    rebuildQueue = run.catch(() => {});
+    // The queue only orders rebuilds; a failed one reaches its caller through `run`.
+    rebuildQueue = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 

@@ -267,18 +267,32 @@ export async function historyScenario(env: BenchEnv): Promise<ScenarioResult> {
   const rows: Row[] = [];
   const details: Record<string, unknown> = {};
   const parts = new Set((process.env.BENCH_HISTORY_PARTS ?? 'resume,memory,yes,flood').split(','));
-  const log = await startDaemon(env, 'log');
-  const ring = await startDaemon(env, 'ring');
-  try {
-    if (parts.has('resume')) await resumeRows(log, ring, quick, rows, details);
-    if (parts.has('memory')) await memoryRows(log, ring, quick, rows, details);
-    if (parts.has('yes')) await yesRows(log, ring, quick, rows, details);
-    if (parts.has('flood')) await floodRows(log, ring, quick, rows, details);
-  } catch (err) {
-    errors.push((err as Error).stack ?? String(err));
-  } finally {
-    await log.cleanup();
-    await ring.cleanup();
+  type Part = (
+    log: Daemon,
+    ring: Daemon,
+    quick: boolean,
+    rows: Row[],
+    details: Record<string, unknown>,
+  ) => Promise<void>;
+  const all: Array<[string, Part]> = [
+    ['resume', resumeRows],
+    ['memory', memoryRows],
+    ['yes', yesRows],
+    ['flood', floodRows],
+  ];
+  for (const [name, part] of all) {
+    if (!parts.has(name)) continue;
+    // Fresh daemons for each part: none inherits another part's memory.
+    const log = await startDaemon(env, 'log');
+    const ring = await startDaemon(env, 'ring');
+    try {
+      await part(log, ring, quick, rows, details);
+    } catch (err) {
+      errors.push((err as Error).stack ?? String(err));
+    } finally {
+      await log.cleanup();
+      await ring.cleanup();
+    }
   }
   return { name: 'history', rows, details, errors, durationMs: round(now() - t0, 0) };
 }
