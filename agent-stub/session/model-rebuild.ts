@@ -71,6 +71,7 @@ export class RebuildPlanner {
   private readonly steps: RebuildStep[];
   private feeder: ModelFeeder | undefined;
   private at: number;
+  private posted = 0;
 
   constructor(
     from: number,
@@ -98,6 +99,11 @@ export class RebuildPlanner {
     this.at += bytes.length;
   }
 
+  /** Bytes the rebuilt model will parse so far (what skipping kept). */
+  get parseBytes(): number {
+    return this.posted + (this.feeder?.backlog ?? 0);
+  }
+
   finish(): RebuildStep[] {
     this.endRun();
     return this.steps;
@@ -105,7 +111,13 @@ export class RebuildPlanner {
 
   private push(data: Uint8Array): void {
     this.feeder ??= new ModelFeeder(
-      { post: (_seq, d) => this.steps.push({ kind: 'data', data: d }), backpressure: () => {} },
+      {
+        post: (_seq, d) => {
+          this.posted += d.length;
+          this.steps.push({ kind: 'data', data: d });
+        },
+        backpressure: () => {},
+      },
       this.retainedLines,
     );
     // The feeder may keep a view of `data` until it posts: give it its own copy of a piece.

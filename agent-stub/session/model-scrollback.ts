@@ -9,6 +9,18 @@ import { ModelEvents } from './model-rebuild.js';
  * Long enough that a session someone is working in never pays for a rebuild between two reads.
  */
 export const DEFAULT_SCROLLBACK_IDLE_MS = 30_000;
+/**
+ * Quiet that makes a session every link has in the background idle (when shorter than the idle
+ * time): nobody looks at it, and its next foreground pays a rebuild anyway. A session that keeps
+ * writing keeps its scrollback: a rebuild would chase its output.
+ */
+export const BACKGROUND_IDLE_MS = 5000;
+/**
+ * A rebuild that would have the worker parse more than this (escape-heavy output the feeder
+ * cannot skip) is given up: the model keeps its screen and rows from then on, and the snapshot
+ * holds no older rows, rather than a snapshot waiting seconds for a re-parse.
+ */
+export const REBUILD_MAX_PARSE_BYTES = 16 * 1024 * 1024;
 /** Catching up with output that arrived while the log was read: give up after this many rounds. */
 const GROW_ROUNDS = 8;
 /** The log is read back in pieces of this size (the planner keeps what matters of each). */
@@ -25,8 +37,9 @@ export interface ScrollbackHost {
 }
 
 /**
- * When a session's screen model keeps its scrollback. The model of a session that every attached
- * link has in the background, or that has been idle for `idleMs`, drops its scrollback (the
+ * When a session's screen model keeps its scrollback. The model of a session that has been idle
+ * for `idleMs` (no output, input, snapshot or read), or quiet for BACKGROUND_IDLE_MS while every
+ * attached link has it in the background, drops its scrollback (the
  * costly part of a model: ~1.5 MB per session after 10 MiB of output, measured); the next snapshot or read (a link
  * foregrounds it, attaches, resets; an agent reads; a cold-restore record) first rebuilds it from
  * the session's log, so what it returns is what a model that never shrank would return. Only a
@@ -70,7 +83,8 @@ export class ModelScrollback {
   sweep(now: number, inBackground: boolean): boolean {
     if (this.shrunk || this.growing || this.idleMs === 0) return false;
     if (!this.host.history.logging || this.host.history.head === 0) return false;
-    if (!inBackground && now - this.lastUse < this.idleMs) return false;
+    const idleAfter = inBackground ? Math.min(this.idleMs, BACKGROUND_IDLE_MS) : this.idleMs;
+    if (now - this.lastUse < idleAfter) return false;
     this.host.flushModel();
     this.host.post({ kind: 'shrink', sid: this.host.sid });
     this.host.retainLines(true);
@@ -116,7 +130,9 @@ export class ModelScrollback {
         if (!bytes) break;
         planner.feed(bytes);
         to = end;
+        if (planner.parseBytes > REBUILD_MAX_PARSE_BYTES) break;
       }
+      if (planner.parseBytes > REBUILD_MAX_PARSE_BYTES) break;
       if (to < head) break;
       this.host.flushModel();
       complete = history.head === to;
