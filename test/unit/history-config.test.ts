@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PtyRelayError } from '../../provider/errors.js';
 import { validateConfig } from '../../relay/service/config.js';
 import { historyDaemonArgs } from '../../relay/service/history-config.js';
+import { hostDaemonArgs } from '../../relay/ssh/host-daemon-args.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -61,5 +62,26 @@ describe('history settings in the relay config', () => {
     expect(invalid({ hosts: { b: { host: 'b', history: [] } } })).toMatch(
       /^hosts\.b\.history must be an object/,
     );
+  });
+});
+
+describe('daemon flags of an SSH host', () => {
+  it('puts the host history settings before the relay-wide ones (the daemon takes the first)', () => {
+    const c = validateConfig({
+      history: { sessionBytes: 8 * MiB, tailBytes: 128 * KiB },
+      hosts: {
+        build1: { host: 'b', stateDir: '~/st', history: { sessionBytes: 2 * MiB, segmentBytes: 256 * KiB } },
+      },
+    });
+    const args = hostDaemonArgs(historyDaemonArgs(c.history), c.hosts.build1);
+    expect(args).toEqual([
+      ...['--history-segment-bytes', String(256 * KiB), '--history-session-bytes', String(2 * MiB)],
+      ...['--history-session-bytes', String(8 * MiB), '--tail-bytes', String(128 * KiB)],
+      ...['--state-dir', '~/st'],
+    ]);
+    // What the daemon reads (first occurrence, agent-stub/main.ts `flag`).
+    const first = (name: string) => args[args.indexOf(name) + 1];
+    expect(first('--history-session-bytes')).toBe(String(2 * MiB));
+    expect(first('--tail-bytes')).toBe(String(128 * KiB));
   });
 });
