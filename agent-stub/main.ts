@@ -60,6 +60,18 @@ function numFlag(args: string[], name: string): number | undefined {
   return n;
 }
 
+/** A flag that may be 0 (a duration that 0 turns off). */
+function nonNegativeFlag(args: string[], name: string): number | undefined {
+  const v = flag(args, name);
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) {
+    process.stderr.write(`${name} must be a non-negative integer, got ${v}\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
 /** `--history on|off` (default on). */
 function historyFlag(args: string[]): boolean | undefined {
   const v = flag(args, '--history');
@@ -127,6 +139,7 @@ async function main(argv: string[]): Promise<void> {
       ringBytes: numFlag(args, '--ring-bytes'),
       backgroundRingBytes: numFlag(args, '--background-ring-bytes'),
       scrollbackRows: numFlag(args, '--scrollback-rows'),
+      scrollbackIdleMs: nonNegativeFlag(args, '--scrollback-idle-ms'),
       creditWindow: numFlag(args, '--credit-window'),
       creditWindowMax: numFlag(args, '--credit-window-max'),
       keepTailMin: numFlag(args, '--keep-tail'),

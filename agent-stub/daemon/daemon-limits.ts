@@ -1,4 +1,5 @@
 import { DEFAULT_CREDIT_WINDOW, DEFAULT_CREDIT_WINDOW_MAX } from '../flow/credit-window.js';
+import { DEFAULT_SCROLLBACK_IDLE_MS } from '../session/model-scrollback.js';
 import { KEEP_TAIL_MIN } from './background-delivery.js';
 
 export const DEFAULT_RING_BYTES = 4 * 1024 * 1024;
@@ -19,6 +20,8 @@ export interface DaemonLimits {
   ringBytes: number;
   backgroundRingBytes: number;
   scrollbackRows: number;
+  /** Idle time after which a session's model drops its scrollback (0: never). */
+  scrollbackIdleMs: number;
   creditWindow: number;
   creditWindowMax: number;
   keepTailMin: number;
@@ -33,6 +36,7 @@ export function resolveLimits(given: Partial<DaemonLimits>): DaemonLimits {
       given.backgroundRingBytes ??
       Math.min(DEFAULT_BACKGROUND_RING_BYTES, given.ringBytes ?? DEFAULT_RING_BYTES),
     scrollbackRows: given.scrollbackRows ?? DEFAULT_SCROLLBACK_ROWS,
+    scrollbackIdleMs: given.scrollbackIdleMs ?? DEFAULT_SCROLLBACK_IDLE_MS,
     creditWindow: given.creditWindow ?? DEFAULT_CREDIT_WINDOW,
     creditWindowMax:
       given.creditWindowMax ??
@@ -46,6 +50,8 @@ export function resolveLimits(given: Partial<DaemonLimits>): DaemonLimits {
   const fail = (m: string) => {
     throw new RangeError(m);
   };
+  if (!Number.isInteger(l.scrollbackIdleMs) || l.scrollbackIdleMs < 0)
+    fail(`--scrollback-idle-ms must be a non-negative integer, got ${l.scrollbackIdleMs}`);
   if (l.ringBytes > MAX_RING_BYTES) fail(`--ring-bytes ${l.ringBytes} exceeds ${MAX_RING_BYTES}`);
   // A window larger than the ring could let unacknowledged output be overwritten before replay.
   if (l.creditWindow > l.ringBytes)

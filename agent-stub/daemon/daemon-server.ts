@@ -38,6 +38,8 @@ export interface DaemonOptions {
   ringBytes?: number;
   backgroundRingBytes?: number;
   scrollbackRows?: number;
+  /** `--scrollback-idle-ms`: idle time after which a model drops its scrollback (0: never). */
+  scrollbackIdleMs?: number;
   creditWindow?: number;
   creditWindowMax?: number;
   keepTailMin?: number;
@@ -127,6 +129,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       ringBytes: limits.ringBytes,
       backgroundRingBytes: limits.backgroundRingBytes,
       scrollbackRows: limits.scrollbackRows,
+      scrollbackIdleMs: limits.scrollbackIdleMs,
       creditWindow: limits.creditWindow,
       creditWindowMax: limits.creditWindowMax,
       tailBytes: historyLimits.tailBytes,
@@ -256,6 +259,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       s.credits.sweep(now);
       // A dropped link whose claim just ended no longer needs the full ring.
       s.refreshRingLimit();
+      if (s.sweepModel(now)) log('model scrollback dropped', { id: s.id });
     }
   }, CREDIT_SWEEP_MS).unref();
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

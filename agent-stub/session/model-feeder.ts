@@ -97,6 +97,11 @@ export class ModelFeeder {
     private retainedLines: number,
   ) {}
 
+  /** Output held back from the model (after skipping). */
+  get backlog(): number {
+    return this.pendingBytes;
+  }
+
   setRetainedLines(n: number): void {
     this.retainedLines = n;
   }

@@ -8,12 +8,27 @@ export type ToModel =
   | { kind: 'snapshot'; sid: string; req: number; scrollbackRows?: number }
   | { kind: 'clear'; sid: string }
   | { kind: 'text'; sid: string; req: number; offset: number; count: number; maxBytes: number }
-  | { kind: 'close'; sid: string };
+  | { kind: 'close'; sid: string }
+  /** Drop the scrollback until `grow` or `unshrink` (the session's log holds its bytes). */
+  | { kind: 'shrink'; sid: string }
+  /** Keep scrollback again from here on, without rebuilding what was dropped. */
+  | { kind: 'unshrink'; sid: string }
+  /** Rebuild the model from the log (everything posted so far); adopted when its screen matches. */
+  | { kind: 'grow'; sid: string; steps: RebuildStep[] };
+
+/** How a model is rebuilt: its size at the start, then the stream with the resizes and clears in it. */
+export type RebuildStep =
+  | { kind: 'size'; cols: number; rows: number }
+  | { kind: 'data'; data: Uint8Array }
+  | { kind: 'resize'; cols: number; rows: number }
+  | { kind: 'clear' };
 
 export type FromModel =
   | { kind: 'snapshot'; sid: string; req: number; snapshot: ScreenSnapshot }
   | { kind: 'progress'; sid: string; seq: number }
-  | { kind: 'text'; sid: string; req: number; page: AgentReadResult };
+  | { kind: 'text'; sid: string; req: number; page: AgentReadResult }
+  /** A `grow` finished: `adopted` false when the rebuilt screen differed (the live one was kept). */
+  | { kind: 'grown'; sid: string; adopted: boolean };
 
 /** The worker is the same bundle file started with this workerData marker. */
 export const MODEL_WORKER_MARKER = 'ptyrelay-screen-model';

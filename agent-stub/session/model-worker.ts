@@ -1,6 +1,8 @@
 import { parentPort } from 'node:worker_threads';
 import { pageLines } from '../readiness/read-page.js';
+import { collectGarbageSoon } from './idle-gc.js';
 import type { FromModel, ToModel } from './model-protocol.js';
+import { rebuildModel, sameScreen } from './model-rebuild.js';
 import { TerminalModel } from './terminal-model.js';
 
 /** Progress is reported at most this often (bytes) so the session can bound the model's backlog. */
@@ -8,11 +10,16 @@ const PROGRESS_EVERY_BYTES = 256 * 1024;
 
 interface ModelEntry {
   model: TerminalModel;
+  scrollback: number;
   /** Seq after the last write handed to the model. */
   queuedSeq: number;
   /** Seq after the last write the model finished parsing. */
   parsedSeq: number;
   lastReported: number;
+  /** Messages that arrived while the model is being rebuilt; they apply to whichever model wins. */
+  held?: ToModel[];
+  /** The model being rebuilt. */
+  rebuilding?: TerminalModel;
 }
 
 /**
@@ -26,14 +33,18 @@ export function runModelWorker(): void {
   const models = new Map<string, ModelEntry>();
   const send = (m: FromModel) => port.postMessage(m);
 
-  port.on('message', (m: ToModel) => {
+  const handle = (m: ToModel): void => {
     if (m.kind === 'open') {
       const model = new TerminalModel(m.cols, m.rows, m.scrollback);
-      models.set(m.sid, { model, queuedSeq: 0, parsedSeq: 0, lastReported: 0 });
+      models.set(m.sid, { model, scrollback: m.scrollback, queuedSeq: 0, parsedSeq: 0, lastReported: 0 });
       return;
     }
     const e = models.get(m.sid);
     if (!e) return;
+    if (e.held && m.kind !== 'close') {
+      e.held.push(m);
+      return;
+    }
     switch (m.kind) {
       case 'data': {
         const end = m.seq + m.data.length;
@@ -55,6 +66,16 @@ export function runModelWorker(): void {
       case 'clear':
         e.model.clear();
         break;
+      case 'shrink':
+        e.model.shrink();
+        collectGarbageSoon();
+        break;
+      case 'unshrink':
+        e.model.unshrink();
+        break;
+      case 'grow':
+        grow(m.sid, e, m.steps);
+        break;
       case 'snapshot':
         e.model.snapshot(m.scrollbackRows, (s) =>
           send({ kind: 'snapshot', sid: m.sid, req: m.req, snapshot: { ...s, seq: e.parsedSeq } }),
@@ -71,9 +92,44 @@ export function runModelWorker(): void {
         );
         break;
       case 'close':
+        e.rebuilding?.dispose();
         e.model.dispose();
         models.delete(m.sid);
         break;
     }
-  });
+  };
+
+  /**
+   * Rebuilds a shrunk model from the steps (the log up to everything posted so far) and adopts the
+   * rebuilt one when its screen equals the live one's; otherwise (the log lost the stream's start
+   * and the state there mattered) the live screen stays, keeping scrollback from now on. Messages
+   * arriving meanwhile wait and then apply to the model kept.
+   */
+  const grow = (sid: string, e: ModelEntry, steps: Parameters<typeof rebuildModel>[0]): void => {
+    e.held = [];
+    const live = e.model;
+    const fresh: TerminalModel = rebuildModel(steps, e.scrollback, () =>
+      live.snapshot(0, (a) =>
+        fresh.snapshot(0, (b) => {
+          e.rebuilding = undefined;
+          const adopted = sameScreen(a, b);
+          if (adopted) {
+            live.dispose();
+            e.model = fresh;
+          } else {
+            fresh.dispose();
+            live.unshrink();
+          }
+          send({ kind: 'grown', sid, adopted });
+          collectGarbageSoon();
+          const held = e.held ?? [];
+          e.held = undefined;
+          for (const h of held) handle(h);
+        }),
+      ),
+    );
+    e.rebuilding = fresh;
+  };
+
+  port.on('message', handle);
 }

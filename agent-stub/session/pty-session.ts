@@ -16,6 +16,7 @@ import { OutputHistory } from '../history/output-history.js';
 import type { SessionLog } from '../history/session-log.js';
 import { FactScanner, type ScannerFact, type ScanResult } from './fact-scanner.js';
 import { ModelFeeder } from './model-feeder.js';
+import { DEFAULT_SCROLLBACK_IDLE_MS, ModelScrollback } from './model-scrollback.js';
 import type { OutputRing } from './output-ring.js';
 import { descendantPids, foregroundGroup } from './proc-info.js';
 import { PtyInputWriter } from './pty-input-writer.js';
@@ -73,6 +74,8 @@ export interface SessionLimits {
   tailBytes?: number;
   /** What the output log keeps at most (bounds unacknowledged output while it is healthy). */
   logBytes?: number;
+  /** Idle time after which the model drops its scrollback (ms; 0: never, not even in the background). */
+  scrollbackIdleMs?: number;
 }
 
 export { ringLimitFor } from '../history/output-history.js';
@@ -126,6 +129,8 @@ export class PtySession {
   private readonly exitListeners: Array<() => void> = [];
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly feeder: ModelFeeder;
+  /** Whether the model keeps its scrollback now (background and idle sessions drop it). */
+  readonly scrollback: ModelScrollback;
   private commandDetection = false;
 
   constructor(
@@ -192,6 +197,21 @@ export class PtySession {
       limits.scrollbackRows + launch.rows,
     );
     model.onProgress(this.incarnationId, (seq) => this.feeder.progress(seq));
+    const retained = () => limits.scrollbackRows + this.rows;
+    this.scrollback = new ModelScrollback(
+      {
+        sid: this.incarnationId,
+        history: this.history,
+        post: (m) => model.post(m),
+        flushModel: () => this.feeder.flushAll(),
+        retainLines: (shrunk) => this.feeder.setRetainedLines(shrunk ? this.rows : retained()),
+      },
+      launch.cols,
+      launch.rows,
+      limits.scrollbackIdleMs ?? DEFAULT_SCROLLBACK_IDLE_MS,
+      retained,
+    );
+    model.onGrown(this.incarnationId, (adopted) => this.scrollback.rebuilt(adopted));
     this.keepOutputOnExit();
     this.proc.onData((d) => this.onOutput(d as unknown as Buffer));
     this.proc.onExit((e) => this.onProcessExit(e.exitCode, e.signal));
@@ -251,6 +271,7 @@ export class PtySession {
   write(data: Uint8Array): void {
     if (!this.alive) throw new PtyRelayError('SESSION_EXITED', `${this.id} has exited`);
     if (data.length > 0) this.input.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    this.scrollback.used();
   }
 
   resize(cols: number, rows: number): void {
@@ -270,6 +291,7 @@ export class PtySession {
     this.proc.resize(cols, rows);
     this.feeder.flushAll();
     this.model.post({ kind: 'resize', sid: this.incarnationId, cols, rows });
+    this.scrollback.events.resize(this.ring.head, cols, rows);
   }
 
   /** Signal the foreground process group (what Ctrl-C would reach), not just the shell. */
@@ -284,20 +306,33 @@ export class PtySession {
     }
   }
 
-  snapshot(scrollbackRows?: number): Promise<ScreenSnapshot> {
+  /** The model's screen and scrollback; a model that dropped its scrollback rebuilds it from the log first. */
+  async snapshot(scrollbackRows?: number): Promise<ScreenSnapshot> {
+    await this.scrollback.full();
     this.feeder.flushAll();
     return this.model.snapshot(this.incarnationId, scrollbackRows);
   }
 
   /** A page of the model's text (agent reads); everything output so far is parsed first. */
-  text(offset: number, count: number, maxBytes: number): Promise<AgentReadResult> {
+  async text(offset: number, count: number, maxBytes: number): Promise<AgentReadResult> {
+    await this.scrollback.full();
     this.feeder.flushAll();
     return this.model.text(this.incarnationId, offset, count, maxBytes);
   }
 
   /**
+   * Lets the model drop its scrollback when the session is idle or every attached link has it in
+   * the background (called periodically); true when it just did.
+   */
+  sweepModel(now: number): boolean {
+    const background = this.sinks.size > 0 && [...this.sinks].every((s) => s.isBackground(this));
+    return this.scrollback.sweep(now, background);
+  }
+
+  /**
    * The model's screen as far as it has parsed, without first feeding it output it holds back
-   * (a flood the feeder may partly skip): cheaper, and up to a few seconds behind the ring.
+   * (a flood the feeder may partly skip): cheaper, and up to a few seconds behind the ring. A model
+   * that dropped its scrollback (a streaming background session) answers with what it holds.
    */
   snapshotAsParsed(scrollbackRows?: number): Promise<ScreenSnapshot> {
     return this.model.snapshot(this.incarnationId, scrollbackRows);
@@ -306,6 +341,7 @@ export class PtySession {
   clearModel(): void {
     this.feeder.flushAll();
     this.model.post({ kind: 'clear', sid: this.incarnationId });
+    this.scrollback.events.clear(this.ring.head);
   }
 
   /** SIGHUP the process groups, SIGKILL whatever is left after the deadline; resolves after exit. */
@@ -339,6 +375,7 @@ export class PtySession {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.feeder.dispose();
     this.model.onProgress(this.incarnationId, undefined);
+    this.model.onGrown(this.incarnationId, undefined);
     this.model.post({ kind: 'close', sid: this.incarnationId });
     this.sinks.clear();
   }
@@ -414,6 +451,7 @@ export class PtySession {
     const { data } = res;
     if (data.length > 0) {
       this.history.append(data);
+      this.scrollback.used();
       this.credits.advance(this.ring.head);
       this.feeder.push(base, data);
       for (const s of this.sinks) s.data(this, base, data);

@@ -20,6 +20,7 @@ export class ScreenModelHost {
   private nextReq = 1;
   private readonly pending = new Map<number, { resolve: (v: never) => void; reject: (e: Error) => void }>();
   private readonly progress = new Map<string, (seq: number) => void>();
+  private readonly grown = new Map<string, (adopted: boolean) => void>();
 
   constructor(private readonly entryFile: string = process.argv[1]) {}
 
@@ -30,6 +31,12 @@ export class ScreenModelHost {
   onProgress(sid: string, cb: ((seq: number) => void) | undefined): void {
     if (cb) this.progress.set(sid, cb);
     else this.progress.delete(sid);
+  }
+
+  /** `cb` learns whether each rebuild of `sid` (`grow`) was adopted. */
+  onGrown(sid: string, cb: ((adopted: boolean) => void) | undefined): void {
+    if (cb) this.grown.set(sid, cb);
+    else this.grown.delete(sid);
   }
 
   snapshot(sid: string, scrollbackRows?: number): Promise<ScreenSnapshot> {
@@ -77,6 +84,7 @@ export class ScreenModelHost {
     w.unref();
     w.on('message', (m: FromModel) => {
       if (m.kind === 'progress') this.progress.get(m.sid)?.(m.seq);
+      else if (m.kind === 'grown') this.grown.get(m.sid)?.(m.adopted);
       else {
         const p = this.pending.get(m.req);
         this.pending.delete(m.req);

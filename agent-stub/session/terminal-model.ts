@@ -77,8 +77,11 @@ export class TerminalModel {
   private readonly serializer = new SerializeAddon();
   private readonly compact: CompactScrollback;
   private readonly queue: Op[] = [];
-  private readonly emulatorScrollback: number;
+  private emulatorScrollback: number;
   private readonly pieceRows: number;
+  /** Emulator scrollback and stored rows while not shrunk. */
+  private readonly fullEmulatorScrollback: number;
+  private readonly fullStoredRows: number;
   private busy = false;
   private disposed = false;
   /** Marks the newest scrollback row stored in the compact store (normal buffer). */
@@ -98,6 +101,8 @@ export class TerminalModel {
     this.term = new Terminal({ cols, rows, scrollback: this.emulatorScrollback, allowProposedApi: true });
     this.term.loadAddon(this.serializer);
     this.compact = new CompactScrollback(compacting ? scrollbackRows : 0);
+    this.fullEmulatorScrollback = this.emulatorScrollback;
+    this.fullStoredRows = this.compact.capacity;
     // An application's own "clear scrollback" (ED 3) or full reset clears the stored rows too.
     this.term.parser.registerCsiHandler({ final: 'J' }, (params) => {
       if (params[0] === 3 && this.term.buffer.active.type === 'normal') this.forgetStored();
@@ -140,6 +145,37 @@ export class TerminalModel {
       this.term.clear();
       next();
     });
+  }
+
+  /**
+   * Drops every scrollback row, the emulator's and the stored ones, and keeps none until
+   * {@link unshrink}: the screen, modes and cursor stay exact (a background or idle session whose
+   * bytes are in its log; docs/flow-control.md, "Model scrollback").
+   */
+  shrink(): void {
+    this.enqueue((next) => {
+      this.forgetStored();
+      this.compact.setMaxRows(0);
+      this.emulatorScrollback = 0;
+      // Lowering the option trims the emulator's buffer to the screen (its rows are released).
+      this.term.options.scrollback = 0;
+      next();
+    });
+  }
+
+  /** Keeps scrollback again from here on (what scrolled meanwhile stays lost). */
+  unshrink(): void {
+    this.enqueue((next) => {
+      this.compact.setMaxRows(this.fullStoredRows);
+      this.emulatorScrollback = this.fullEmulatorScrollback;
+      this.term.options.scrollback = this.emulatorScrollback;
+      next();
+    });
+  }
+
+  /** Scrollback rows the emulator holds now (for tests and stats). */
+  get emulatorRows(): number {
+    return this.term.buffer.normal.length - this.term.rows;
   }
 
   /** VT text that redraws the screen, the newest `scrollbackRows` rows above it (all by default) and the cursor. */

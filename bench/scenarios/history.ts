@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { DEFAULT_SCROLLBACK_IDLE_MS } from '../../agent-stub/session/model-scrollback.js';
 import { daemonSocketPath } from '../../provider/stub-paths.js';
 import { encodeJsonFrame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
@@ -14,8 +15,11 @@ import { now, procStatusBytes, round, sleep } from '../lib/util.js';
  * with the log (default) and one with `--history off`, each in a runtime and state dir of its own.
  * - resume: a relay vanishes (no goodbye) while the program writes ~40 MiB; a relay with the same
  *   identity attaches from seq 0 afterwards: bytes lost, reset or not;
- * - memory: daemon RSS with 50 idle sessions that each wrote 10 MiB;
+ * - memory: daemon RSS with 50 idle sessions that each wrote 10 MiB (once written, and once they
+ *   are idle: their models have dropped their scrollback);
+ * - yes: daemon RSS peak with 50 × `yes`, 45 of them in the background;
  * - flood: throughput of one session writing a flood, log on vs off, alternated.
+ * `BENCH_HISTORY_PARTS=memory,yes` runs only those parts (the figures that are not timings).
  */
 const MB = 1e6;
 const MiB = 1024 * 1024;
@@ -24,6 +28,15 @@ const RESUME_LINES = 5_000_000;
 const MEMORY_SESSIONS = 50;
 /** ~10.8 MB per session. */
 const MEMORY_LINES = 1_250_000;
+/** After the last output: the idle time after which models drop their scrollback, plus the collection after it. */
+const IDLE_WAIT_MS = DEFAULT_SCROLLBACK_IDLE_MS + 5000;
+const YES_SESSIONS = 50;
+const YES_FOREGROUND = 5;
+const SAMPLE_MS = 500;
+
+function note(msg: string): void {
+  process.stderr.write(`[bench history] ${msg}\n`);
+}
 
 type Variant = 'log' | 'ring';
 
@@ -177,11 +190,50 @@ async function memory(d: Daemon, sessions: number, lines: number) {
       await sleep(250);
     }
   }
-  // Idle: the model has caught up and the logs are written.
+  // Written: the model has caught up and the logs are written.
   await sleep(3000);
+  const written = procStatusBytes(d.pid, 'VmRSS') ?? 0;
+  note(
+    `${d.variant}: ${sessions} sessions wrote ${round(expected / MiB, 1)} MiB each: stub RSS ${round(written / MB, 1)} MB; idle wait ${IDLE_WAIT_MS / 1000} s`,
+  );
+  await sleep(IDLE_WAIT_MS);
   const rss = procStatusBytes(d.pid, 'VmRSS') ?? 0;
+  note(`${d.variant}: idle: stub RSS ${round(rss / MB, 1)} MB`);
   await Promise.all(ids.map((id) => d.provider.shutdown(id, { immediate: true }).catch(() => {})));
-  return { sessions, bytesEach: expected, stubRssMB: round(rss / MB, 1) };
+  return {
+    sessions,
+    bytesEach: expected,
+    stubRssMB: round(rss / MB, 1),
+    writtenRssMB: round(written / MB, 1),
+  };
+}
+
+/** Stub RSS while `n` sessions run `yes`, all but YES_FOREGROUND of them in the background. */
+async function yesMemory(d: Daemon, n: number, durationMs: number) {
+  const ids: string[] = [];
+  const baseline = procStatusBytes(d.pid, 'VmRSS') ?? 0;
+  let peak = 0;
+  try {
+    for (let i = 0; i < n; i++) {
+      const r = await d.provider.spawn({ cols: 80, rows: 24, command: 'yes' });
+      ids.push(r.id);
+    }
+    await Promise.all(ids.slice(YES_FOREGROUND).map((id) => d.provider.setPtyBackgrounded(id, true)));
+    const t0 = now();
+    while (now() - t0 < durationMs) {
+      peak = Math.max(peak, procStatusBytes(d.pid, 'VmRSS') ?? 0);
+      await sleep(SAMPLE_MS);
+    }
+  } finally {
+    await Promise.all(ids.map((id) => d.provider.shutdown(id, { immediate: true }).catch(() => {})));
+  }
+  note(`${d.variant}: ${n} × yes (${n - YES_FOREGROUND} bg): stub RSS peak ${round(peak / MB, 1)} MB`);
+  return {
+    sessions: n,
+    backgrounded: n - YES_FOREGROUND,
+    baselineMB: round(baseline / MB, 1),
+    stubRssPeakMB: round(peak / MB, 1),
+  };
 }
 
 async function flood(d: Daemon, bytes: number): Promise<number> {
@@ -214,64 +266,134 @@ export async function historyScenario(env: BenchEnv): Promise<ScenarioResult> {
   const errors: string[] = [];
   const rows: Row[] = [];
   const details: Record<string, unknown> = {};
-  const log = await startDaemon(env, 'log');
-  const ring = await startDaemon(env, 'ring');
-  try {
-    const lines = quick ? RESUME_LINES / 5 : RESUME_LINES;
-    const [rl, rr] = [await resume(log, lines), await resume(ring, lines)];
-    details.resume = { log: rl, ring: rr };
-    rows.push({
-      scenario: 'history',
-      metric: `bytes lost resuming after an outage that wrote ${round(rl.writtenBytes / MiB, 1)} MiB`,
-      unit: 'bytes',
-      subject: 'stub with output log',
-      value: rl.lostBytes,
-      reference: { label: 'RAM ring only (--history off)', value: rr.lostBytes },
-      better: 'lower',
-      target: { text: '0 lost, no reset', met: rl.lostBytes === 0 && !rl.reset && rl.gaps === 0 },
-      note: `log: reset ${rl.reset}, program finished during the outage ${rl.programFinishedDuringOutage}, outage ${rl.outageMs} ms; ring: reset ${rr.reset}, finished ${rr.programFinishedDuringOutage}`,
-      noPlot: true,
-    });
-    const sessions = quick ? 10 : MEMORY_SESSIONS;
-    const [ml, mr] = [await memory(log, sessions, MEMORY_LINES), await memory(ring, sessions, MEMORY_LINES)];
-    details.memory = { log: ml, ring: mr };
-    rows.push({
-      scenario: 'history',
-      metric: `stub RSS, ${sessions} idle sessions that each wrote ${round(ml.bytesEach / MiB, 1)} MiB`,
-      unit: 'MB',
-      subject: 'stub with output log',
-      value: ml.stubRssMB,
-      reference: { label: 'RAM ring only (--history off)', value: mr.stubRssMB },
-      better: 'lower',
-      ...(sessions === MEMORY_SESSIONS ? { target: { text: '≤ 120 MB', met: ml.stubRssMB <= 120 } } : {}),
-    });
-    const rounds = quick ? 1 : 3;
-    const floodBytes = (quick ? 64 : 256) * MiB;
-    const on: number[] = [];
-    const offR: number[] = [];
-    for (let i = 0; i < rounds; i++) {
-      // Alternated, so that a busy moment of the machine hits both.
-      on.push(await flood(log, floodBytes));
-      offR.push(await flood(ring, floodBytes));
+  const parts = new Set((process.env.BENCH_HISTORY_PARTS ?? 'resume,memory,yes,flood').split(','));
+  type Part = (
+    log: Daemon,
+    ring: Daemon,
+    quick: boolean,
+    rows: Row[],
+    details: Record<string, unknown>,
+  ) => Promise<void>;
+  const all: Array<[string, Part]> = [
+    ['resume', resumeRows],
+    ['memory', memoryRows],
+    ['yes', yesRows],
+    ['flood', floodRows],
+  ];
+  for (const [name, part] of all) {
+    if (!parts.has(name)) continue;
+    // Fresh daemons for each part: none inherits another part's memory.
+    const log = await startDaemon(env, 'log');
+    const ring = await startDaemon(env, 'ring');
+    try {
+      await part(log, ring, quick, rows, details);
+    } catch (err) {
+      errors.push((err as Error).stack ?? String(err));
+    } finally {
+      await log.cleanup();
+      await ring.cleanup();
     }
-    details.flood = { logMiBps: on.map((v) => round(v, 1)), ringMiBps: offR.map((v) => round(v, 1)) };
-    const ratio = median(on) / median(offR);
-    rows.push({
-      scenario: 'history',
-      metric: `flood throughput (${floodBytes / MiB} MiB, median of ${rounds})`,
-      unit: 'MiB/s',
-      subject: 'stub with output log',
-      value: round(median(on), 1),
-      reference: { label: 'RAM ring only (--history off)', value: round(median(offR), 1) },
-      better: 'higher',
-      target: { text: '≥ 0.97× log off', met: ratio >= 0.97 },
-      note: `ratio ${round(ratio, 3)}`,
-    });
-  } catch (err) {
-    errors.push((err as Error).stack ?? String(err));
-  } finally {
-    await log.cleanup();
-    await ring.cleanup();
   }
   return { name: 'history', rows, details, errors, durationMs: round(now() - t0, 0) };
+}
+
+async function resumeRows(
+  log: Daemon,
+  ring: Daemon,
+  quick: boolean,
+  rows: Row[],
+  details: Record<string, unknown>,
+) {
+  const lines = quick ? RESUME_LINES / 5 : RESUME_LINES;
+  const [rl, rr] = [await resume(log, lines), await resume(ring, lines)];
+  details.resume = { log: rl, ring: rr };
+  rows.push({
+    scenario: 'history',
+    metric: `bytes lost resuming after an outage that wrote ${round(rl.writtenBytes / MiB, 1)} MiB`,
+    unit: 'bytes',
+    subject: 'stub with output log',
+    value: rl.lostBytes,
+    reference: { label: 'RAM ring only (--history off)', value: rr.lostBytes },
+    better: 'lower',
+    target: { text: '0 lost, no reset', met: rl.lostBytes === 0 && !rl.reset && rl.gaps === 0 },
+    note: `log: reset ${rl.reset}, program finished during the outage ${rl.programFinishedDuringOutage}, outage ${rl.outageMs} ms; ring: reset ${rr.reset}, finished ${rr.programFinishedDuringOutage}`,
+    noPlot: true,
+  });
+}
+
+async function memoryRows(
+  log: Daemon,
+  ring: Daemon,
+  quick: boolean,
+  rows: Row[],
+  details: Record<string, unknown>,
+) {
+  const sessions = quick ? 10 : MEMORY_SESSIONS;
+  const [ml, mr] = [await memory(log, sessions, MEMORY_LINES), await memory(ring, sessions, MEMORY_LINES)];
+  details.memory = { log: ml, ring: mr };
+  rows.push({
+    scenario: 'history',
+    metric: `stub RSS, ${sessions} idle sessions that each wrote ${round(ml.bytesEach / MiB, 1)} MiB`,
+    unit: 'MB',
+    subject: 'stub with output log',
+    value: ml.stubRssMB,
+    reference: { label: 'RAM ring only (--history off)', value: mr.stubRssMB },
+    better: 'lower',
+    ...(sessions === MEMORY_SESSIONS ? { target: { text: '≤ 120 MB', met: ml.stubRssMB <= 120 } } : {}),
+    note: `right after writing: ${ml.writtenRssMB} MB (log), ${mr.writtenRssMB} MB (ring); idle = ${IDLE_WAIT_MS / 1000} s later`,
+  });
+}
+
+async function yesRows(
+  log: Daemon,
+  ring: Daemon,
+  quick: boolean,
+  rows: Row[],
+  details: Record<string, unknown>,
+) {
+  const n = quick ? 10 : YES_SESSIONS;
+  const durationMs = quick ? 5000 : 20_000;
+  const [yl, yr] = [await yesMemory(log, n, durationMs), await yesMemory(ring, n, durationMs)];
+  details.yes = { log: yl, ring: yr };
+  rows.push({
+    scenario: 'history',
+    metric: `stub RSS peak, ${n} × yes (${yl.backgrounded} bg)`,
+    unit: 'MB',
+    subject: 'stub with output log',
+    value: yl.stubRssPeakMB,
+    reference: { label: 'RAM ring only (--history off)', value: yr.stubRssPeakMB },
+    better: 'lower',
+    ...(n === YES_SESSIONS ? { target: { text: '≤ 200 MB', met: yl.stubRssPeakMB <= 200 } } : {}),
+  });
+}
+
+async function floodRows(
+  log: Daemon,
+  ring: Daemon,
+  quick: boolean,
+  rows: Row[],
+  details: Record<string, unknown>,
+) {
+  const rounds = quick ? 1 : 3;
+  const floodBytes = (quick ? 64 : 256) * MiB;
+  const on: number[] = [];
+  const offR: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    // Alternated, so that a busy moment of the machine hits both.
+    on.push(await flood(log, floodBytes));
+    offR.push(await flood(ring, floodBytes));
+  }
+  details.flood = { logMiBps: on.map((v) => round(v, 1)), ringMiBps: offR.map((v) => round(v, 1)) };
+  const ratio = median(on) / median(offR);
+  rows.push({
+    scenario: 'history',
+    metric: `flood throughput (${floodBytes / MiB} MiB, median of ${rounds})`,
+    unit: 'MiB/s',
+    subject: 'stub with output log',
+    value: round(median(on), 1),
+    reference: { label: 'RAM ring only (--history off)', value: round(median(offR), 1) },
+    better: 'higher',
+    target: { text: '≥ 0.97× log off', met: ratio >= 0.97 },
+    note: `ratio ${round(ratio, 3)}`,
+  });
 }

@@ -17,6 +17,7 @@ import {
   optString,
 } from './config-validate.js';
 import { assertSecretFileMode } from './file-modes.js';
+import { type HistoryConfig, validateHistoryConfig } from './history-config.js';
 
 export type { SshHostConfig };
 
@@ -85,6 +86,8 @@ export interface RelayConfig {
   input: InputConfig;
   /** Serve https/wss with this certificate and key (docs/config.md, `tls`). */
   tls?: { cert: string; key: string };
+  /** Output history of the daemons this relay starts, every host (docs/config.md, `history`). */
+  history?: HistoryConfig;
 }
 
 /** Input queued while a host is unreachable (docs/config.md, `input`). */
@@ -135,6 +138,7 @@ const TOP_KEYS = [
   'agents',
   'input',
   'tls',
+  'history',
 ] as const;
 /** The keys a host entry may have (also what the config fuzz suite generates). */
 export const HOST_KEYS = [
@@ -153,6 +157,7 @@ export const HOST_KEYS = [
   'installDir',
   'runtimeDir',
   'stateDir',
+  'history',
 ] as const;
 
 function validateTls(raw: unknown): RelayConfig['tls'] {
@@ -175,7 +180,7 @@ function validateListen(raw: unknown): RelayConfig['listen'] {
   };
 }
 
-function validateHost(name: string, raw: unknown): SshHostConfig {
+function validateHost(name: string, raw: unknown, ringBytes: number): SshHostConfig {
   const field = `hosts.${name}`;
   if (name === LOCAL_HOST) throw configError(`hosts.local is reserved for the built-in local host`);
   if (!HOST_NAME.test(name)) {
@@ -223,6 +228,8 @@ function validateHost(name: string, raw: unknown): SshHostConfig {
   if (policy !== undefined) out.hostKeyPolicy = policy;
   const agent = optBoolean(o, 'useAgent', field);
   if (agent !== undefined) out.useAgent = agent;
+  const history = validateHistoryConfig(o.history, `${field}.history`, ringBytes);
+  if (history !== undefined) out.history = history;
   return out;
 }
 
@@ -325,10 +332,11 @@ function validateOrigins(raw: unknown): string[] {
 export function validateConfig(raw: unknown): RelayConfig {
   const top = object(raw ?? {}, 'config');
   onlyKeys(top, TOP_KEYS, 'config');
+  const limits = validateLimits(top.limits);
   const hostsRaw = object(top.hosts, 'hosts');
   const hosts: Record<string, SshHostConfig> = {};
-  for (const [name, h] of Object.entries(hostsRaw)) hosts[name] = validateHost(name, h);
-  const limits = validateLimits(top.limits);
+  for (const [name, h] of Object.entries(hostsRaw)) hosts[name] = validateHost(name, h, limits.ringBytes);
+  const history = validateHistoryConfig(top.history, 'history', limits.ringBytes);
   const flowControl = validateFlowControl(top.flowControl);
   // The stub replays unacknowledged and kept output from its ring: both must fit in it.
   if (flowControl.keepTailBytes > limits.ringBytes) {
@@ -355,6 +363,7 @@ export function validateConfig(raw: unknown): RelayConfig {
     agents: validateAgentsConfig(top.agents, limits.ringBytes),
     input: validateInput(top.input),
     ...(top.tls !== undefined ? { tls: validateTls(top.tls) } : {}),
+    ...(history !== undefined ? { history } : {}),
   };
 }
 

@@ -7,6 +7,7 @@ import { LocalPtyProvider } from '../local/local-pty-provider.js';
 import type { Logger } from '../log.js';
 import { SshPtyProvider } from '../ssh/ssh-pty-provider.js';
 import { LOCAL_HOST, type RelayConfig } from './config.js';
+import { historyDaemonArgs } from './history-config.js';
 import type { HostRouter } from './rpc-types.js';
 import { creditFor } from './terminal-credit.js';
 
@@ -38,6 +39,7 @@ export function createHostRouter(
     ...['--keep-tail', String(f.keepTailBytes)],
     ...['--pending-cap', String(f.stubPendingCap)],
     ...(config.agents ? readinessDaemonArgs(config.agents) : []),
+    ...historyDaemonArgs(config.history),
     ...(opts.daemonArgs ?? []),
   ];
   // The service acknowledges output for its consumers (relay/service/terminal-credit.ts), so a

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { PtyRelayError } from '../../provider/errors.js';
+import type { HistoryConfig } from '../service/history-config.js';
 import { expandTilde, expandTokens, loadUserSshConfig, SshConfigError } from './ssh-config.js';
 
 /** One SSH host as configured for SshPtyProvider (fixed shape). */
@@ -41,6 +42,8 @@ export interface SshHostConfig {
   runtimeDir?: string;
   /** The stub's persistent state dir on the host (default `$XDG_STATE_HOME/ptyrelay` or `~/.local/state/ptyrelay`). */
   stateDir?: string;
+  /** Output history of the daemon started on this host; each field set wins over the top-level `history`. */
+  history?: HistoryConfig;
 }
 
 /** How unknown and changed host keys are treated (StrictHostKeyChecking yes / ask / accept-new / no). */

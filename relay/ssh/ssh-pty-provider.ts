@@ -11,6 +11,7 @@ import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-pr
 import { StubClient } from '../stub-link/stub-client.js';
 import { firstHop, type ResolvedHost, resolveHost, type SshHostConfig } from './host-config.js';
 import { connectSsh, type SshConnection } from './host-connection.js';
+import { hostDaemonArgs } from './host-daemon-args.js';
 import { sshLost, withHostHint } from './host-errors.js';
 import { type HostKeyStatus, inspectHostKey, trustHostKey } from './host-key-trust.js';
 import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
@@ -320,10 +321,7 @@ export class SshPtyProvider extends StubBackedProvider {
    */
   /** Flags for a daemon this relay starts on a host: the provider's, plus the host's own dirs. */
   private daemonArgsFor(cfg: SshHostConfig): string[] {
-    const args = [...(this.opts.daemonArgs ?? [])];
-    if (cfg.runtimeDir) args.push('--runtime-dir', cfg.runtimeDir);
-    if (cfg.stateDir) args.push('--state-dir', cfg.stateDir);
-    return args;
+    return hostDaemonArgs(this.opts.daemonArgs ?? [], cfg);
   }
 
   private async channelTo(

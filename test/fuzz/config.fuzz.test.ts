@@ -111,6 +111,10 @@ const configText: fc.Arbitrary<string> = fc.oneof(
           section(['ownerGraceMs', 'defaultTimeoutMs', 'pollIntervalMs', 'maxReadBytes'], sizeValue).map(
             (p): [string, unknown] => ['agents', jsonObject(p)],
           ),
+          section(
+            ['enabled', 'segmentBytes', 'sessionBytes', 'hostBytes', 'freePercent', 'tailBytes'],
+            sizeValue,
+          ).map((p): [string, unknown] => ['history', jsonObject(p)]),
           fc.array(nastyString, { maxLength: 3 }).map((v): [string, unknown] => ['allowedOrigins', v]),
           fc.tuple(nastyString, leaf),
         ),

@@ -8,6 +8,7 @@ describe('daemon limits', () => {
       ringBytes: 4 * 1024 * 1024,
       backgroundRingBytes: 512 * 1024,
       scrollbackRows: 10_000,
+      scrollbackIdleMs: 30_000,
       creditWindow: 256 * 1024,
       creditWindowMax: 2 * 1024 * 1024,
       keepTailMin: 64 * 1024,
@@ -22,6 +23,8 @@ describe('daemon limits', () => {
     expect(() => resolveLimits({ ringBytes: 256 * 1024, keepTailMin: 512 * 1024 })).toThrow(/--keep-tail/);
     expect(() => resolveLimits({ ringBytes: 64 * 1024 * 1024 })).toThrow(/--ring-bytes/);
     expect(() => resolveLimits({ pendingCap: 1024 })).toThrow(/--pending-cap/);
+    expect(() => resolveLimits({ scrollbackIdleMs: -1 })).toThrow(/--scrollback-idle-ms/);
+    expect(resolveLimits({ scrollbackIdleMs: 0 }).scrollbackIdleMs).toBe(0);
     expect(() => resolveLimits({ creditWindow: 512 * 1024, creditWindowMax: 256 * 1024 })).toThrow(
       /--credit-window-max/,
     );
