@@ -28,7 +28,9 @@ export type FromModel =
   | { kind: 'progress'; sid: string; seq: number }
   | { kind: 'text'; sid: string; req: number; page: AgentReadResult }
   /** A `grow` finished: `adopted` false when the rebuilt screen differed (the live one was kept). */
-  | { kind: 'grown'; sid: string; adopted: boolean };
+  | { kind: 'grown'; sid: string; adopted: boolean }
+  /** A snapshot or text request named a model that is closed: nothing will answer it otherwise. */
+  | { kind: 'gone'; sid: string; req: number };
 
 /** The worker is the same bundle file started with this workerData marker. */
 export const MODEL_WORKER_MARKER = 'ptyrelay-screen-model';

@@ -40,7 +40,11 @@ export function runModelWorker(): void {
       return;
     }
     const e = models.get(m.sid);
-    if (!e) return;
+    if (!e) {
+      // Every request gets an answer, or its caller would wait for the timeout.
+      if (m.kind === 'snapshot' || m.kind === 'text') send({ kind: 'gone', sid: m.sid, req: m.req });
+      return;
+    }
     if (e.held && m.kind !== 'close') {
       e.held.push(m);
       return;
@@ -91,11 +95,18 @@ export function runModelWorker(): void {
           }),
         );
         break;
-      case 'close':
+      case 'close': {
+        // Requests already made (a save at exit asks for the last screen) are answered first:
+        // what waited for a rebuild goes to the live model, which closes after its queue.
         e.rebuilding?.dispose();
-        e.model.dispose();
+        e.rebuilding = undefined;
+        const held = e.held ?? [];
+        e.held = undefined;
+        for (const h of held) handle(h);
         models.delete(m.sid);
+        e.model.close();
         break;
+      }
     }
   };
 

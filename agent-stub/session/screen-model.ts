@@ -85,7 +85,11 @@ export class ScreenModelHost {
     w.on('message', (m: FromModel) => {
       if (m.kind === 'progress') this.progress.get(m.sid)?.(m.seq);
       else if (m.kind === 'grown') this.grown.get(m.sid)?.(m.adopted);
-      else {
+      else if (m.kind === 'gone') {
+        const p = this.pending.get(m.req);
+        this.pending.delete(m.req);
+        p?.reject(new PtyRelayError('SESSION_EXITED', `the screen model of ${m.sid} is closed`));
+      } else {
         const p = this.pending.get(m.req);
         this.pending.delete(m.req);
         p?.resolve((m.kind === 'snapshot' ? m.snapshot : m.page) as never);

@@ -202,6 +202,14 @@ export class TerminalModel {
     });
   }
 
+  /** Disposes once every operation queued so far has run (their callbacks are called). */
+  close(): void {
+    this.enqueue((next) => {
+      this.dispose();
+      next();
+    });
+  }
+
   dispose(): void {
     this.disposed = true;
     this.queue.length = 0;
