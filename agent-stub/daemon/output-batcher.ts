@@ -1,7 +1,12 @@
 import type { PtySession } from '../session/pty-session.js';
 
-/** A session's batch goes out as soon as it reaches this size, backlog or not. */
-export const BATCH_MAX_BYTES = 64 * 1024;
+/**
+ * A session's batch goes out as soon as it reaches this size, backlog or not. One SSH channel
+ * packet's worth: sshd reads a Unix socket in pieces as the kernel hands them over, and a larger
+ * frame it reads in two pieces costs two packets (64 KiB frames gave more segments per MB than
+ * the old 4 ms timer's ~20 KiB ones).
+ */
+export const BATCH_MAX_BYTES = 32 * 1024;
 /**
  * A PTY read this large emptied a full line-discipline buffer (Linux n_tty hands out at most
  * 4095 bytes while the writer is blocked on it): more output is already waiting in the kernel,
@@ -16,9 +21,10 @@ export const FULL_READ_HOLD_MS = 2;
 /**
  * A session that produced this much output with no pause longer than STREAM_GAP_MS between reads
  * is streaming (`cat`, a build log, a line-buffered program a fast daemon reads line by line),
- * never typing: a keystroke's echo, a prompt or a full-screen redraw stays below it.
+ * never typing: a keystroke's echo or a prompt stays far below it (the tail of a redraw larger
+ * than this may wait up to STREAM_HOLD_MS, as every chunk did under the old 4 ms timer).
  */
-export const STREAM_MIN_BYTES = 16 * 1024;
+export const STREAM_MIN_BYTES = 8 * 1024;
 /** A pause this long between two reads of a session ends its stream. */
 export const STREAM_GAP_MS = 5;
 /**

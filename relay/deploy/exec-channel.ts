@@ -18,17 +18,28 @@ export function isExecRefused(err: unknown): boolean {
 /**
  * Opens an exec channel for `command`, asking again (twice, 300 ms apart) when the server
  * refused the request without running anything; any other error, or a third refusal, rejects.
- * `onRetry` hears about each refusal that is retried (for the log).
+ * `setup` runs inside ssh2's callback, before anything else happens on the stream: a fast
+ * command's output, exit status and close can be in the same packet batch as the channel's
+ * confirmation, and listeners added a microtask later would miss them. `onRetry` hears about
+ * each refusal that is retried (for the log).
  */
 export async function openExec(
   conn: Client,
   command: string,
+  setup: (stream: ClientChannel) => void,
   onRetry: (attempt: number, err: Error) => void = () => {},
 ): Promise<ClientChannel> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await new Promise<ClientChannel>((resolve, reject) =>
-        conn.exec(command, (err, stream) => (err ? reject(err) : resolve(stream))),
+        conn.exec(command, (err, stream) => {
+          if (err) {
+            reject(err);
+            return;
+          }
+          setup(stream);
+          resolve(stream);
+        }),
       );
     } catch (err) {
       if (!isExecRefused(err) || attempt >= EXEC_ATTEMPTS) throw err;

@@ -67,7 +67,10 @@ export function remoteExec(
       clearTimeout(timer);
       fn();
     };
-    openExec(conn, command).then(
+    openExec(
+      conn,
+      command,
+      // Inside ssh2's callback: a fast command's output and exit may follow in the same batch.
       (stream) => {
         if (settled) {
           stream.close(); // The timeout fired before the channel opened.
@@ -106,7 +109,6 @@ export function remoteExec(
         if (opts.stdin !== undefined) stream.end(opts.stdin);
         else stream.end();
       },
-      (err: Error) => finish(() => reject(err)),
-    );
+    ).catch((err: Error) => finish(() => reject(err)));
   });
 }

@@ -96,7 +96,7 @@ export function openMarkedChannel(
       () => fail(new PtyRelayError('TIMEOUT', `${opts.what} did not start within ${opts.timeoutMs} ms`)),
       opts.timeoutMs,
     );
-    openExec(conn, SH_COMMAND).then((stream) => {
+    openExec(conn, SH_COMMAND, (stream) => {
       channel = stream;
       if (done) {
         stream.close();
@@ -135,6 +135,6 @@ export function openMarkedChannel(
       stream.on('close', onClose);
       stream.on('error', fail);
       stream.write(script);
-    }, fail);
+    }).catch(fail);
   });
 }
