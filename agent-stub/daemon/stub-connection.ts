@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import type * as z from 'zod/mini';
 import type { PtyExitInfo, PtyFact } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import {
@@ -8,13 +9,9 @@ import {
   FrameDecoder,
   FrameType,
 } from '../../provider/wire/frame-codec.js';
-import {
-  type HelloMessage,
-  isObject,
-  type RequestMessage,
-  STUB_PROTOCOL_VERSION,
-  type StubMethod,
-} from '../../provider/wire/messages.js';
+import { parseHello } from '../../provider/wire/hello-schema.js';
+import { type HelloMessage, isObject, STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
+import { clientControlSchema, parseMessage, requestSchema } from '../../provider/wire/stub-schemas.js';
 import type { PtySession, SessionSink } from '../session/pty-session.js';
 import { BackgroundDelivery } from './background-delivery.js';
 import { ConnectionOutput } from './connection-output.js';
@@ -256,36 +253,29 @@ export class StubConnection implements SessionSink {
       if (f.type !== FrameType.Json || !isObject(f.message) || f.message.t !== 'hello') {
         throw new PtyRelayError('PROTOCOL_ERROR', 'expected hello first');
       }
-      this.onHello(f.message as unknown as HelloMessage);
-      return;
-    }
-    if (f.type === FrameType.Json && isObject(f.message) && f.message.t !== 'req') {
-      this.onControl(f.message);
+      const parsed = parseHello(f.message);
+      if ('error' in parsed) throw new PtyRelayError('PROTOCOL_ERROR', `bad hello: ${parsed.error}`);
+      this.onHello(parsed.hello);
       return;
     }
     if (f.type === FrameType.Input) {
       this.onInput(f.inputSeq, f.id, f.data);
       return;
     }
-    if (f.type !== FrameType.Json || !isObject(f.message) || f.message.t !== 'req') {
+    if (f.type !== FrameType.Json || !isObject(f.message)) {
       throw new PtyRelayError('PROTOCOL_ERROR', 'unexpected frame');
     }
-    const m = f.message as unknown as RequestMessage;
-    if (typeof m.rid !== 'number' || typeof m.method !== 'string') {
-      throw new PtyRelayError('PROTOCOL_ERROR', 'request without rid or method');
-    }
-    this.dispatch(m);
+    if (f.message.t === 'req') this.dispatch(parseMessage(requestSchema, f.message, 'req', 'PROTOCOL_ERROR'));
+    else this.onControl(parseMessage(clientControlSchema, f.message, 'message', 'PROTOCOL_ERROR'));
   }
 
   /** Messages that need no reply: heartbeat, credit acks, goodbye. */
-  private onControl(m: Record<string, unknown>): void {
+  private onControl(m: z.infer<typeof clientControlSchema>): void {
     switch (m.t) {
       case 'ping':
         this.send({ t: 'pong', n: m.n });
         return;
       case 'ack': {
-        if (typeof m.id !== 'string' || typeof m.seq !== 'number')
-          throw new PtyRelayError('PROTOCOL_ERROR', 'bad ack');
         const s = this.ctx.handler.find(m.id);
         if (s && this.attached.has(s)) s.credits.ack(this.linkId, m.seq);
         return;
@@ -293,8 +283,6 @@ export class StubConnection implements SessionSink {
       case 'goodbye':
         this.saidGoodbye = true;
         return;
-      default:
-        throw new PtyRelayError('PROTOCOL_ERROR', `unexpected message ${String(m.t)}`);
     }
   }
 
@@ -326,14 +314,14 @@ export class StubConnection implements SessionSink {
     });
   }
 
-  private dispatch(m: RequestMessage): void {
-    const params = isObject(m.params) ? m.params : {};
+  private dispatch(m: z.infer<typeof requestSchema>): void {
+    const params = m.params ?? {};
     const reply = (out: HandlerOutput) => {
       if (out.blob) this.sendWithBlob({ t: 'res', rid: m.rid, result: out.result }, out.blob);
       else this.send({ t: 'res', rid: m.rid, result: out.result });
     };
     this.ctx.handler
-      .handle(this, m.method as StubMethod, params, reply)
+      .handle(this, m.method, params, reply)
       .then((out) => {
         if (out !== REPLIED) reply(out);
       })
