@@ -205,7 +205,10 @@ export class SessionLog {
   /** A write now when a full one is queued (or one is in flight: its end writes more), else soon. */
   private scheduleWrite(): void {
     if (this.writing || this.writeTimer) return;
-    if (this.queued >= WRITE_MAX_BYTES) return this.writeNext();
+    if (this.queued >= WRITE_MAX_BYTES) {
+      this.writeNext();
+      return;
+    }
     this.writeTimer = setTimeout(() => this.writeNow(), WRITE_DELAY_MS);
     this.writeTimer.unref();
   }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type * as z from 'zod/mini';
 import { Emitter } from '../../provider/emitter.js';
-import { PtyRelayError, type PtyRelayErrorShape } from '../../provider/errors.js';
+import { PtyRelayError } from '../../provider/errors.js';
 import {
   encodeInputFrame,
   encodeJsonFrame,
