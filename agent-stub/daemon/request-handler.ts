@@ -8,7 +8,8 @@ import type {
   StubMethod,
   StubSpawnParams,
 } from '../../provider/wire/messages.js';
-import { parseMessage, stubParamsSchemas } from '../../provider/wire/stub-schemas.js';
+import { parseMessage } from '../../provider/wire/parse-message.js';
+import { stubParamsSchemas } from '../../provider/wire/stub-schemas.js';
 import type { AgentRequests } from '../readiness/agent-requests.js';
 import type { ColdRestoreService } from '../restore/cold-restore.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';

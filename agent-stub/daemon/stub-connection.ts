@@ -11,7 +11,8 @@ import {
 } from '../../provider/wire/frame-codec.js';
 import { parseHello } from '../../provider/wire/hello-schema.js';
 import { type HelloMessage, isObject, STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
-import { clientControlSchema, parseMessage, requestSchema } from '../../provider/wire/stub-schemas.js';
+import { parseMessage } from '../../provider/wire/parse-message.js';
+import { clientControlSchema, requestSchema } from '../../provider/wire/stub-schemas.js';
 import type { PtySession, SessionSink } from '../session/pty-session.js';
 import { BackgroundDelivery } from './background-delivery.js';
 import { ConnectionOutput } from './connection-output.js';

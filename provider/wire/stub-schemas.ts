@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import type { PtyFact, ScreenSnapshot } from '../contract.js';
-import { type ErrorCode, ErrorCodes, PtyRelayError, type PtyRelayErrorShape } from '../errors.js';
+import { type ErrorCode, ErrorCodes, type PtyRelayErrorShape } from '../errors.js';
 import { agentReadParamsSchema, agentSendParamsSchema } from './agent-messages.js';
 import { historyParamsSchema } from './history-messages.js';
 import type { StubMethod } from './messages.js';
@@ -150,17 +150,3 @@ export const daemonMessageSchemas = {
   }),
   error: z.looseObject({ t: z.literal('error'), error: errorShape }),
 };
-
-/** Parses `value` with `schema`, or throws `code` naming the first bad field (`what.field: …`). */
-export function parseMessage<S extends z.ZodMiniType>(
-  schema: S,
-  value: unknown,
-  what: string,
-  code: 'INVALID_ARGUMENT' | 'PROTOCOL_ERROR',
-): z.output<S> {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  const field = issue?.path.length ? `${what}.${issue.path.join('.')}` : what;
-  throw new PtyRelayError(code, `${field} ${issue?.message ?? 'is invalid'}`, { field });
-}

@@ -24,7 +24,8 @@ import {
   type StubMethod,
   type StubMethods,
 } from '../../provider/wire/messages.js';
-import { daemonMessageSchemas, parseMessage } from '../../provider/wire/stub-schemas.js';
+import { parseMessage } from '../../provider/wire/parse-message.js';
+import { daemonMessageSchemas } from '../../provider/wire/stub-schemas.js';
 
 /** A request not answered in this time fails with TIMEOUT (spawns and snapshots are well under it). */
 const REQUEST_TIMEOUT_MS = 30_000;
