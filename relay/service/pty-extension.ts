@@ -16,11 +16,13 @@ import { agentMethods } from '../agents/agent-rpc.js';
 import type { Logger } from '../log.js';
 import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead, needWrite } from '../tokens/grant.js';
 import { backgroundFor } from './background-votes.js';
+import { DEFAULT_LIMITS } from './config.js';
 import { daemonMethods } from './daemon-methods.js';
 import { InputLedger } from './input-ledger.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
 import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from './rpc-types.js';
 import { creditFor } from './terminal-credit.js';
+import { checkInputSize, checkTerminalQuota, type TerminalQuota } from './terminal-quota.js';
 import { claimHolder, type TerminalRegistry } from './terminal-registry.js';
 
 /** Catalog exit code of a terminal lost with its host without an exit of its own (killed: 128 + 9). */
@@ -37,6 +39,8 @@ export interface PtyExtensionContext {
   relayPendingCap?: number;
   /** Encoded output a connection may have queued before it lags (`flowControl.clientBufferBytes`). */
   clientBufferBytes?: number;
+  /** Terminal counts and the input write bound (`limits`; defaults: DEFAULT_LIMITS). */
+  limits?: Partial<TerminalQuota> & { maxInputBytes?: number };
 }
 
 /** A client instance's input ledger and the connection currently speaking for it. */
@@ -82,6 +86,7 @@ function hostOf(id: string): string {
  */
 export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   const { router, registry, log } = ctx;
+  const limits = { ...DEFAULT_LIMITS, ...ctx.limits };
   const serverInstanceId = randomUUID();
   const conns = new Set<ConnState>();
   const fanout = new RelayFanout({
@@ -224,6 +229,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     const opts = { ...given, cols: given.cols ?? 80, rows: given.rows ?? 24 };
     const host = opts.host ?? 'local';
     needCreate(conn.grant, host);
+    checkTerminalQuota(registry, limits, host, `client:${cs.clientId}`);
     const p = providerOf(host);
     // Output can overtake the spawn reply; keep it until the id is known.
     const take = fanout.capture();
@@ -324,6 +330,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     const owner = ledger === cs.slot?.ledger ? cs.slot.key : undefined;
     const write = async () => {
       needWrite(cs.conn.grant, id, 'type into');
+      checkInputSize(data.length, limits.maxInputBytes);
       await owned(cs, id).write(id, data, { owner });
       cs.conn.noteInput(id, data.length);
     };
