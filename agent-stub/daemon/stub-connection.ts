@@ -20,6 +20,9 @@ import { HistoryCatchUp } from './history-catch-up.js';
 import type { BatchingMode } from './output-batcher.js';
 import { type HandlerOutput, REPLIED, type StubRequestHandler } from './request-handler.js';
 
+/** How long a link that broke the protocol stays half-closed for its peer to read the error. */
+const PROTOCOL_ERROR_LINGER_MS = 2000;
+
 /** Input sequence spaces remembered (one per relay provider instance and host). */
 const INPUT_LEDGER_MAX = 4096;
 
@@ -56,6 +59,7 @@ export class StubConnection implements SessionSink {
   private inputKey = '';
   private readonly failedInputs: { inputSeq: number; error: ReturnType<PtyRelayError['toJSON']> }[] = [];
   private saidGoodbye = false;
+  private failed = false;
   private closed = false;
   private readonly background: BackgroundDelivery;
   private readonly out: ConnectionOutput;
@@ -223,6 +227,9 @@ export class StubConnection implements SessionSink {
   }
 
   private onChunk(chunk: Buffer): void {
+    // After a protocol error the link only waits to close: what the peer still sends is read and
+    // dropped, so it does not sit unread (see failProtocol).
+    if (this.failed) return;
     let frames: Frame[];
     try {
       frames = this.decoder.push(chunk);
@@ -242,11 +249,15 @@ export class StubConnection implements SessionSink {
   }
 
   private failProtocol(message: string): void {
+    this.failed = true;
     this.ctx.log('closing connection after protocol error', { cid: this.cid, message });
     this.send({ t: 'error', error: { code: 'PROTOCOL_ERROR', message } });
     this.out.flushNow();
     this.socket.end();
-    setTimeout(() => this.close(), 100).unref();
+    // Closed by the peer once it read the error, else after the linger. Destroying the socket at
+    // once with the peer's later bytes unread makes the kernel reset the link, and the reset can
+    // reach the peer before it read the error (the fuzz suite saw it: the error was lost).
+    setTimeout(() => this.close(), PROTOCOL_ERROR_LINGER_MS).unref();
   }
 
   private onFrame(f: Frame): void {
