@@ -23,6 +23,7 @@ export const ErrorCodes = {
   SEND_IN_PROGRESS: { phase: 'session', retryable: true },
   INPUT_QUEUE_FULL: { phase: 'session', retryable: true },
   INPUT_EXPIRED: { phase: 'session', retryable: false },
+  LIMIT_EXCEEDED: { phase: 'session', retryable: true },
   PROTOCOL_ERROR: { phase: 'protocol', retryable: false },
   VERSION_MISMATCH: { phase: 'protocol', retryable: false },
   LINK_CLOSED: { phase: 'connect', retryable: true },

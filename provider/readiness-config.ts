@@ -38,6 +38,7 @@ export function resolveReadinessConfig(
   prefix = '',
 ): ReadinessConfig {
   const c: ReadinessConfig = { ...DEFAULT_READINESS };
+  // Not wire data: `given` is the typed Partial<ReadinessConfig> of the caller.
   for (const [k, v] of Object.entries(given))
     if (v !== undefined) (c as unknown as Record<string, number>)[k] = v;
   const fail = (field: keyof ReadinessConfig, why: string): never => {

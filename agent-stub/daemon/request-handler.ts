@@ -1,22 +1,21 @@
+import type * as z from 'zod/mini';
 import type { ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { parseWire } from '../../provider/wire/agent-messages.js';
-import { DEFAULT_HISTORY_PAGE_BYTES, historyParamsSchema } from '../../provider/wire/history-messages.js';
+import { DEFAULT_HISTORY_PAGE_BYTES } from '../../provider/wire/history-messages.js';
 import type {
   StubAttachResult,
   StubHistoryPage,
   StubMethod,
   StubSpawnParams,
 } from '../../provider/wire/messages.js';
+import { parseMessage } from '../../provider/wire/parse-message.js';
+import { stubParamsSchemas } from '../../provider/wire/stub-schemas.js';
 import type { AgentRequests } from '../readiness/agent-requests.js';
 import type { ColdRestoreService } from '../restore/cold-restore.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
 import type { PtySession } from '../session/pty-session.js';
 import type { SessionRegistry } from '../session/session-registry.js';
 import type { StubConnection } from './stub-connection.js';
-
-/** Longest session alias accepted (an AHP channel URI; bounds the daemon's memory per session). */
-const MAX_ALIAS_LENGTH = 1024;
 
 /** A snapshot may be overtaken by output that also falls out of the ring; retry this often. */
 const SNAPSHOT_ATTEMPTS = 3;
@@ -49,49 +48,18 @@ export interface DaemonControl {
   shutdown(): void;
 }
 
-type Params = Record<string, unknown>;
-
-function str(p: Params, key: string): string {
-  const v = p[key];
-  if (typeof v !== 'string') throw new PtyRelayError('INVALID_ARGUMENT', `${key} must be a string`);
-  return v;
+/** The params of `method`, checked by its schema (INVALID_ARGUMENT naming the field otherwise). */
+function check<S extends z.ZodMiniType>(schema: S, raw: unknown, method: string): z.output<S> {
+  return parseMessage(schema, raw, method, 'INVALID_ARGUMENT');
 }
 
-function optNum(p: Params, key: string): number | undefined {
-  const v = p[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
-    throw new PtyRelayError('INVALID_ARGUMENT', `${key} must be a non-negative number`);
-  }
-  return v;
+function isStubMethod(m: string): m is StubMethod {
+  return Object.hasOwn(stubParamsSchemas, m);
 }
 
-function validSpawn(p: Params): StubSpawnParams {
-  const cols = optNum(p, 'cols') ?? 80;
-  const rows = optNum(p, 'rows') ?? 24;
-  if (
-    !Number.isInteger(cols) ||
-    !Number.isInteger(rows) ||
-    cols < 1 ||
-    rows < 1 ||
-    cols > 4096 ||
-    rows > 4096
-  ) {
-    throw new PtyRelayError('INVALID_ARGUMENT', `invalid size ${cols}x${rows}`);
-  }
-  if (p.args !== undefined && (!Array.isArray(p.args) || p.args.some((a) => typeof a !== 'string'))) {
-    throw new PtyRelayError('INVALID_ARGUMENT', 'args must be an array of strings');
-  }
-  if (
-    p.alias !== undefined &&
-    (typeof p.alias !== 'string' || p.alias === '' || p.alias.length > MAX_ALIAS_LENGTH)
-  ) {
-    throw new PtyRelayError('INVALID_ARGUMENT', `alias must be a string of 1-${MAX_ALIAS_LENGTH} characters`);
-  }
-  if (p.command !== undefined && (typeof p.command !== 'string' || p.command === '')) {
-    throw new PtyRelayError('INVALID_ARGUMENT', 'command must be a non-empty string');
-  }
-  return { ...(p as unknown as StubSpawnParams), cols, rows };
+function spawnParams(raw: unknown): StubSpawnParams {
+  const p = check(stubParamsSchemas.spawn, raw, 'spawn');
+  return { ...p, cols: p.cols ?? 80, rows: p.rows ?? 24 };
 }
 
 /**
@@ -155,16 +123,18 @@ export class StubRequestHandler {
     return this.registry.find(id);
   }
 
-  async handle(conn: StubConnection, method: StubMethod, p: Params, reply: ReplyNow): Promise<HandlerOutput> {
+  async handle(conn: StubConnection, method: string, raw: unknown, reply: ReplyNow): Promise<HandlerOutput> {
+    if (!isStubMethod(method)) throw new PtyRelayError('INVALID_ARGUMENT', `unknown method ${method}`);
     switch (method) {
       case 'spawn': {
-        const { session, reused } = this.registry.spawn(validSpawn(p));
+        const { session, reused } = this.registry.spawn(spawnParams(raw));
         return this.attach(conn, session, 0, reply, { reused });
       }
       case 'attach': {
-        const restored = await this.restoredAttach(str(p, 'id'), p.expectedIncarnationId);
+        const p = check(stubParamsSchemas[method], raw, method);
+        const restored = await this.restoredAttach(p.id, p.expectedIncarnationId);
         if (restored) return { result: restored };
-        const s = this.registry.get(str(p, 'id'));
+        const s = this.registry.get(p.id);
         const expected = p.expectedIncarnationId;
         if (typeof expected === 'string' && expected !== s.incarnationId) {
           throw new PtyRelayError(
@@ -176,80 +146,93 @@ export class StubRequestHandler {
             },
           );
         }
-        return this.attach(conn, s, optNum(p, 'fromSeq'), reply);
+        return this.attach(conn, s, p.fromSeq, reply);
       }
       case 'detach':
-        conn.detach(this.registry.get(str(p, 'id')));
+        conn.detach(this.registry.get(check(stubParamsSchemas[method], raw, method).id));
         return { result: {} };
-      case 'resize':
-        this.registry.get(str(p, 'id')).resize(optNum(p, 'cols') ?? -1, optNum(p, 'rows') ?? -1);
+      case 'resize': {
+        const p = check(stubParamsSchemas[method], raw, method);
+        this.registry.get(p.id).resize(p.cols, p.rows);
         return { result: {} };
+      }
       case 'shutdown': {
-        if (!this.registry.find(str(p, 'id')) && (await this.coldRestore?.dismiss(str(p, 'id')))) {
+        const p = check(stubParamsSchemas[method], raw, method);
+        if (!this.registry.find(p.id) && (await this.coldRestore?.dismiss(p.id))) {
           return { result: {} };
         }
-        const s = this.registry.get(str(p, 'id'));
-        await s.shutdown({ immediate: p.immediate === true, deadlineMs: optNum(p, 'deadlineMs') });
+        const s = this.registry.get(p.id);
+        await s.shutdown({ immediate: p.immediate === true, deadlineMs: p.deadlineMs });
         this.registry.remove(s.id);
         return { result: {} };
       }
-      case 'signal':
-        this.registry.get(str(p, 'id')).signal(str(p, 'signal'));
+      case 'signal': {
+        const p = check(stubParamsSchemas[method], raw, method);
+        this.registry.get(p.id).signal(p.signal);
         return { result: {} };
+      }
       case 'getCwd': {
-        const s = this.registry.get(str(p, 'id'));
+        const s = this.registry.get(check(stubParamsSchemas[method], raw, method).id);
         const fg = s.alive ? foregroundProcess(s.pid) : undefined;
         return {
           result: { cwd: (fg && readCwd(fg.pid)) ?? (s.alive ? readCwd(s.pid) : undefined) ?? s.cwd },
         };
       }
       case 'getForegroundProcess': {
-        const s = this.registry.get(str(p, 'id'));
+        const s = this.registry.get(check(stubParamsSchemas[method], raw, method).id);
         return { result: { process: s.alive ? foregroundProcess(s.pid) : undefined } };
       }
       case 'hasChildProcesses': {
-        const s = this.registry.get(str(p, 'id'));
+        const s = this.registry.get(check(stubParamsSchemas[method], raw, method).id);
         return { result: { value: s.alive && childPids(s.pid).length > 0 } };
       }
+      case 'probe':
+        return {
+          result: {
+            alive: this.registry.find(check(stubParamsSchemas[method], raw, method).id)?.alive ?? false,
+          },
+        };
+      case 'snapshot': {
+        const p = check(stubParamsSchemas[method], raw, method);
+        return { result: await this.registry.get(p.id).snapshot(p.scrollbackRows) };
+      }
+      case 'clear':
+        this.registry.get(check(stubParamsSchemas[method], raw, method).id).clearModel();
+        return { result: {} };
+      case 'pause':
+        this.registry.get(check(stubParamsSchemas[method], raw, method).id).gate.hold('explicit');
+        return { result: {} };
+      case 'resume':
+        this.registry.get(check(stubParamsSchemas[method], raw, method).id).gate.release('explicit');
+        return { result: {} };
+      case 'setBackgrounded': {
+        const p = check(stubParamsSchemas[method], raw, method);
+        return this.setBackgrounded(conn, this.registry.get(p.id), p.background, reply);
+      }
+      case 'agentSend':
+      case 'agentRead': {
+        if (!this.agent)
+          throw new PtyRelayError('INVALID_ARGUMENT', `${method} is not enabled in this daemon`);
+        const p = check(stubParamsSchemas[method], raw, method);
+        const s = this.registry.get(p.id);
+        return { result: await (method === 'agentSend' ? this.agent.send(s, p) : this.agent.read(s, p)) };
+      }
+      case 'readHistory': {
+        const q = check(stubParamsSchemas[method], raw, method);
+        return readHistoryPage(this.registry.get(q.id), q.fromSeq ?? 0, q.maxBytes);
+      }
       case 'list':
+        check(stubParamsSchemas[method], raw, method);
         return {
           result: {
             sessions: [...this.registry.list().map(describe), ...(this.coldRestore?.listEntries() ?? [])],
           },
         };
-      case 'probe':
-        return { result: { alive: this.registry.find(str(p, 'id'))?.alive ?? false } };
-      case 'snapshot':
-        return { result: await this.registry.get(str(p, 'id')).snapshot(optNum(p, 'scrollbackRows')) };
-      case 'clear':
-        this.registry.get(str(p, 'id')).clearModel();
-        return { result: {} };
-      case 'pause':
-        this.registry.get(str(p, 'id')).gate.hold('explicit');
-        return { result: {} };
-      case 'resume':
-        this.registry.get(str(p, 'id')).gate.release('explicit');
-        return { result: {} };
-      case 'setBackgrounded':
-        return this.setBackgrounded(conn, this.registry.get(str(p, 'id')), p.background === true, reply);
-      case 'agentSend':
-      case 'agentRead': {
-        if (!this.agent)
-          throw new PtyRelayError('INVALID_ARGUMENT', `${method} is not enabled in this daemon`);
-        const s = this.registry.get(str(p, 'id'));
-        return { result: await (method === 'agentSend' ? this.agent.send(s, p) : this.agent.read(s, p)) };
-      }
-      case 'readHistory': {
-        const q = parseWire(historyParamsSchema, p, 'readHistory');
-        return readHistoryPage(this.registry.get(q.id), q.fromSeq ?? 0, q.maxBytes);
-      }
       case 'daemonInfo':
         return { result: this.control.info() };
       case 'daemonShutdown':
         setImmediate(() => this.control.shutdown());
         return { result: {} };
-      default:
-        throw new PtyRelayError('INVALID_ARGUMENT', `unknown method ${String(method)}`);
     }
   }
 

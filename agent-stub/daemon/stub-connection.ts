@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import type * as z from 'zod/mini';
 import type { PtyExitInfo, PtyFact } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import {
@@ -8,19 +9,19 @@ import {
   FrameDecoder,
   FrameType,
 } from '../../provider/wire/frame-codec.js';
-import {
-  type HelloMessage,
-  isObject,
-  type RequestMessage,
-  STUB_PROTOCOL_VERSION,
-  type StubMethod,
-} from '../../provider/wire/messages.js';
+import { parseHello } from '../../provider/wire/hello-schema.js';
+import { type HelloMessage, isObject, STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
+import { parseMessage } from '../../provider/wire/parse-message.js';
+import { clientControlSchema, requestSchema } from '../../provider/wire/stub-schemas.js';
 import type { PtySession, SessionSink } from '../session/pty-session.js';
 import { BackgroundDelivery } from './background-delivery.js';
 import { ConnectionOutput } from './connection-output.js';
 import { HistoryCatchUp } from './history-catch-up.js';
 import type { BatchingMode } from './output-batcher.js';
 import { type HandlerOutput, REPLIED, type StubRequestHandler } from './request-handler.js';
+
+/** How long a link that broke the protocol stays half-closed for its peer to read the error. */
+const PROTOCOL_ERROR_LINGER_MS = 2000;
 
 /** Input sequence spaces remembered (one per relay provider instance and host). */
 const INPUT_LEDGER_MAX = 4096;
@@ -58,6 +59,7 @@ export class StubConnection implements SessionSink {
   private inputKey = '';
   private readonly failedInputs: { inputSeq: number; error: ReturnType<PtyRelayError['toJSON']> }[] = [];
   private saidGoodbye = false;
+  private failed = false;
   private closed = false;
   private readonly background: BackgroundDelivery;
   private readonly out: ConnectionOutput;
@@ -225,6 +227,9 @@ export class StubConnection implements SessionSink {
   }
 
   private onChunk(chunk: Buffer): void {
+    // After a protocol error the link only waits to close: what the peer still sends is read and
+    // dropped, so it does not sit unread (see failProtocol).
+    if (this.failed) return;
     let frames: Frame[];
     try {
       frames = this.decoder.push(chunk);
@@ -244,11 +249,15 @@ export class StubConnection implements SessionSink {
   }
 
   private failProtocol(message: string): void {
+    this.failed = true;
     this.ctx.log('closing connection after protocol error', { cid: this.cid, message });
     this.send({ t: 'error', error: { code: 'PROTOCOL_ERROR', message } });
     this.out.flushNow();
     this.socket.end();
-    setTimeout(() => this.close(), 100).unref();
+    // Closed by the peer once it read the error, else after the linger. Destroying the socket at
+    // once with the peer's later bytes unread makes the kernel reset the link, and the reset can
+    // reach the peer before it read the error (the fuzz suite saw it: the error was lost).
+    setTimeout(() => this.close(), PROTOCOL_ERROR_LINGER_MS).unref();
   }
 
   private onFrame(f: Frame): void {
@@ -256,36 +265,29 @@ export class StubConnection implements SessionSink {
       if (f.type !== FrameType.Json || !isObject(f.message) || f.message.t !== 'hello') {
         throw new PtyRelayError('PROTOCOL_ERROR', 'expected hello first');
       }
-      this.onHello(f.message as unknown as HelloMessage);
-      return;
-    }
-    if (f.type === FrameType.Json && isObject(f.message) && f.message.t !== 'req') {
-      this.onControl(f.message);
+      const parsed = parseHello(f.message);
+      if ('error' in parsed) throw new PtyRelayError('PROTOCOL_ERROR', `bad hello: ${parsed.error}`);
+      this.onHello(parsed.hello);
       return;
     }
     if (f.type === FrameType.Input) {
       this.onInput(f.inputSeq, f.id, f.data);
       return;
     }
-    if (f.type !== FrameType.Json || !isObject(f.message) || f.message.t !== 'req') {
+    if (f.type !== FrameType.Json || !isObject(f.message)) {
       throw new PtyRelayError('PROTOCOL_ERROR', 'unexpected frame');
     }
-    const m = f.message as unknown as RequestMessage;
-    if (typeof m.rid !== 'number' || typeof m.method !== 'string') {
-      throw new PtyRelayError('PROTOCOL_ERROR', 'request without rid or method');
-    }
-    this.dispatch(m);
+    if (f.message.t === 'req') this.dispatch(parseMessage(requestSchema, f.message, 'req', 'PROTOCOL_ERROR'));
+    else this.onControl(parseMessage(clientControlSchema, f.message, 'message', 'PROTOCOL_ERROR'));
   }
 
   /** Messages that need no reply: heartbeat, credit acks, goodbye. */
-  private onControl(m: Record<string, unknown>): void {
+  private onControl(m: z.infer<typeof clientControlSchema>): void {
     switch (m.t) {
       case 'ping':
         this.send({ t: 'pong', n: m.n });
         return;
       case 'ack': {
-        if (typeof m.id !== 'string' || typeof m.seq !== 'number')
-          throw new PtyRelayError('PROTOCOL_ERROR', 'bad ack');
         const s = this.ctx.handler.find(m.id);
         if (s && this.attached.has(s)) s.credits.ack(this.linkId, m.seq);
         return;
@@ -293,8 +295,6 @@ export class StubConnection implements SessionSink {
       case 'goodbye':
         this.saidGoodbye = true;
         return;
-      default:
-        throw new PtyRelayError('PROTOCOL_ERROR', `unexpected message ${String(m.t)}`);
     }
   }
 
@@ -326,14 +326,14 @@ export class StubConnection implements SessionSink {
     });
   }
 
-  private dispatch(m: RequestMessage): void {
-    const params = isObject(m.params) ? m.params : {};
+  private dispatch(m: z.infer<typeof requestSchema>): void {
+    const params = m.params ?? {};
     const reply = (out: HandlerOutput) => {
       if (out.blob) this.sendWithBlob({ t: 'res', rid: m.rid, result: out.result }, out.blob);
       else this.send({ t: 'res', rid: m.rid, result: out.result });
     };
     this.ctx.handler
-      .handle(this, m.method as StubMethod, params, reply)
+      .handle(this, m.method, params, reply)
       .then((out) => {
         if (out !== REPLIED) reply(out);
       })

@@ -81,6 +81,7 @@ const STR_ESC = 5;
 const STRIP = 6; // inside an OSC 633 being removed
 const STRIP_ESC = 7;
 
+// Not wire data: one frozen empty result shared by every call that found no fact.
 const EMPTY_FACTS = Object.freeze([]) as unknown as ScannedFact[];
 const BELL: ScannerFact = Object.freeze({ type: 'bell' });
 const PROMPT_START: ScannerFact = Object.freeze({ type: 'promptStart' });

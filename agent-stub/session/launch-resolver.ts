@@ -46,7 +46,8 @@ function buildEnv(p: StubSpawnParams, base: NodeJS.ProcessEnv): Record<string, s
  */
 export function resolveLaunch(p: StubSpawnParams, scriptDir: string, base = process.env): SessionLaunch {
   const env = buildEnv(p, base);
-  const cwd = p.cwd ?? env.HOME ?? homedir();
+  const home = env.HOME ?? homedir();
+  const cwd = p.cwd === '~' ? home : p.cwd?.startsWith('~/') ? join(home, p.cwd.slice(2)) : (p.cwd ?? home);
   let cwdOk = false;
   try {
     cwdOk = statSync(cwd).isDirectory();

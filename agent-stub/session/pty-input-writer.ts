@@ -20,6 +20,7 @@ export class PtyInputWriter {
   private readonly internals: UnixTerminalInternals;
 
   constructor(private readonly proc: pty.IPty) {
+    // Not wire data: node-pty's UnixTerminal fields its typings do not export.
     this.internals = proc as unknown as UnixTerminalInternals;
   }
 

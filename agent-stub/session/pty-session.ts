@@ -166,6 +166,7 @@ export class PtySession {
       encoding: null,
     } as pty.IPtyForkOptions);
     this.pid = this.proc.pid;
+    // Not wire data: node-pty internals (the pts path it opened; absent on other platforms).
     this.ttyPath = (this.proc as unknown as { ptsName?: string }).ptsName;
     this.input = new PtyInputWriter(this.proc);
     this.gate = new ProducerGate(
@@ -213,6 +214,7 @@ export class PtySession {
     );
     model.onGrown(this.incarnationId, (adopted) => this.scrollback.rebuilt(adopted));
     this.keepOutputOnExit();
+    // `encoding: null` makes node-pty emit Buffers; its typings still say string.
     this.proc.onData((d) => this.onOutput(d as unknown as Buffer));
     this.proc.onExit((e) => this.onProcessExit(e.exitCode, e.signal));
   }

@@ -20,6 +20,7 @@ interface LineInternals {
 
 /** The row's cell words, or undefined when they cannot be read. */
 export function rowWords(line: IBufferLine): Uint32Array | undefined {
+  // Not wire data: @xterm/headless's internal cell array (checked for presence, read-only).
   const data = (line as unknown as LineInternals)._line?._data;
   return data instanceof Uint32Array && data.length >= line.length * CELL_WORDS ? data : undefined;
 }

@@ -1,3 +1,4 @@
+import * as z from 'zod/mini';
 import type {
   PtyBackgroundStreamEvent,
   PtyDataEvent,
@@ -17,6 +18,8 @@ export type StreamEvent =
   | { kind: 'exit'; e: PtyExitEvent }
   | { kind: 'background'; e: PtyBackgroundStreamEvent }
   | { kind: 'reattach'; e: PtyReattachEvent };
+
+const streamEventHead = z.looseObject({ id: z.string(), incarnationId: z.optional(z.string()) });
 
 const NOTIFICATION_KINDS: Record<string, StreamEvent['kind']> = {
   [RelayNotification.fact]: 'fact',
@@ -76,7 +79,9 @@ export class ClientStreams {
   /** A `ptyrelay/*` notification carrying a session event (others are ignored). */
   pushNotification(method: string, params: Record<string, unknown>): void {
     const kind = NOTIFICATION_KINDS[method];
-    if (kind) this.push({ kind, e: params } as StreamEvent);
+    // The relay relays these from the daemon, whose messages the relay checked by their schemas
+    // (stub-schemas.ts); here only the routing fields are checked before the event is passed on.
+    if (kind && streamEventHead.safeParse(params).success) this.push({ kind, e: params } as StreamEvent);
   }
 
   /** A binary message from the relay: Data frames. */

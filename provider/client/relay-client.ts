@@ -32,6 +32,7 @@ import { relayHistoryPageSchema } from '../wire/history-messages.js';
 import { ClientInputQueue } from './client-input.js';
 import { ClientStreams, type StreamTrack } from './client-streams.js';
 import { RelayLink, type RelayReconnectOptions } from './relay-link.js';
+import { relayNotificationSchemas } from './relay-params.js';
 import {
   type HelloResult,
   type HostInfo,
@@ -116,10 +117,18 @@ export class RelayClient implements IPtyProvider {
     this.link = new RelayLink(opts, {
       handshake: () => this.handshake(),
       notification: (m, p) => {
-        if (m === RelayNotification.inputAck) this.input.onAck(p as unknown as InputAckParams);
-        else if (m === RelayNotification.linkState) this.linkStates.emit(p as unknown as LinkStateEvent);
-        else if (m === RelayNotification.hostProgress) this.hostProgress.emit(p as unknown as HostProgress);
-        else this.streams.pushNotification(m, p);
+        // A notification has no reply: one that fails its schema is dropped (a newer relay's shape).
+        const n = relayNotificationSchemas;
+        if (m === RelayNotification.inputAck) {
+          const r = n.inputAck.safeParse(p);
+          if (r.success) this.input.onAck(r.data);
+        } else if (m === RelayNotification.linkState) {
+          const r = n.linkState.safeParse(p);
+          if (r.success) this.linkStates.emit(r.data);
+        } else if (m === RelayNotification.hostProgress) {
+          const r = n.hostProgress.safeParse(p);
+          if (r.success) this.hostProgress.emit(r.data);
+        } else this.streams.pushNotification(m, p);
       },
       binary: (d) => this.streams.pushBinary(d),
       dropped: () => {

@@ -321,6 +321,18 @@ export class RelayLink {
       this.lose(new PtyRelayError('AUTH_FAILED', `relay refused the token (HTTP ${status})`));
       return;
     }
+    if (status === '503') {
+      this.lose(
+        new PtyRelayError(
+          'LIMIT_EXCEEDED',
+          'the relay has as many connections as limits.maxConnections allows',
+          {
+            limit: 'maxConnections',
+          },
+        ),
+      );
+      return;
+    }
     if (!handshaken) this.failures++;
     const r = this.opts.reconnect ?? {};
     const limit = this.everConnected ? r.giveUpAfter : r.connectAttempts;

@@ -1,25 +1,28 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { HelloMessage } from './messages.js';
 
 /**
- * A daemon's hello as the relay accepts it. Unknown fields pass (a newer daemon may add some);
- * known ones must have their types, so the relay never acts on a hello it only cast.
+ * A hello as either end accepts it (the daemon a client's, the relay a daemon's). Unknown fields
+ * pass (a newer peer may add some); known ones must have their types, so neither end acts on a
+ * hello it only cast. `zod/mini`: the stub bundles it (agent-messages.ts).
  */
 export const helloSchema = z.looseObject({
   t: z.literal('hello'),
-  protocol: z.number().int(),
-  buildId: z.string(),
-  role: z.string(),
-  pid: z.number().int().optional(),
-  version: z.string().optional(),
-  linkId: z.string().optional(),
-  inputEpoch: z.string().optional(),
-  legacy: z.boolean().optional(),
-  idScope: z.literal('host').optional(),
+  protocol: z.int({ error: 'must be an integer' }),
+  buildId: z.string({ error: 'must be a string' }),
+  role: z.string({ error: 'must be a string' }),
+  pid: z.optional(z.int({ error: 'must be an integer' })),
+  version: z.optional(z.string({ error: 'must be a string' })),
+  linkId: z.optional(z.string({ error: 'must be a string' })),
+  inputEpoch: z.optional(z.string({ error: 'must be a string' })),
+  legacy: z.optional(z.boolean({ error: 'must be true or false' })),
+  idScope: z.optional(z.literal('host')),
 });
 
-/** The hello in `m`, or a message saying what is wrong with it. */
+/** The hello in `m`, or a message naming the first bad field. */
 export function parseHello(m: unknown): { hello: HelloMessage } | { error: string } {
   const r = helloSchema.safeParse(m);
-  return r.success ? { hello: r.data } : { error: z.prettifyError(r.error) };
+  if (r.success) return { hello: r.data };
+  const issue = r.error.issues[0];
+  return { error: `${issue?.path.join('.') || 'hello'} ${issue?.message ?? 'is invalid'}` };
 }

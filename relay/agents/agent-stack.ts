@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../log.js';
 import type { HostRouter } from '../service/rpc-types.js';
+import { checkTerminalQuota, type TerminalQuota } from '../service/terminal-quota.js';
 import type { TerminalClaim, TerminalRegistry } from '../service/terminal-registry.js';
 import type { TokenAuthority } from '../tokens/token-authority.js';
 import type { AgentsConfig } from './agent-config.js';
@@ -27,6 +28,8 @@ export interface AgentStackOptions {
   log?: Logger;
   /** When given, agent terminals are listed in the relay's catalog, claimed by their MCP owner. */
   registry?: TerminalRegistry;
+  /** The relay's terminal limits, checked against the registry before an MCP `terminal_open`. */
+  limits?: TerminalQuota;
 }
 
 /** The terminal tool service over the relay's hosts; agent terminals show in the catalog. */
@@ -53,6 +56,9 @@ export function createAgentService(o: AgentStackOptions): TerminalToolService {
       });
     },
     onRemoved: (t) => o.registry?.remove(t.providerId),
+    beforeSpawn: (host, owner) => {
+      if (o.registry && o.limits) checkTerminalQuota(o.registry, o.limits, host, `session:${owner.key}`);
+    },
   });
 }
 

@@ -185,6 +185,7 @@ export function createTerminalMcpServer(
         const pid = check(a.id, (g, p) => needWrite(g, p, 'type into'));
         if (pid !== undefined && a.text.length > 0) opts.audit?.record(grant, pid, Buffer.byteLength(a.text));
         const r = await withProgress(
+          // Not wire data: the SDK's own request context, whose generic type does not name sendNotification's params.
           extra as unknown as Extra,
           service.send(owner, a.id, a.text, { timeoutMs: a.timeoutMs, enter: a.enter }),
           opts.progressMs ?? SEND_PROGRESS_MS,

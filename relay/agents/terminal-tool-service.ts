@@ -33,6 +33,8 @@ export interface TerminalToolServiceOptions {
   /** Told when a terminal is published or removed (e.g. to show it in the relay's catalog). */
   onPublished?: (t: AgentTerminalInfo, owner: AgentOwner, spawn: PtySpawnResult) => void;
   onRemoved?: (t: AgentTerminalInfo) => void;
+  /** Throws to refuse a terminal before it is spawned (the relay's terminal limits). */
+  beforeSpawn?: (host: string, owner: AgentOwner) => void;
 }
 
 export interface AgentOpenOptions {
@@ -119,6 +121,7 @@ export class TerminalToolService {
     if (!provider.agentSend || !provider.agentRead) {
       throw new PtyRelayError('INVALID_ARGUMENT', `host ${host} does not support agent terminals`, { host });
     }
+    this.opts.beforeSpawn?.(host, owner);
     this.watchExits(provider);
     const r = await provider.spawn({
       host,

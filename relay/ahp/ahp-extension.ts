@@ -2,7 +2,8 @@ import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
 import { RpcError } from '../service/rpc-error.js';
 import type { HostRouter, RpcConnection, RpcExtension } from '../service/rpc-types.js';
-import type { TerminalRegistry } from '../service/terminal-registry.js';
+import { checkInputSize, checkTerminalQuota, type TerminalQuota } from '../service/terminal-quota.js';
+import { claimHolder, type TerminalRegistry } from '../service/terminal-registry.js';
 import { canRead, canSeeHost, canWrite, needCreate, needRead, needWrite } from '../tokens/grant.js';
 import { DEFAULT_REPLAY_ACTIONS, DEFAULT_REPLAY_BYTES } from './action-log.js';
 import { adoptTerminal } from './adopt-terminal.js';
@@ -32,6 +33,8 @@ export const DEFAULT_COLS = 80;
 export const DEFAULT_ROWS = 24;
 /** Default cap on published terminals. */
 export const DEFAULT_MAX_TERMINALS = 256;
+/** Default bound of one input write (`limits.maxInputBytes`). */
+export const DEFAULT_MAX_INPUT_BYTES = 1024 * 1024;
 /** Client ids remembered for their rawData choice (reconnect policy). */
 const MAX_REMEMBERED_CLIENTS = 1024;
 
@@ -39,7 +42,7 @@ export interface AhpExtensionOptions {
   router: HostRouter;
   registry: TerminalRegistry;
   log?: Logger;
-  limits?: Partial<AhpLimits> & { maxTerminals?: number };
+  limits?: Partial<AhpLimits> & Partial<TerminalQuota> & { maxInputBytes?: number };
 }
 
 /** The AHP RpcExtension plus what the server needs to tear it down. */
@@ -70,7 +73,12 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     highWatermark: opts.limits?.highWatermark ?? DEFAULT_HIGH_WATERMARK,
     lowWatermark: opts.limits?.lowWatermark ?? DEFAULT_LOW_WATERMARK,
   };
-  const maxTerminals = opts.limits?.maxTerminals ?? DEFAULT_MAX_TERMINALS;
+  const quota: TerminalQuota = {
+    maxTerminals: opts.limits?.maxTerminals ?? DEFAULT_MAX_TERMINALS,
+    maxTerminalsPerHost: opts.limits?.maxTerminalsPerHost ?? DEFAULT_MAX_TERMINALS,
+    maxTerminalsPerClient: opts.limits?.maxTerminalsPerClient ?? DEFAULT_MAX_TERMINALS,
+  };
+  const maxInputBytes = opts.limits?.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
   const { router, registry, log } = opts;
   const hub = new AhpHub(router, registry, limits, log);
   const locator = new TerminalLocator(router, registry, hub, log);
@@ -168,12 +176,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     } else if (alias !== undefined) checkClientUri(alias);
     host ??= 'local';
     needCreate(conn.grant, host);
-    if (registry.list().length >= maxTerminals) {
-      throw new PtyRelayError(
-        'INVALID_ARGUMENT',
-        `the terminal limit (limits.maxTerminals = ${maxTerminals}) is reached`,
-      );
-    }
+    checkTerminalQuota(registry, quota, host, claimHolder(params.claim));
     const provider = router.providerFor(host);
     const release = alias === undefined ? undefined : await locator.reserve(alias);
     try {
@@ -263,6 +266,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     const origin = { clientId: p.clientId, clientSeq };
     switch (action.type) {
       case 'terminal/input':
+        checkInputSize(Buffer.byteLength(action.data), maxInputBytes);
         await router.providerFor(rec.host).write(ch.id, action.data);
         p.conn.noteInput(ch.id, Buffer.byteLength(action.data));
         // Keystrokes are echoed to their sender only (for write-ahead reconciliation).

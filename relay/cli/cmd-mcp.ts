@@ -1,10 +1,25 @@
+import { readFileSync } from 'node:fs';
 import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { PtyRelayError } from '../../provider/errors.js';
 import { AGENT_HEADER, MCP_PATH } from '../agents/mcp-constants.js';
 import { createLogger } from '../log.js';
 import { loadConfig } from '../service/config.js';
 import type { Command } from './command.js';
 import { relayEnv } from './relay-connect.js';
+import { fetchTrusting } from './trusting-fetch.js';
+
+/** The PEM file of `--ca`: the relay's certificate must chain to it (a self-signed one, itself). */
+function readCa(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new PtyRelayError(
+      'CONFIG_INVALID',
+      `--ca: cannot read ${path}: ${(err as NodeJS.ErrnoException).code}`,
+    );
+  }
+}
 
 /** JSON-RPC error code for "the relay could not be reached" answered to the MCP client. */
 const UPSTREAM_ERROR = -32000;
@@ -29,14 +44,16 @@ export function mcpUrlOf(relayUrl: string): URL {
  * holds the MCP session, the owner and its terminals; closing stdin ends the session (DELETE), and
  * the relay keeps the terminals for its owner grace period.
  */
-async function bridge(agent: string | undefined): Promise<number> {
+async function bridge(agent: string | undefined, caFile: string | undefined): Promise<number> {
   // Loaded here: every other command starts faster without the MCP SDK.
   const { StreamableHTTPClientTransport } = await import(
     '@modelcontextprotocol/sdk/client/streamableHttp.js'
   );
   const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
   const env = relayEnv();
+  const ca = caFile !== undefined ? readCa(caFile) : env.ca;
   const upstream = new StreamableHTTPClientTransport(mcpUrlOf(env.url), {
+    ...(ca ? { fetch: fetchTrusting(ca) } : {}),
     requestInit: {
       headers: { authorization: `Bearer ${env.token}`, ...(agent ? { [AGENT_HEADER]: agent } : {}) },
     },
@@ -95,7 +112,7 @@ async function embedded(configPath: string | undefined, agent: string | undefine
 }
 
 const mcp: Command = {
-  usage: 'mcp [--embedded] [--config FILE] [--agent NAME]',
+  usage: 'mcp [--embedded] [--config FILE] [--agent NAME] [--ca FILE]',
   summary: 'Serves the agent terminal tools over MCP on stdio (terminal_open/send/read/signal/list/close).',
   help: `  By default talks to the running relay ($PTYRELAY_URL, token) through its /mcp endpoint; the
   relay owns the terminals and keeps them for agents.ownerGraceMs after this process ends.
@@ -103,11 +120,19 @@ const mcp: Command = {
   --config FILE  config for --embedded (default $PTYRELAY_CONFIG or ~/.config/ptyrelay/config.json)
   --agent NAME   owner name: a later \`ptyrelay mcp --agent NAME\` finds the terminals again
                  (within the grace period)
+  --ca FILE      trust this PEM certificate for a wss:// relay (a self-signed one; default $PTYRELAY_CA)
 See docs/agents.md for a client configuration.`,
-  options: { embedded: { type: 'boolean' }, config: { type: 'string' }, agent: { type: 'string' } },
+  options: {
+    embedded: { type: 'boolean' },
+    config: { type: 'string' },
+    agent: { type: 'string' },
+    ca: { type: 'string' },
+  },
   run: (args) => {
     const agent = args.values.agent as string | undefined;
-    return args.values.embedded ? embedded(args.values.config as string | undefined, agent) : bridge(agent);
+    return args.values.embedded
+      ? embedded(args.values.config as string | undefined, agent)
+      : bridge(agent, args.values.ca as string | undefined);
   },
 };
 

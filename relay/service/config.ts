@@ -49,6 +49,14 @@ export interface RelayLimits {
   replayBytes: number;
   /** Largest WebSocket message accepted from a client. */
   maxMessageBytes: number;
+  /** Running terminals on one host. */
+  maxTerminalsPerHost: number;
+  /** Running terminals one client (claim holder) holds. */
+  maxTerminalsPerClient: number;
+  /** Largest single input write (an input frame, AHP `terminal/input`). */
+  maxInputBytes: number;
+  /** Open WebSocket connections to the relay. */
+  maxConnections: number;
 }
 
 /** Flow control between the relay and its WebSocket clients (docs/config.md, `flowControl`). */
@@ -115,6 +123,10 @@ export const DEFAULT_LIMITS: RelayLimits = {
   replayActions: 10_000,
   replayBytes: 8 * MiB,
   maxMessageBytes: 16 * MiB,
+  maxTerminalsPerHost: 256,
+  maxTerminalsPerClient: 64,
+  maxInputBytes: 1 * MiB,
+  maxConnections: 256,
 };
 
 export const DEFAULT_FLOW_CONTROL: FlowControlConfig = {
@@ -254,6 +266,10 @@ function validateLimits(raw: unknown): RelayLimits {
     replayActions: integer(o, 'replayActions', 'limits', 100, 10_000_000, d.replayActions),
     replayBytes: integer(o, 'replayBytes', 'limits', 64 * KiB, 1024 * MiB, d.replayBytes),
     maxMessageBytes: integer(o, 'maxMessageBytes', 'limits', 64 * KiB, 256 * MiB, d.maxMessageBytes),
+    maxTerminalsPerHost: integer(o, 'maxTerminalsPerHost', 'limits', 1, 100_000, d.maxTerminalsPerHost),
+    maxTerminalsPerClient: integer(o, 'maxTerminalsPerClient', 'limits', 1, 100_000, d.maxTerminalsPerClient),
+    maxInputBytes: integer(o, 'maxInputBytes', 'limits', 1 * KiB, 16 * MiB, d.maxInputBytes),
+    maxConnections: integer(o, 'maxConnections', 'limits', 1, 100_000, d.maxConnections),
   };
 }
 

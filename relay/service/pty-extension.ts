@@ -1,28 +1,28 @@
 import { randomUUID } from 'node:crypto';
+import { relayParamsSchemas } from '../../provider/client/relay-params.js';
 import {
-  type AckParams,
-  type AttachParams,
-  type HelloParams,
   type HelloResult,
   RELAY_API_VERSION,
   RelayMethod,
   RelayNotification,
-  type SpawnParams,
 } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider, LinkState, PtySpawnResult } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { parseWire } from '../../provider/wire/agent-messages.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { historyParamsSchema } from '../../provider/wire/history-messages.js';
+import { parseMessage } from '../../provider/wire/parse-message.js';
 import { agentMethods } from '../agents/agent-rpc.js';
 import type { Logger } from '../log.js';
 import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead, needWrite } from '../tokens/grant.js';
 import { backgroundFor } from './background-votes.js';
+import { DEFAULT_LIMITS } from './config.js';
 import { daemonMethods } from './daemon-methods.js';
 import { InputLedger } from './input-ledger.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
 import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from './rpc-types.js';
 import { creditFor } from './terminal-credit.js';
+import { checkInputSize, checkTerminalQuota, type TerminalQuota } from './terminal-quota.js';
 import { claimHolder, type TerminalRegistry } from './terminal-registry.js';
 
 /** Catalog exit code of a terminal lost with its host without an exit of its own (killed: 128 + 9). */
@@ -39,6 +39,8 @@ export interface PtyExtensionContext {
   relayPendingCap?: number;
   /** Encoded output a connection may have queued before it lags (`flowControl.clientBufferBytes`). */
   clientBufferBytes?: number;
+  /** Terminal counts and the input write bound (`limits`; defaults: DEFAULT_LIMITS). */
+  limits?: Partial<TerminalQuota> & { maxInputBytes?: number };
 }
 
 /** A client instance's input ledger and the connection currently speaking for it. */
@@ -84,6 +86,7 @@ function hostOf(id: string): string {
  */
 export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   const { router, registry, log } = ctx;
+  const limits = { ...DEFAULT_LIMITS, ...ctx.limits };
   const serverInstanceId = randomUUID();
   const conns = new Set<ConnState>();
   const fanout = new RelayFanout({
@@ -217,9 +220,16 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   const spawn: RpcMethodHandler = async (conn, params) => {
     const cs = state(conn);
     holder(cs);
-    const { manualAck, signal: _signal, ...opts } = params as unknown as SpawnParams & { signal?: unknown };
+    const { manualAck, ...given } = parseMessage(
+      relayParamsSchemas.spawn,
+      params,
+      'spawn',
+      'INVALID_ARGUMENT',
+    );
+    const opts = { ...given, cols: given.cols ?? 80, rows: given.rows ?? 24 };
     const host = opts.host ?? 'local';
     needCreate(conn.grant, host);
+    checkTerminalQuota(registry, limits, host, `client:${cs.clientId}`);
     const p = providerOf(host);
     // Output can overtake the spawn reply; keep it until the id is known.
     const take = fanout.capture();
@@ -242,13 +252,9 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   const attach: RpcMethodHandler = async (conn, params) => {
     const cs = state(conn);
     holder(cs);
-    const {
-      fromSeq,
-      expectedIncarnationId,
-      manualAck,
-      background: hidden,
-    } = params as unknown as AttachParams;
-    const id = termId(params.id);
+    const q = parseMessage(relayParamsSchemas.attach, params, 'attach', 'INVALID_ARGUMENT');
+    const { fromSeq, expectedIncarnationId, manualAck, background: hidden } = q;
+    const id = termId(q.id);
     needRead(conn.grant, id);
     const p = providerForId(id);
     // A viewer counts as foreground unless it attaches hidden. Voted before binding: bringing the
@@ -324,6 +330,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     const owner = ledger === cs.slot?.ledger ? cs.slot.key : undefined;
     const write = async () => {
       needWrite(cs.conn.grant, id, 'type into');
+      checkInputSize(data.length, limits.maxInputBytes);
       await owned(cs, id).write(id, data, { owner });
       cs.conn.noteInput(id, data.length);
     };
@@ -364,9 +371,13 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     };
 
   const hello: RpcMethodHandler = async (conn, params): Promise<HelloResult> => {
-    const { clientId, instanceId } = params as unknown as HelloParams;
+    const { clientId, instanceId } = parseMessage(
+      relayParamsSchemas.hello,
+      params,
+      'hello',
+      'INVALID_ARGUMENT',
+    );
     const cs = state(conn);
-    str(clientId, 'clientId');
     if (cs.clientId && cs.clientId !== clientId)
       throw new PtyRelayError('INVALID_ARGUMENT', 'clientId cannot change on a connection');
     cs.clientId = clientId;
@@ -388,7 +399,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   };
 
   const list: RpcMethodHandler = async (conn, params) => {
-    const host = params.host as string | undefined;
+    const { host } = parseMessage(relayParamsSchemas.list, params, 'list', 'INVALID_ARGUMENT');
     if (host) needHost(conn.grant, host);
     const providers = host ? [providerOf(host)] : router.providers();
     const lists = await Promise.all(
@@ -436,14 +447,20 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       if (owner) providerForId(id).dropQueuedInput?.(owner, id, 'detached');
       return {};
     },
-    [RelayMethod.resize]: onTerminal((p, id, q) => p.resize(id, q.cols as number, q.rows as number)),
-    [RelayMethod.shutdown]: onTerminal(async (p, id, q) => {
-      await p.shutdown(id, { immediate: q.immediate as boolean, deadlineMs: q.deadlineMs as number });
+    [RelayMethod.resize]: onTerminal((p, id, raw) => {
+      const q = parseMessage(relayParamsSchemas.resize, raw, 'resize', 'INVALID_ARGUMENT');
+      return p.resize(id, q.cols, q.rows);
+    }),
+    [RelayMethod.shutdown]: onTerminal(async (p, id, raw) => {
+      const q = parseMessage(relayParamsSchemas.shutdown, raw, 'shutdown', 'INVALID_ARGUMENT');
+      await p.shutdown(id, { immediate: q.immediate, deadlineMs: q.deadlineMs });
       fanout.forget(id);
       background.forget(id);
       registry.remove(id);
     }),
-    [RelayMethod.signal]: onTerminal((p, id, q) => p.sendSignal(id, str(q.signal, 'signal'))),
+    [RelayMethod.signal]: onTerminal((p, id, raw) =>
+      p.sendSignal(id, parseMessage(relayParamsSchemas.signal, raw, 'signal', 'INVALID_ARGUMENT').signal),
+    ),
     [RelayMethod.getCwd]: onTerminal(async (p, id) => ({ cwd: await p.getCwd(id) }), false),
     [RelayMethod.getForegroundProcess]: onTerminal(
       async (p, id) => ({ process: await p.getForegroundProcess(id) }),
@@ -458,7 +475,11 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       false,
     ),
     [RelayMethod.snapshot]: onTerminal(
-      (p, id, q) => p.getBufferSnapshot(id, { scrollbackRows: q.scrollbackRows as number | undefined }),
+      (p, id, raw) =>
+        p.getBufferSnapshot(id, {
+          scrollbackRows: parseMessage(relayParamsSchemas.snapshot, raw, 'snapshot', 'INVALID_ARGUMENT')
+            .scrollbackRows,
+        }),
       false,
     ),
     [RelayMethod.history]: onTerminal(async (p, id, q) => {
@@ -482,7 +503,13 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       const id = termId(params.id);
       needRead(conn.grant, id);
       owned(state(conn), id);
-      await background.vote(id, conn, params.background === true);
+      const q = parseMessage(
+        relayParamsSchemas.setBackgrounded,
+        params,
+        'setBackgrounded',
+        'INVALID_ARGUMENT',
+      );
+      await background.vote(id, conn, q.background === true);
       return {};
     },
     ...agentMethods(onTerminal),
@@ -499,9 +526,14 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     methods,
     notifications: {
       [RelayNotification.ack]: (conn, params) => {
-        const { id, seq } = params as unknown as AckParams;
-        if (typeof id === 'string' && typeof seq === 'number')
-          fanout.ack(conn as FanoutSink, termId(id), seq);
+        // A notification has no reply: a malformed ack is logged and dropped.
+        const r = relayParamsSchemas.ack.safeParse(params);
+        if (r.success) fanout.ack(conn as FanoutSink, termId(r.data.id), r.data.seq);
+        else
+          log?.warn(
+            { conn: conn.connectionId, issue: r.error.issues[0]?.message },
+            'malformed ptyrelay/ack dropped',
+          );
       },
     },
     onBinary: (conn, data) => {

@@ -75,8 +75,8 @@ export interface RelayServer {
   close(): Promise<void>;
 }
 
-function rejectUpgrade(socket: Duplex, status: number, text: string): void {
-  const body = `${text}\n`;
+function rejectUpgrade(socket: Duplex, status: number, text: string, detail = text): void {
+  const body = `${detail}\n`;
   socket.end(
     `HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: text/plain\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
@@ -126,6 +126,9 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
       replayActions: limits.replayActions,
       replayBytes: limits.replayBytes,
       maxTerminals: limits.maxTerminals,
+      maxTerminalsPerHost: limits.maxTerminalsPerHost,
+      maxTerminalsPerClient: limits.maxTerminalsPerClient,
+      maxInputBytes: limits.maxInputBytes,
       highWatermark: flow.highWatermark,
       lowWatermark: flow.lowWatermark,
     },
@@ -175,6 +178,8 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
     sendJson(res, 404, { error: 'not found' });
   }
 
+  /** Upgrades counted from the moment they are accepted (limits.maxConnections). */
+  let openConnections = 0;
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: limits.maxMessageBytes,
@@ -193,7 +198,21 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
       rejectUpgrade(socket, 401, 'Unauthorized');
       return;
     }
+    if (openConnections >= limits.maxConnections) {
+      log.warn(
+        { remote: req.socket.remoteAddress, max: limits.maxConnections },
+        'upgrade refused: connection limit',
+      );
+      rejectUpgrade(
+        socket,
+        503,
+        'Service Unavailable',
+        `LIMIT_EXCEEDED: the relay has ${openConnections} connections (limits.maxConnections = ${limits.maxConnections})`,
+      );
+      return;
+    }
     wss.handleUpgrade(req, socket, head, (ws) => {
+      openConnections++;
       const conn = new WsRpcConnection(ws, table, {
         log,
         grant,
@@ -212,6 +231,7 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
       metrics.connectionOpened();
       metrics.track(conn);
       conn.onClose(() => {
+        openConnections--;
         metrics.connectionClosed();
         byToken(grant.tokenId).delete(conn);
         log.info(who, 'connection closed');

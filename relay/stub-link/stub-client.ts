@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
+import type * as z from 'zod/mini';
 import { Emitter } from '../../provider/emitter.js';
-import { PtyRelayError, type PtyRelayErrorShape } from '../../provider/errors.js';
+import { PtyRelayError } from '../../provider/errors.js';
 import {
   encodeInputFrame,
   encodeJsonFrame,
@@ -23,6 +24,8 @@ import {
   type StubMethod,
   type StubMethods,
 } from '../../provider/wire/messages.js';
+import { parseMessage } from '../../provider/wire/parse-message.js';
+import { daemonMessageSchemas } from '../../provider/wire/stub-schemas.js';
 
 /** A request not answered in this time fails with TIMEOUT (spawns and snapshots are well under it). */
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -270,6 +273,20 @@ export class StubClient {
     if (f.type !== FrameType.Json && f.type !== FrameType.JsonBlob) return;
     const m = f.message;
     if (!isObject(m)) return;
+    try {
+      this.onMessage(m, f.type === FrameType.JsonBlob ? f.blob : undefined);
+    } catch (err) {
+      this.fail(
+        err instanceof PtyRelayError ? err : new PtyRelayError('PROTOCOL_ERROR', (err as Error).message),
+      );
+    }
+  }
+
+  /** A daemon message, checked by its schema (a malformed one fails the link with PROTOCOL_ERROR). */
+  private onMessage(m: Record<string, unknown>, blob: Uint8Array | undefined): void {
+    const s = daemonMessageSchemas;
+    const parse = <S extends z.ZodMiniType>(schema: S): z.output<S> =>
+      parseMessage(schema, m, `daemon ${String(m.t)}`, 'PROTOCOL_ERROR');
     switch (m.t) {
       case 'hello': {
         const parsed = parseHello(m);
@@ -279,28 +296,28 @@ export class StubClient {
         break;
       }
       case 'res':
-        this.onResponse(m as unknown as ResponseMessage, f.type === FrameType.JsonBlob ? f.blob : undefined);
+        this.onResponse(parse(s.res), blob);
         break;
       case 'inputAck':
-        this.inputAcks.emit(m as unknown as InputAckMessage);
+        this.inputAcks.emit(parse(s.inputAck));
         break;
       case 'pong': {
-        const n = (m as { n?: number }).n ?? 0;
+        const n = typeof m.n === 'number' ? m.n : 0;
         this.pings.get(n)?.(0);
         this.pings.delete(n);
         break;
       }
       case 'fact':
-        this.fact.emit(m as unknown as FactEventMessage);
+        this.fact.emit(parse(s.fact));
         break;
       case 'exit':
-        this.exit.emit(m as unknown as ExitEventMessage);
+        this.exit.emit(parse(s.exit));
         break;
       case 'bg':
-        this.background.emit(m as unknown as BackgroundEventMessage);
+        this.background.emit(parse(s.bg));
         break;
       case 'error':
-        this.fail(PtyRelayError.from((m as { error: PtyRelayErrorShape }).error));
+        this.fail(PtyRelayError.from(parse(s.error).error));
         break;
     }
   }

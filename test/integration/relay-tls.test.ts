@@ -3,6 +3,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } f
 import { get } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { RelayClient } from '../../provider/client/relay-client.js';
@@ -213,6 +215,41 @@ describe.skipIf(missing)('TLS and the listen address', { timeout: 120_000 }, () 
       expect(
         await wsOutcome(info.url, { headers: { authorization: `Bearer ${TEST_TOKEN}` }, ca, origin }),
       ).toBe('open');
+      // `ptyrelay mcp --ca FILE` reaches /mcp over https trusting the self-signed certificate.
+      const mcpEnv = { ...env, PTYRELAY_URL: info.url } as Record<string, string>;
+      delete mcpEnv.NODE_EXTRA_CA_CERTS;
+      delete mcpEnv.PTYRELAY_CA;
+      const viaCa = new Client({ name: 'tls-mcp', version: '1.0.0' });
+      await viaCa.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [MAIN, 'mcp', '--ca', tls.cert],
+          env: mcpEnv,
+        }),
+      );
+      try {
+        const listed = await viaCa.callTool({ name: 'terminal_list', arguments: {} });
+        expect((listed.content as { text: string }[])[0]?.text).toBe('no terminals');
+      } finally {
+        await viaCa.close();
+      }
+      // Without it the certificate is not trusted: the bridge cannot reach the relay.
+      const untrusted = new Client({ name: 'tls-mcp-untrusted', version: '1.0.0' });
+      const refused = await untrusted
+        .connect(
+          new StdioClientTransport({
+            command: process.execPath,
+            args: [MAIN, 'mcp'],
+            env: mcpEnv,
+            stderr: 'pipe',
+          }),
+        )
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      await untrusted.close();
+      expect(String(refused)).toMatch(/relay|certificate|fetch failed|self[- ]signed/i);
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('close', r));

@@ -1,7 +1,7 @@
 import { RelayClient, type RelayClientOptions } from '../../provider/client/relay-client.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
-import { validateConfig } from '../../relay/service/config.js';
+import { type RelayLimits, validateConfig } from '../../relay/service/config.js';
 import { createHostKeyExtension } from '../../relay/service/host-key-extension.js';
 import { createHostRouter } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
@@ -58,6 +58,8 @@ export async function startRelay(
     config?: unknown;
     /** Further server options (the web page's root, allowed Origins). */
     server?: Partial<Pick<RelayServerOptions, 'web' | 'allowedOrigins'>>;
+    /** Relay limits (the server's and the ptyrelay extension's). */
+    limits?: Partial<RelayLimits>;
   } = {},
 ): Promise<RelayFixture> {
   const local = await startLocal();
@@ -72,7 +74,11 @@ export async function startRelay(
       token: TEST_TOKEN,
       router,
       registry,
-      extensions: [createHostKeyExtension(router), createPtyExtension({ router, registry })],
+      extensions: [
+        createHostKeyExtension(router),
+        createPtyExtension({ router, registry, ...(opts.limits ? { limits: opts.limits } : {}) }),
+      ],
+      ...(opts.limits ? { limits: opts.limits } : {}),
       ...opts.server,
     });
     return { router, registry, server };
