@@ -231,8 +231,10 @@ describe('ConnectionOutput and OutputBatcher', () => {
     const frames = socket.writes.flatMap((w) => w.frames);
     const bytes = frames.reduce((n, f) => n + (f.type === FrameType.Data ? f.data.length : 0), 0);
     expect(bytes).toBe(seq);
-    // 310 reads; 64 KiB frames: about two per burst of 30 full reads plus its short end.
-    expect(frames.length).toBeLessThanOrEqual(30);
+    // 310 reads; full frames (BATCH_MAX_BYTES) for each burst of 30 full reads, plus its short end.
+    const perBurst = Math.ceil((30 * PTY_FULL_READ_BYTES + 100) / BATCH_MAX_BYTES) + 1;
+    expect(frames.length).toBeLessThanOrEqual(10 * perBurst);
+    expect(frames.length).toBeLessThan(310 / 5);
     // A full read with nothing after it goes out after FULL_READ_HOLD_MS.
     const before = socket.writes.length;
     out.data(A, seq, Buffer.alloc(PTY_FULL_READ_BYTES, 0x79));
