@@ -28,8 +28,9 @@ export const STREAM_MIN_BYTES = 8 * 1024;
 /** A pause this long between two reads of a session ends its stream. */
 export const STREAM_GAP_MS = 5;
 /**
- * A streaming session's batch waits up to this long after its first byte (or until it is 64 KiB)
- * for more: what the old 4 ms window did for every chunk, now only for a stream.
+ * A streaming session's batch waits up to this long after its first byte (or until it is full)
+ * for more: what the old 4 ms window did for every chunk, now only for a stream of short reads
+ * (a batch that held a full read is sent by the short read that ends the kernel's backlog).
  */
 export const STREAM_HOLD_MS = 4;
 /** The timer of the `timer` mode (the batcher before issue 17), kept for the bench's A/B only. */
@@ -51,6 +52,8 @@ interface Pending {
   since: number;
   /** The session was streaming when a chunk of this batch arrived. */
   streaming: boolean;
+  /** A chunk of this batch was a full read: a later short one ended the kernel's backlog. */
+  sawFull: boolean;
 }
 
 /** A session's output with no pause longer than STREAM_GAP_MS: how much, and the last read. */
@@ -98,13 +101,14 @@ export class OutputBatcher {
     burst.lastAt = now;
     let p = this.pending.get(s);
     if (!p) {
-      p = { seq, chunks: [], bytes: 0, more: false, since: now, streaming: false };
+      p = { seq, chunks: [], bytes: 0, more: false, since: now, streaming: false, sawFull: false };
       this.pending.set(s, p);
     }
     if (burst.bytes >= STREAM_MIN_BYTES) p.streaming = true;
     p.chunks.push(data);
     p.bytes += data.length;
     p.more = data.length >= PTY_FULL_READ_BYTES;
+    if (p.more) p.sawFull = true;
     this.pushedThisTurn = true;
     if (p.bytes >= BATCH_MAX_BYTES) this.sendOne(s, p);
     else this.armTurn();
@@ -124,7 +128,7 @@ export class OutputBatcher {
     let streamDue = Number.POSITIVE_INFINITY;
     for (const [s, p] of [...this.pending]) {
       if (p.more) held = true;
-      else if (p.streaming && now - p.since < STREAM_HOLD_MS)
+      else if (p.streaming && !p.sawFull && now - p.since < STREAM_HOLD_MS)
         streamDue = Math.min(streamDue, p.since + STREAM_HOLD_MS);
       else this.sendOne(s, p);
     }
