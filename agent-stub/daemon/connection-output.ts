@@ -147,8 +147,11 @@ export class ConnectionOutput {
       return;
     }
     // Still armed while the batcher sends: its frames join this turn's write.
-    this.batcher.turnEnded(this.inFlight > 0);
-    this.turnArmed = false;
+    try {
+      this.batcher.turnEnded(this.inFlight > 0);
+    } finally {
+      this.turnArmed = false;
+    }
     if (this.dataThisTurn) this.payOwed();
     this.dataThisTurn = false;
     const parts = this.parts;
