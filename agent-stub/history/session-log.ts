@@ -142,8 +142,9 @@ export class SessionLog {
     if (!this.healthy || data.length === 0) return;
     let cur = this.segments[this.segments.length - 1];
     if (!cur || cur.length >= this.limits.segmentBytes) cur = this.roll();
-    // A copy: the caller's buffer may be reused before the write runs.
-    cur.unwritten.push(Buffer.from(data));
+    // No copy: PTY chunks are fresh buffers nobody writes to again (the ring copies what it keeps,
+    // and the model feeder holds the same chunks as they are); the write takes them within ms.
+    cur.unwritten.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
     cur.length += data.length;
     this.headSeq += data.length;
     this.held += data.length;

@@ -1,12 +1,11 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as pty from 'node-pty';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+import { cliInPty } from '../support/cli-runner.js';
 import { waitFor } from '../support/local-daemon.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 const root = mkdtempSync(join(tmpdir(), 'ptr-cli-'));
 const runtimeDir = join(root, 'run');
 const home = join(root, 'home');
@@ -16,32 +15,8 @@ writeFileSync(join(home, '.bash_profile'), '. ~/.bashrc\n');
 
 /** Runs `ptyrelay shell` in a real PTY, like a user at a terminal. */
 function runCli() {
-  const p = pty.spawn(process.execPath, [join(ROOT, 'dist/relay/cli/main.js'), 'shell'], {
-    cols: 100,
-    rows: 30,
-    cwd: home,
-    env: {
-      ...process.env,
-      HOME: home,
-      SHELL: '/bin/bash',
-      PTYRELAY_RUNTIME_DIR: runtimeDir,
-      TERM: 'xterm-256color',
-    },
-  });
-  let out = '';
-  let exit: number | undefined;
-  p.onData((d) => {
-    out += d;
-  });
-  p.onExit((e) => {
-    exit = e.exitCode;
-  });
-  return {
-    p,
-    text: () => out,
-    exited: () => exit,
-    wait: (s: string) => waitFor(() => out.includes(s), 10_000, JSON.stringify(s)),
-  };
+  const env = { ...process.env, HOME: home, SHELL: '/bin/bash', PTYRELAY_RUNTIME_DIR: runtimeDir };
+  return cliInPty(['shell'], env, { cols: 100, rows: 30 }, home);
 }
 
 describe('ptyrelay shell (npm start)', () => {

@@ -1,36 +1,16 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_MAIN, cliInPty, runCli } from '../support/cli-runner.js';
 import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
 
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs one CLI command to completion. */
-function cli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [MAIN, ...args],
-      { env, timeout: 20_000, maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const MAIN = CLI_MAIN;
+const cli = (args: string[], env: NodeJS.ProcessEnv) => runCli(args, env, { timeoutMs: 20_000 });
 
 // biome-ignore lint/suspicious/noExplicitAny: parsed CLI output, checked field by field
 async function cliJson(args: string[], env: NodeJS.ProcessEnv): Promise<any> {
@@ -42,28 +22,7 @@ async function cliJson(args: string[], env: NodeJS.ProcessEnv): Promise<any> {
 }
 
 /** `ptyrelay attach ID` in a real PTY, like a user at a terminal. */
-function attachInPty(id: string, env: NodeJS.ProcessEnv) {
-  const p = pty.spawn(process.execPath, [MAIN, 'attach', id], {
-    cols: 100,
-    rows: 30,
-    env: { ...env, TERM: 'xterm-256color' },
-  });
-  let out = '';
-  let exit: number | undefined;
-  p.onData((d) => {
-    out += d;
-  });
-  p.onExit((e) => {
-    exit = e.exitCode;
-  });
-  return {
-    p,
-    text: () => out,
-    exited: () => exit,
-    wait: (s: string | RegExp, ms = 10_000) =>
-      waitFor(() => (typeof s === 'string' ? out.includes(s) : s.test(out)), ms, JSON.stringify(String(s))),
-  };
-}
+const attachInPty = (id: string, env: NodeJS.ProcessEnv) => cliInPty(['attach', id], env);
 
 // A dozen CLI runs in a row: each starts a Node process, seconds apiece on a loaded machine.
 describe('ptyrelay CLI against a running relay', { timeout: 180_000 }, () => {

@@ -21,13 +21,19 @@ export interface CliRun {
 export function runCli(
   args: string[],
   env: NodeJS.ProcessEnv,
-  opts: { timeoutMs?: number; cwd?: string; main?: string } = {},
+  opts: { timeoutMs?: number; cwd?: string; main?: string; maxBuffer?: number } = {},
 ): Promise<CliRun> {
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
       [opts.main ?? CLI_MAIN, ...args],
-      { env, timeout: opts.timeoutMs ?? CLI_RUN_TIMEOUT_MS, cwd: opts.cwd },
+      {
+        env,
+        timeout: opts.timeoutMs ?? CLI_RUN_TIMEOUT_MS,
+        cwd: opts.cwd,
+        // History exports print megabytes.
+        maxBuffer: opts.maxBuffer ?? 64 * 1024 * 1024,
+      },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
         resolve({ code, stdout, stderr });
@@ -38,9 +44,15 @@ export function runCli(
 }
 
 /** A CLI command in a real PTY, like a user at a terminal. */
-export function cliInPty(args: string[], env: NodeJS.ProcessEnv, size = { cols: 100, rows: 30 }) {
+export function cliInPty(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  size = { cols: 100, rows: 30 },
+  cwd?: string,
+) {
   const p = pty.spawn(process.execPath, [CLI_MAIN, ...args], {
     ...size,
+    ...(cwd !== undefined ? { cwd } : {}),
     env: { ...env, TERM: 'xterm-256color' },
   });
   let out = '';
