@@ -80,7 +80,8 @@ export class ClientStreams {
   pushNotification(method: string, params: Record<string, unknown>): void {
     const kind = NOTIFICATION_KINDS[method];
     // The relay relays these from the daemon, whose messages the relay checked by their schemas
-    // (stub-schemas.ts); here only the routing fields are checked before the event is passed on.
+    // (stub-client.ts parses fact/exit/bg with daemonMessageSchemas in stub-schemas.ts before
+    // StubBackedProvider emits them); here only the routing fields are checked before passing on.
     if (kind && streamEventHead.safeParse(params).success) this.push({ kind, e: params } as StreamEvent);
   }
 

@@ -1,4 +1,4 @@
-import type { ActionEnvelope, ActionOrigin, StateAction, URI } from './types.js';
+import type { ActionEnvelope, ActionOrigin, MalformedClientAction, StateAction, URI } from './types.js';
 
 /** Default number of recent envelopes kept for `reconnect` replay. */
 export const DEFAULT_REPLAY_ACTIONS = 10_000;
@@ -24,8 +24,8 @@ export interface LogEntry {
  * Bytes the entry holds: its data string (counted at two bytes per code unit, V8's worst case,
  * so the cap never under-counts) plus the JSON text once {@link entryText} built it.
  */
-function heldBytes(action: StateAction): number {
-  if (action.type === 'terminal/data' || action.type === 'terminal/input') {
+function heldBytes(action: StateAction | MalformedClientAction): number {
+  if ('data' in action) {
     return 2 * action.data.length + ENVELOPE_OVERHEAD_BYTES;
   }
   return 2 * JSON.stringify(action).length + ENVELOPE_OVERHEAD_BYTES;
@@ -74,7 +74,7 @@ export class ActionLog {
   /** Wraps `action` in an envelope with the next server seq and records it. */
   append(
     channel: URI,
-    action: StateAction,
+    action: StateAction | MalformedClientAction,
     origin?: ActionOrigin,
     opts: { rejectionReason?: string; onlyClientId?: string } = {},
   ): LogEntry {

@@ -1,4 +1,5 @@
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
+import { parseMessage } from '../../provider/wire/parse-message.js';
 import type { Logger } from '../log.js';
 import { RpcError } from '../service/rpc-error.js';
 import type { HostRouter, RpcConnection, RpcExtension } from '../service/rpc-types.js';
@@ -8,16 +9,18 @@ import { canRead, canSeeHost, canWrite, needCreate, needRead, needWrite } from '
 import { DEFAULT_REPLAY_ACTIONS, DEFAULT_REPLAY_BYTES } from './action-log.js';
 import { adoptTerminal } from './adopt-terminal.js';
 import { AhpHub, type AhpLimits } from './ahp-hub.js';
-import { parseClientAction, parseCreateTerminal } from './ahp-params.js';
 import { type AhpPeer, DEFAULT_HIGH_WATERMARK, DEFAULT_LOW_WATERMARK, PeerSet } from './ahp-peers.js';
+import { ahpParamsSchemas, parseClientAction, parseNotification } from './ahp-schemas.js';
 import { visibleEnvelope, visibleSnapshot } from './grant-view.js';
 import { TerminalLocator } from './terminal-locator.js';
 import { DEFAULT_CONTENT_LIMIT } from './terminal-reducer.js';
 import {
+  type ActionOrigin,
   AhpErrorCodes,
   type CreateTerminalParams,
   type CreateTerminalResult,
   type InitializeResult,
+  isClientActionType,
   type ReconnectResult,
   ROOT_URI,
   type Snapshot,
@@ -51,13 +54,9 @@ export interface AhpExtension extends RpcExtension {
   dispose(): void;
 }
 
-function str(v: unknown, field: string): string {
-  if (typeof v !== 'string' || !v) throw new PtyRelayError('INVALID_ARGUMENT', `${field} must be a string`);
-  return v;
-}
-
 function reasonOf(err: unknown): string {
-  return isPtyRelayError(err) ? `${err.code}: ${err.message}` : String((err as Error)?.message ?? err);
+  if (isPtyRelayError(err)) return `${err.code}: ${err.message}`;
+  return err instanceof Error ? err.message : String(err);
 }
 
 /**
@@ -94,7 +93,7 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
   const peerOf = (conn: RpcConnection): AhpPeer & { clientId: string } => {
     const p = hub.peers.get(conn);
     if (!p?.clientId) throw new PtyRelayError('INVALID_ARGUMENT', 'send initialize (or reconnect) first');
-    return p as AhpPeer & { clientId: string };
+    return p as AhpPeer & { clientId: string }; // Not wire data: the relay's own peer, clientId checked above.
   };
 
   const bind = (conn: RpcConnection, clientId: string): AhpPeer => {
@@ -111,13 +110,13 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
    */
   const adopt = async (
     conn: RpcConnection,
-    uris: unknown[],
+    uris: readonly URI[],
     clientId: string,
     strict = false,
   ): Promise<void> => {
     // Adopting claims the terminal: only for a token that may drive it.
-    const terminals = uris.filter((u): u is URI => {
-      if (typeof u !== 'string' || u === ROOT_URI) return false;
+    const terminals = uris.filter((u) => {
+      if (u === ROOT_URI) return false;
       const id = parseTerminalUri(u)?.id;
       // A client-chosen URI names no host: only a token that may drive terminals brings one
       // back; reading it is checked on the terminal it resolved to.
@@ -138,9 +137,9 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
   };
 
   /** The token may see `uri` (the root always; a terminal when it may read it). */
-  const readable = (conn: RpcConnection, uri: unknown): boolean => {
+  const readable = (conn: RpcConnection, uri: URI): boolean => {
     if (uri === ROOT_URI) return true;
-    const id = typeof uri === 'string' ? idOfUri(uri) : undefined;
+    const id = idOfUri(uri);
     return id !== undefined && canRead(conn.grant, id);
   };
 
@@ -159,9 +158,25 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
 
   async function createTerminal(conn: RpcConnection, raw: Record<string, unknown>) {
     const p = peerOf(conn);
-    const params = parseCreateTerminal(raw);
+    const params: CreateTerminalParams = parseMessage(
+      ahpParamsSchemas.createTerminal,
+      raw,
+      'createTerminal',
+      'INVALID_ARGUMENT',
+    );
+    if (params.args !== undefined && params.command === undefined) {
+      throw new PtyRelayError('INVALID_ARGUMENT', 'createTerminal.args needs command', {
+        field: 'createTerminal.args',
+      });
+    }
     if (params.claim.kind === 'client' && params.claim.clientId !== p.clientId) {
-      throw new PtyRelayError('INVALID_ARGUMENT', 'a client claim must name the calling client');
+      throw new PtyRelayError(
+        'INVALID_ARGUMENT',
+        'createTerminal.claim.clientId must name the calling client',
+        {
+          field: 'createTerminal.claim.clientId',
+        },
+      );
     }
     let host = params.host;
     // A minted channel names the host; any other URI is the client's alias for the terminal.
@@ -170,7 +185,13 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     if (target) {
       if (target.id) checkClientUri(params.channel!);
       if (host !== undefined && host !== target.host) {
-        throw new PtyRelayError('INVALID_ARGUMENT', `host ${host} does not match channel ${params.channel}`);
+        throw new PtyRelayError(
+          'INVALID_ARGUMENT',
+          `createTerminal.host ${host} does not match channel ${params.channel}`,
+          {
+            field: 'createTerminal.host',
+          },
+        );
       }
       host = target.host;
     } else if (alias !== undefined) checkClientUri(alias);
@@ -239,9 +260,15 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     return { channel: channelUri(r.id, alias) };
   }
 
-  async function disposeTerminal(conn: RpcConnection, params: Record<string, unknown>) {
+  async function disposeTerminal(conn: RpcConnection, raw: Record<string, unknown>) {
     const p = peerOf(conn);
-    const ch = await locator.resolve(params.channel, p.clientId);
+    const { channel } = parseMessage(
+      ahpParamsSchemas.disposeTerminal,
+      raw,
+      'disposeTerminal',
+      'INVALID_ARGUMENT',
+    );
+    const ch = await locator.resolve(channel, p.clientId);
     needWrite(conn.grant, ch.id, 'dispose');
     const rec = registry.checkClaim(ch.id, `client:${p.clientId}`);
     try {
@@ -255,20 +282,19 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
 
   /** Performs a client action; throws to have it rejected. */
   async function perform(
-    p: AhpPeer & { clientId: string },
+    conn: RpcConnection,
+    origin: ActionOrigin,
     channel: URI,
     action: TerminalClientAction,
-    clientSeq: number,
   ) {
-    const ch = await locator.resolve(channel, p.clientId);
-    needWrite(p.conn.grant, ch.id, action.type === 'terminal/input' ? 'type into' : 'resize');
-    const rec = registry.checkClaim(ch.id, `client:${p.clientId}`);
-    const origin = { clientId: p.clientId, clientSeq };
+    const ch = await locator.resolve(channel, origin.clientId);
+    needWrite(conn.grant, ch.id, action.type === 'terminal/input' ? 'type into' : 'resize');
+    const rec = registry.checkClaim(ch.id, `client:${origin.clientId}`);
     switch (action.type) {
       case 'terminal/input':
         checkInputSize(Buffer.byteLength(action.data), maxInputBytes);
         await router.providerFor(rec.host).write(ch.id, action.data);
-        p.conn.noteInput(ch.id, Buffer.byteLength(action.data));
+        conn.noteInput(ch.id, Buffer.byteLength(action.data));
         // Keystrokes are echoed to their sender only (for write-ahead reconciliation).
         hub.notifyOrigin(ch.uri, action, origin);
         return;
@@ -282,32 +308,41 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     if (hub.channels.get(ch.id) === ch) hub.dispatch(ch, action, origin);
   }
 
-  function dispatchAction(conn: RpcConnection, params: Record<string, unknown>): void {
+  function dispatchAction(conn: RpcConnection, raw: Record<string, unknown>): void {
     const p = hub.peers.get(conn);
-    const channel = params.channel;
-    const clientSeq = params.clientSeq;
-    if (!p?.clientId || typeof channel !== 'string' || !Number.isInteger(clientSeq)) {
-      log?.debug({ conn: conn.connectionId }, 'ahp: malformed dispatchAction ignored');
+    if (!p?.clientId) {
+      log?.debug({ conn: conn.connectionId }, 'ahp: dispatchAction before initialize ignored');
       return;
     }
-    const peer = p as AhpPeer & { clientId: string };
-    const origin = { clientId: peer.clientId, clientSeq: clientSeq as number };
-    let action: TerminalClientAction | undefined;
+    const params = parseNotification(
+      ahpParamsSchemas.dispatchAction,
+      raw,
+      'dispatchAction',
+      log,
+      conn.connectionId,
+    );
+    if (!params) return; // No channel or clientSeq to address a rejection to: logged and dropped.
+    const { channel } = params;
+    // Unknown or non-client action types are ignored, as AHP requires.
+    const { type } = params.action;
+    if (!isClientActionType(type)) return;
+    const origin: ActionOrigin = { clientId: p.clientId, clientSeq: params.clientSeq };
+    let action: TerminalClientAction;
     try {
       action = parseClientAction(params.action);
     } catch (err) {
-      hub.notifyOrigin(channel, params.action as TerminalClientAction, origin, reasonOf(err));
+      // Only the checked type is echoed back: the payload failed its schema.
+      hub.notifyOrigin(channel, { type }, origin, reasonOf(err));
       return;
     }
-    if (!action) return; // Unknown or non-client action types are ignored.
-    const act = action;
-    perform(peer, channel, act, origin.clientSeq).catch((err) => {
-      hub.notifyOrigin(channel, act, origin, reasonOf(err));
+    perform(conn, origin, channel, action).catch((err) => {
+      hub.notifyOrigin(channel, action, origin, reasonOf(err));
     });
   }
 
-  async function initialize(conn: RpcConnection, params: Record<string, unknown>): Promise<InitializeResult> {
-    const clientId = str(params.clientId, 'clientId');
+  async function initialize(conn: RpcConnection, raw: Record<string, unknown>): Promise<InitializeResult> {
+    const params = parseMessage(ahpParamsSchemas.initialize, raw, 'initialize', 'INVALID_ARGUMENT');
+    const { clientId } = params;
     const version = negotiateProtocolVersion(params.protocolVersions);
     if (!version) {
       throw new RpcError(
@@ -317,17 +352,14 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
         true,
       );
     }
-    const initial = (Array.isArray(params.initialSubscriptions) ? params.initialSubscriptions : []).filter(
-      (u: unknown) => readable(conn, u),
-    );
+    const initial = (params.initialSubscriptions ?? []).filter((u) => readable(conn, u));
     await adopt(conn, initial, clientId);
     const p = bind(conn, clientId);
-    const caps = (params.capabilities ?? {}) as Record<string, unknown>;
-    p.rawData = caps.rawData === true;
+    p.rawData = params.capabilities?.rawData === true;
     remember(clientId, p.rawData);
     const snapshots = [subscribe(p, ROOT_URI)];
     for (const uri of initial) {
-      if (typeof uri === 'string' && uri !== ROOT_URI && hub.exists(uri)) snapshots.push(subscribe(p, uri));
+      if (uri !== ROOT_URI && hub.exists(uri)) snapshots.push(subscribe(p, uri));
     }
     return {
       protocolVersion: version,
@@ -342,12 +374,12 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     };
   }
 
-  async function reconnect(conn: RpcConnection, params: Record<string, unknown>): Promise<ReconnectResult> {
-    const clientId = str(params.clientId, 'clientId');
-    const last = params.lastSeenServerSeq;
-    const subs = Array.isArray(params.subscriptions)
-      ? params.subscriptions.filter((s) => typeof s === 'string')
-      : [];
+  async function reconnect(conn: RpcConnection, raw: Record<string, unknown>): Promise<ReconnectResult> {
+    const {
+      clientId,
+      lastSeenServerSeq: last,
+      subscriptions: subs,
+    } = parseMessage(ahpParamsSchemas.reconnect, raw, 'reconnect', 'INVALID_ARGUMENT');
     await adopt(conn, subs, clientId);
     const p = bind(conn, clientId);
     p.rawData = rawClients.get(clientId) ?? false;
@@ -355,14 +387,14 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     const missing: URI[] = [];
     // The client says what it was subscribed to; that becomes this connection's set.
     p.subscriptions.clear();
-    for (const uri of subs as URI[]) {
+    for (const uri of subs) {
       // What the token may not see is as gone to it as a terminal that ended.
       if ((uri === ROOT_URI || hub.exists(uri)) && readable(conn, uri)) p.subscriptions.add(uri);
       else missing.push(uri);
     }
     hub.reportCredit();
     // Raw-data clients cannot tell replayed output from bytes they got as binary frames.
-    const entries = p.rawData ? undefined : hub.actionLog.since(typeof last === 'number' ? last : -1);
+    const entries = p.rawData ? undefined : hub.actionLog.since(last);
     if (!entries) {
       return {
         type: 'snapshot',
@@ -381,20 +413,29 @@ export function createAhpExtension(opts: AhpExtensionOptions): AhpExtension {
     methods: {
       initialize,
       reconnect,
-      subscribe: async (conn, params) => {
+      subscribe: async (conn, raw) => {
         const p = peerOf(conn);
+        const { channel } = parseMessage(ahpParamsSchemas.subscribe, raw, 'subscribe', 'INVALID_ARGUMENT');
         // A minted URI is checked before anything is adopted; an alias once it resolved (subscribe).
-        const named = typeof params.channel === 'string' ? parseTerminalUri(params.channel)?.id : undefined;
+        const named = parseTerminalUri(channel)?.id;
         if (named !== undefined) needRead(conn.grant, named);
-        await adopt(conn, [params.channel], p.clientId, true);
-        return { snapshot: subscribe(p, params.channel as URI) };
+        await adopt(conn, [channel], p.clientId, true);
+        return { snapshot: subscribe(p, channel) };
       },
       createTerminal,
       disposeTerminal,
     },
     notifications: {
-      unsubscribe: (conn, params) => {
-        hub.peers.get(conn)?.subscriptions.delete(params.channel as string);
+      unsubscribe: (conn, raw) => {
+        const params = parseNotification(
+          ahpParamsSchemas.unsubscribe,
+          raw,
+          'unsubscribe',
+          log,
+          conn.connectionId,
+        );
+        if (!params) return;
+        hub.peers.get(conn)?.subscriptions.delete(params.channel);
         hub.reportCredit();
       },
       dispatchAction,

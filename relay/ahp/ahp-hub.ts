@@ -18,6 +18,7 @@ import { RootCatalog } from './root-catalog.js';
 import { type ChannelInit, type RawSegment, TerminalChannel } from './terminal-channel.js';
 import {
   type ActionOrigin,
+  type MalformedClientAction,
   ROOT_URI,
   type Snapshot,
   type StateAction,
@@ -226,7 +227,12 @@ export class AhpHub {
   }
 
   /** Sends an envelope only to connections of `clientId` (input echoes, rejections). */
-  notifyOrigin(channel: URI, action: StateAction, origin: ActionOrigin, rejectionReason?: string): LogEntry {
+  notifyOrigin(
+    channel: URI,
+    action: StateAction | MalformedClientAction,
+    origin: ActionOrigin,
+    rejectionReason?: string,
+  ): LogEntry {
     const entry = this.actionLog.append(channel, action, origin, {
       rejectionReason,
       onlyClientId: origin.clientId,

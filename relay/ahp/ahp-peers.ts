@@ -177,6 +177,7 @@ export class PeerSet {
         this.logger?.info({ conn: p.conn.connectionId }, 'ahp peer too far behind; closing');
         this.peers.delete(p.conn.connectionId);
         changed = true;
+        // Not wire data: the relay's own connection object; test doubles may lack close().
         (p.conn as Partial<Closable>).close?.(CLOSE_TOO_FAR_BEHIND, 'too far behind; reconnect');
         continue;
       }

@@ -31,6 +31,6 @@ export function visibleEnvelope(g: Grant, env: ActionEnvelope): ActionEnvelope {
 /** A snapshot as the token may see it. */
 export function visibleSnapshot(g: Grant, snap: Snapshot): Snapshot {
   if (seesEverything(g) || snap.resource !== ROOT_URI) return snap;
-  const state = snap.state as RootState;
+  const state = snap.state as RootState; // Not wire data: the relay's own root snapshot.
   return { ...snap, state: { ...state, terminals: visible(g, state.terminals) } };
 }

@@ -33,6 +33,7 @@ export class TerminalLocator {
     const lists = await Promise.all(
       this.router.providers().map((p) =>
         p.listProcesses().catch((err: unknown) => {
+          // Not wire data: a provider's own error, and an empty list typed for Promise.all.
           this.log?.warn({ err: (err as Error).message }, 'ahp: cannot list a provider for an alias');
           return [] as PtyProcessInfo[];
         }),

@@ -150,13 +150,26 @@ export type TerminalClientAction =
   | TerminalClearedAction;
 
 /** Action types clients may dispatch; any other type is ignored. */
-export const CLIENT_DISPATCHABLE_TYPES: ReadonlySet<string> = new Set([
+export const CLIENT_DISPATCHABLE_TYPES: ReadonlySet<string> = new Set<TerminalClientAction['type']>([
   'terminal/input',
   'terminal/resized',
   'terminal/claimed',
   'terminal/titleChanged',
   'terminal/cleared',
 ]);
+
+/** True for an action type clients may dispatch. */
+export function isClientActionType(type: string): type is TerminalClientAction['type'] {
+  return CLIENT_DISPATCHABLE_TYPES.has(type);
+}
+
+/**
+ * A client action whose payload failed its schema (ahp-schemas.ts), echoed back to its sender
+ * rejected: only its type, the one field that was checked, is sent back.
+ */
+export interface MalformedClientAction {
+  type: TerminalClientAction['type'];
+}
 
 /** The root catalog was replaced. */
 export interface RootTerminalsChangedAction {
@@ -180,7 +193,8 @@ export interface ActionOrigin {
 /** Server → client `action` notification params. */
 export interface ActionEnvelope {
   channel: URI;
-  action: StateAction;
+  /** A MalformedClientAction only in a rejection (`rejectionReason` set). */
+  action: StateAction | MalformedClientAction;
   /** Strictly increasing per server. */
   serverSeq: number;
   origin: ActionOrigin | undefined;

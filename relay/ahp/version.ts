@@ -32,9 +32,10 @@ export function negotiateProtocolVersion(
   const ours = supported.map(parseSemver).filter((v): v is [number, number, number] => v !== undefined);
   let best: { text: string; v: [number, number, number] } | undefined;
   for (const text of offered) {
+    if (typeof text !== 'string') continue;
     const v = parseSemver(text);
     if (!v || !ours.some((s) => caretCompatible(v, s))) continue;
-    if (!best || compare(v, best.v) > 0) best = { text: text as string, v };
+    if (!best || compare(v, best.v) > 0) best = { text, v };
   }
   return best?.text;
 }
