@@ -77,7 +77,11 @@ export function sshProvider(
 }
 
 /** `--cpu-prof` is refused in NODE_OPTIONS, so the daemon is started here with it; the provider then finds it. */
-async function startProfiledDaemon(runtimeDir: string, profileDir: string): Promise<void> {
+export async function startProfiledDaemon(
+  runtimeDir: string,
+  profileDir: string,
+  extraArgs: string[] = [],
+): Promise<void> {
   mkdirSync(profileDir, { recursive: true });
   mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
   const child = spawn(
@@ -90,6 +94,7 @@ async function startProfiledDaemon(runtimeDir: string, profileDir: string): Prom
       'daemon',
       '--runtime-dir',
       runtimeDir,
+      ...extraArgs,
     ],
     { detached: true, stdio: 'ignore' },
   );

@@ -6,7 +6,7 @@ import { daemonSocketPath } from '../../provider/stub-paths.js';
 import { encodeJsonFrame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
-import type { BenchEnv } from '../lib/env.js';
+import { type BenchEnv, startProfiledDaemon } from '../lib/env.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
 import { now, procStatusBytes, round, sleep } from '../lib/util.js';
 
@@ -53,9 +53,12 @@ async function startDaemon(env: BenchEnv, variant: Variant): Promise<Daemon> {
   const runtimeDir = join(root, 'run');
   const saved = process.env.PTYRELAY_STATE_DIR;
   process.env.PTYRELAY_STATE_DIR = join(root, 'state');
+  const daemonArgs = variant === 'ring' ? ['--history', 'off'] : [];
+  if (env.opts.profileStubDir)
+    await startProfiledDaemon(runtimeDir, join(env.opts.profileStubDir, variant), daemonArgs);
   const provider = new LocalPtyProvider({
     runtimeDir,
-    daemonArgs: variant === 'ring' ? ['--history', 'off'] : [],
+    daemonArgs,
   });
   const { pid } = await provider.daemonInfo();
   process.env.PTYRELAY_STATE_DIR = saved;
