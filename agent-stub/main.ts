@@ -16,6 +16,7 @@ import {
   defaultStateDir,
   STUB_LIBRARY_ENV,
 } from '../provider/stub-paths.js';
+import { restoreUserMallocEnv } from '../provider/daemon-allocator.js';
 import { runDaemon } from './daemon/daemon-server.js';
 import { MODEL_WORKER_MARKER } from './session/model-protocol.js';
 import { runModelWorker } from './session/model-worker.js';
@@ -132,6 +133,7 @@ async function main(argv: string[]): Promise<void> {
   if (stateDir) process.env.PTYRELAY_STATE_DIR = stateDir;
   const runtimeDir = dirFlag(args, '--runtime-dir') ?? defaultRuntimeDir();
   if (cmd === 'daemon') {
+    restoreUserMallocEnv();
     await runDaemon({
       runtimeDir,
       stateDir: flag(args, '--state-dir') ?? defaultStateDir(),

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { dirname } from 'node:path';
+import { daemonProcessEnv } from './daemon-allocator.js';
 import { assertPrivateRuntime } from './private-dir.js';
 import {
   bundleBuildId,
@@ -66,7 +67,7 @@ export async function connectOrStartDaemon(
     {
       detached: true,
       stdio: ['ignore', logFd, logFd],
-      env: process.env,
+      env: daemonProcessEnv(process.env),
     },
   );
   child.unref();

@@ -36,7 +36,8 @@ have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 build_base() {
   local tag="$1" root
   root="$(mktemp -d /var/tmp/ptyrelay-rootfs.XXXXXX)"
-  trap 'rm -rf "$root"' RETURN
+  # The RETURN trap would outlive this function (and fire again, with $root gone, when main returns).
+  trap 'rm -rf "$root"; trap - RETURN' RETURN
   local mirror
   mirror="$(apt_mirror)"
   log "debootstrap $SUITE from $mirror (about 40 s)"

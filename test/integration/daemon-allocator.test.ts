@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DAEMON_MALLOC_ENV, daemonProcessEnv, restoreUserMallocEnv } from '../../provider/daemon-allocator.js';
+import { type LocalFixture, OutputCollector, startLocal } from '../support/local-daemon.js';
+
+/** The environment a process started with (glibc read its malloc settings from this). */
+function startEnv(pid: number): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const kv of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+    const i = kv.indexOf('=');
+    if (i > 0) out.set(kv.slice(0, i), kv.slice(i + 1));
+  }
+  return out;
+}
+
+describe('daemon allocator settings (issue 19)', () => {
+  it('are saved and restored without touching other variables', () => {
+    const user = { MALLOC_ARENA_MAX: '8', PATH: '/bin', OTHER: 'x' };
+    const env = daemonProcessEnv(user);
+    expect(env.MALLOC_ARENA_MAX).toBe(DAEMON_MALLOC_ENV.MALLOC_ARENA_MAX);
+    expect(env.MALLOC_TRIM_THRESHOLD_).toBe(DAEMON_MALLOC_ENV.MALLOC_TRIM_THRESHOLD_);
+    restoreUserMallocEnv(env);
+    expect(env).toEqual(user);
+    // A daemon started without the launcher keeps what it was given.
+    const bare: NodeJS.ProcessEnv = { MALLOC_ARENA_MAX: '3' };
+    restoreUserMallocEnv(bare);
+    expect(bare).toEqual({ MALLOC_ARENA_MAX: '3' });
+  });
+
+  describe('on a real daemon', () => {
+    let fx: LocalFixture;
+    const saved = process.env.MALLOC_ARENA_MAX;
+    beforeAll(async () => {
+      // The user's own value: the daemon runs with ours, its shells get this one back.
+      process.env.MALLOC_ARENA_MAX = '7';
+      fx = await startLocal();
+    });
+    afterAll(async () => {
+      if (saved === undefined) delete process.env.MALLOC_ARENA_MAX;
+      else process.env.MALLOC_ARENA_MAX = saved;
+      await fx.cleanup();
+    });
+
+    it('the daemon starts with them, and the shells it spawns do not inherit them', async () => {
+      const env = startEnv(fx.daemonPid);
+      for (const [k, v] of Object.entries(DAEMON_MALLOC_ENV)) expect(env.get(k)).toBe(v);
+      const out = new OutputCollector(fx.provider);
+      const r = await fx.provider.spawn({
+        cols: 120,
+        rows: 24,
+        command: 'sh',
+        args: ['-c', 'echo "A=${MALLOC_ARENA_MAX-unset} T=${MALLOC_TRIM_THRESHOLD_-unset} S=${PTYRELAY_USER_MALLOC_ENV-unset}"; sleep 30'],
+        env: { HOME: fx.home },
+      });
+      out.bind(r.id);
+      await out.waitText('A=7 T=unset S=unset');
+      await fx.provider.shutdown(r.id, { immediate: true });
+    });
+  });
+});
