@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isMainThread, workerData } from 'node:worker_threads';
+import { restoreUserMallocEnv } from '../provider/daemon-allocator.js';
 import {
   connectDaemonSocket,
   connectOrStartDaemon,
@@ -16,7 +17,6 @@ import {
   defaultStateDir,
   STUB_LIBRARY_ENV,
 } from '../provider/stub-paths.js';
-import { restoreUserMallocEnv } from '../provider/daemon-allocator.js';
 import { runDaemon } from './daemon/daemon-server.js';
 import { MODEL_WORKER_MARKER } from './session/model-protocol.js';
 import { runModelWorker } from './session/model-worker.js';

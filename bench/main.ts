@@ -185,7 +185,9 @@ export async function main(argv: string[]): Promise<number> {
       const t1 = now();
       const procs0 = cpuByPid();
       try {
-        const limit = (SCENARIO_TIMEOUT_OVERRIDE_MS[name] ?? SCENARIO_TIMEOUT_MS)[opts.quick ? 'quick' : 'full'];
+        const limit = (SCENARIO_TIMEOUT_OVERRIDE_MS[name] ?? SCENARIO_TIMEOUT_MS)[
+          opts.quick ? 'quick' : 'full'
+        ];
         const r = await withTimeout(run[name](), limit, `scenario ${name}`);
         const others = othersCpuPercent(
           procs0,

@@ -1,6 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DAEMON_MALLOC_ENV, daemonProcessEnv, restoreUserMallocEnv } from '../../provider/daemon-allocator.js';
+import {
+  DAEMON_MALLOC_ENV,
+  daemonProcessEnv,
+  restoreUserMallocEnv,
+} from '../../provider/daemon-allocator.js';
 import { type LocalFixture, OutputCollector, startLocal } from '../support/local-daemon.js';
 
 /** The environment a process started with (glibc read its malloc settings from this). */
@@ -49,7 +53,11 @@ describe('daemon allocator settings (issue 19)', () => {
         cols: 120,
         rows: 24,
         command: 'sh',
-        args: ['-c', 'echo "A=${MALLOC_ARENA_MAX-unset} T=${MALLOC_TRIM_THRESHOLD_-unset} S=${PTYRELAY_USER_MALLOC_ENV-unset}"; sleep 30'],
+        args: [
+          '-c',
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
+          'echo "A=${MALLOC_ARENA_MAX-unset} T=${MALLOC_TRIM_THRESHOLD_-unset} S=${PTYRELAY_USER_MALLOC_ENV-unset}"; sleep 30',
+        ],
         env: { HOME: fx.home },
       });
       out.bind(r.id);
