@@ -27,6 +27,8 @@ class FakeSocket extends EventEmitter {
   /** One entry per write that reached the kernel: when, and the frames in it. */
   readonly writes: { at: number; frames: Frame[] }[] = [];
   kernelFull = false;
+  /** Write callbacks on a later turn, as libuv's for a write the kernel took at once. */
+  asyncCallbacks = false;
   private corked = 0;
   private batch: { buf: Uint8Array; cb?: () => void }[] = [];
   private waiting: { bufs: Uint8Array[]; cbs: (() => void)[] }[] = [];
@@ -63,7 +65,8 @@ class FakeSocket extends EventEmitter {
   }
   private deliver(bufs: Uint8Array[], cbs: (() => void)[]): void {
     this.writes.push({ at: Date.now(), frames: this.decoder.push(Buffer.concat(bufs)) });
-    for (const cb of cbs) cb();
+    if (this.asyncCallbacks) setImmediate(() => cbs.forEach((cb) => cb()));
+    else for (const cb of cbs) cb();
   }
 }
 
@@ -152,6 +155,31 @@ describe('ConnectionOutput and OutputBatcher', () => {
     out.close();
   });
 
+  it('a stream is paced by its hold even though every write completes (and drains) at once', () => {
+    const { socket, out } = setup();
+    // sshd on the other core reads each frame as it comes: the kernel takes every write at
+    // once, and its callback (the drain) follows a turn later, while the stream's reads go on.
+    socket.asyncCallbacks = true;
+    let seq = 0;
+    const reads = 2000;
+    const line = (i: number) => Buffer.from(`line ${String(i).padStart(6, '0')} ${'y'.repeat(50)}\r\n`);
+    for (let i = 0; i < reads; i++) {
+      const b = line(i);
+      out.data(A, seq, b);
+      seq += b.length;
+      nextTurn();
+    }
+    vi.advanceTimersByTime(STREAM_HOLD_MS);
+    nextTurn();
+    const frames = socket.writes.flatMap((w) => w.frames).filter((f) => f.type === FrameType.Data);
+    const bytes = frames.reduce((n, f) => n + (f.type === FrameType.Data ? f.data.length : 0), 0);
+    expect(bytes).toBe(seq);
+    // Sending what a drain found pending made about one frame per read; paced, one per STREAM_HOLD_MS.
+    const alone = Math.ceil(STREAM_MIN_BYTES / line(0).length);
+    expect(frames.length).toBeLessThanOrEqual(alone + Math.ceil((reads - alone) / STREAM_HOLD_MS) + 2);
+    out.close();
+  });
+
   it('an input acknowledgement rides in the echo’s write, or goes alone after a few ms', () => {
     const { socket, out } = setup();
     out.owe(() => ({ t: 'inputAck', upTo: 1 }));
@@ -190,6 +218,9 @@ describe('ConnectionOutput and OutputBatcher', () => {
       }
     }
     socket.drainKernel();
+    nextTurn();
+    // The last batch (a full read last) goes by its hold timer, not at the drain.
+    vi.advanceTimersByTime(STREAM_HOLD_MS);
     nextTurn();
     const frames = socket.writes.flatMap((w) => w.frames).filter((f) => f.type === FrameType.Data);
     let bytes = 0;
