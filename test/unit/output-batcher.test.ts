@@ -65,8 +65,11 @@ class FakeSocket extends EventEmitter {
   }
   private deliver(bufs: Uint8Array[], cbs: (() => void)[]): void {
     this.writes.push({ at: Date.now(), frames: this.decoder.push(Buffer.concat(bufs)) });
-    if (this.asyncCallbacks) setImmediate(() => cbs.forEach((cb) => cb()));
-    else for (const cb of cbs) cb();
+    const done = () => {
+      for (const cb of cbs) cb();
+    };
+    if (this.asyncCallbacks) setImmediate(done);
+    else done();
   }
 }
 
