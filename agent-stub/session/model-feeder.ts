@@ -1,5 +1,7 @@
 /** Pending output above this is a flood: feed the model in spaced batches and skip what cannot matter. */
 const FLOOD_BYTES = 64 * 1024;
+/** A flood's pending output is copied into slabs of this size (above glibc's 128 KiB mmap threshold). */
+const SLAB_BYTES = 256 * 1024;
 /** Minimum pause between batches of a flood the model must parse in full (escape-heavy output). */
 const MIN_FLOOD_INTERVAL_MS = 16;
 /** ...and the pause as a multiple of the last batch's parse time: the model then needs ≤ 1/3 core. */
@@ -71,6 +73,9 @@ function isReset(seq: Uint8Array): boolean {
 export class ModelFeeder {
   private pending: Uint8Array[] = [];
   private pendingBytes = 0;
+  /** Where a flood's pending output is copied to (see {@link keep}), and how much of it is used. */
+  private slab: Buffer | undefined;
+  private slabUsed = 0;
   private pendingFrom = 0;
   /** SGR sequences of skipped output, replayed before the next batch. */
   private prelude: Uint8Array[] = [];
@@ -109,7 +114,7 @@ export class ModelFeeder {
   push(seq: number, data: Uint8Array): void {
     this.pushes++;
     if (this.pendingBytes === 0) this.pendingFrom = seq;
-    this.pending.push(data);
+    this.keep(data);
     this.pendingBytes += data.length;
     if (this.pendingBytes - this.checkedAt >= this.checkEvery) {
       this.trySkip();
@@ -139,6 +144,34 @@ export class ModelFeeder {
     }
   }
 
+  /**
+   * Adds `data` to the pending output. Below a flood the PTY's chunks are kept as they are; in a
+   * flood they are copied into large slabs, so that the many small read buffers die at once: held
+   * for seconds by fifty flooding sessions, they left the allocator's heap fragmented long after
+   * (glibc returns only its top). A slab is larger than glibc's mmap threshold, so it goes back to
+   * the system whole once its last view is collected.
+   */
+  private keep(data: Uint8Array): void {
+    if (this.pendingBytes < FLOOD_BYTES || data.length >= SLAB_BYTES / 4) {
+      this.pending.push(data);
+      return;
+    }
+    if (!this.slab || this.slabUsed + data.length > this.slab.length) {
+      this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+      this.slabUsed = 0;
+    }
+    const start = this.slabUsed;
+    this.slab.set(data, start);
+    this.slabUsed += data.length;
+    const last = this.pending[this.pending.length - 1];
+    const slab = this.slab;
+    if (last && last.buffer === slab.buffer && last.byteOffset + last.length === slab.byteOffset + start) {
+      this.pending[this.pending.length - 1] = slab.subarray(last.byteOffset - slab.byteOffset, this.slabUsed);
+    } else {
+      this.pending.push(slab.subarray(start, this.slabUsed));
+    }
+  }
+
   /** The model finished parsing everything up to `seq`. */
   progress(seq: number): void {
     if (seq < this.inFlightUntil) return;
@@ -159,6 +192,7 @@ export class ModelFeeder {
     this.cancelTimer();
     this.pending = [];
     this.pendingBytes = 0;
+    this.slab = undefined;
     this.prelude = [];
     this.preludeBytes = 0;
   }
@@ -215,12 +249,15 @@ export class ModelFeeder {
     this.trySkip();
     const parts = this.preludeBytes > 0 ? [...this.prelude, ...this.pending] : this.pending;
     const bytes = this.preludeBytes + this.pendingBytes;
-    const data = parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes);
+    // postMessage copies a view's whole buffer: a part of a larger buffer is copied out first.
+    const whole = parts.length === 1 && parts[0].byteLength === parts[0].buffer.byteLength;
+    const data = whole ? parts[0] : Buffer.concat(parts, bytes);
     // The replayed colour state is not stream output: the batch still ends at the stream's seq.
     const from = this.pendingFrom - this.preludeBytes;
     const end = this.pendingFrom + this.pendingBytes;
     this.pending = [];
     this.pendingBytes = 0;
+    this.slab = undefined;
     this.prelude = [];
     this.preludeBytes = 0;
     this.checkedAt = 0;
