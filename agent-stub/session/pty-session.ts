@@ -1,7 +1,13 @@
+/**
+ * One PTY session in the daemon and its output path: every chunk the PTY produces goes through
+ * the fact scanner (facts, OSC 633 stripped; a partial escape sequence is held at most
+ * SCANNER_FLUSH_MS), into the numbered history (RAM tail and the log on disk), the credit window,
+ * the screen model and every attached sink and readiness watcher, in that order. The process
+ * itself (spawn, signals, shutdown, the last output at exit) is pty-process.ts; the screen model
+ * and its scrollback are session-model.ts.
+ */
 import { randomUUID } from 'node:crypto';
-import { readSync } from 'node:fs';
-import { constants as osConstants } from 'node:os';
-import * as pty from 'node-pty';
+import type * as pty from 'node-pty';
 import type {
   AgentReadResult,
   PtyExitInfo,
@@ -15,21 +21,22 @@ import { ProducerGate } from '../flow/producer-gate.js';
 import { OutputHistory } from '../history/output-history.js';
 import type { SessionLog } from '../history/session-log.js';
 import { FactScanner, type ScannerFact, type ScanResult } from './fact-scanner.js';
-import { ModelFeeder } from './model-feeder.js';
-import { DEFAULT_SCROLLBACK_IDLE_MS, ModelScrollback } from './model-scrollback.js';
+import type { ModelScrollback } from './model-scrollback.js';
 import type { OutputRing } from './output-ring.js';
-import { descendantPids, foregroundGroup } from './proc-info.js';
 import { PtyInputWriter } from './pty-input-writer.js';
+import {
+  exitInfo,
+  keepOutputOnExit,
+  shutdownProcess,
+  signalForeground,
+  signalNumber,
+  spawnPty,
+} from './pty-process.js';
 import type { ScreenModelHost } from './screen-model.js';
+import { SessionModel } from './session-model.js';
 
 /** A partial escape sequence held by the scanner is released after this long without more output. */
 const SCANNER_FLUSH_MS = 25;
-const DEFAULT_SHUTDOWN_DEADLINE_MS = 2000;
-/** After the child exited, the PTY gets this long to end by itself (EIO) before it is destroyed; on Linux it always does, so this only guards against a stuck descriptor. */
-const EXIT_DRAIN_GRACE_MS = 30_000;
-/** Reads of the final drain: 64 × 64 KiB is far more than any PTY buffers. */
-const DRAIN_READ_BYTES = 64 * 1024;
-const DRAIN_MAX_READS = 64;
 
 /** Receives a session's stream, in order. Connections implement this. */
 export interface SessionSink {
@@ -79,16 +86,7 @@ export interface SessionLimits {
 }
 
 export { ringLimitFor } from '../history/output-history.js';
-
-const SIGNAL_NAMES = new Map<number, string>(
-  Object.entries(osConstants.signals).map(([name, num]) => [num as number, name]),
-);
-
-export function signalNumber(name: string): number {
-  const n = (osConstants.signals as Record<string, number>)[name];
-  if (n === undefined) throw new PtyRelayError('INVALID_ARGUMENT', `unknown signal ${JSON.stringify(name)}`);
-  return n;
-}
+export { signalNumber } from './pty-process.js';
 
 /**
  * One PTY and its output pipeline: scanner (facts, strip OSC 633) → history (seq: RAM tail and
@@ -128,7 +126,8 @@ export class PtySession {
   private readonly exitWaiters: Array<() => void> = [];
   private readonly exitListeners: Array<() => void> = [];
   private flushTimer: NodeJS.Timeout | undefined;
-  private readonly feeder: ModelFeeder;
+  /** The screen model in the worker (session-model.ts). */
+  private readonly model: SessionModel;
   /** Whether the model keeps its scrollback now (background and idle sessions drop it). */
   readonly scrollback: ModelScrollback;
   private commandDetection = false;
@@ -137,7 +136,7 @@ export class PtySession {
     readonly id: string,
     launch: SessionLaunch,
     limits: SessionLimits,
-    private readonly model: ScreenModelHost,
+    model: ScreenModelHost,
     log?: SessionLog,
   ) {
     this.cols = launch.cols;
@@ -157,14 +156,7 @@ export class PtySession {
       log,
     );
     this.scanner = new FactScanner({ nonce: launch.nonce });
-    this.proc = pty.spawn(launch.file, launch.args, {
-      name: launch.env.TERM ?? 'xterm-256color',
-      cols: launch.cols,
-      rows: launch.rows,
-      cwd: launch.cwd,
-      env: launch.env,
-      encoding: null,
-    } as pty.IPtyForkOptions);
+    this.proc = spawnPty(launch);
     this.pid = this.proc.pid;
     // Not wire data: node-pty internals (the pts path it opened; absent on other platforms).
     this.ttyPath = (this.proc as unknown as { ptsName?: string }).ptsName;
@@ -173,13 +165,6 @@ export class PtySession {
       () => this.proc.pause(),
       () => this.proc.resume(),
     );
-    model.post({
-      kind: 'open',
-      sid: this.incarnationId,
-      cols: launch.cols,
-      rows: launch.rows,
-      scrollback: limits.scrollbackRows,
-    });
     const windowMax = limits.creditWindowMax ?? DEFAULT_CREDIT_WINDOW_MAX;
     this.credits = new CreditWindow(this.gate, {
       minBytes: limits.creditWindow,
@@ -189,31 +174,18 @@ export class PtySession {
       // With a log, a departed link's output goes to disk: it no longer pauses the program.
       lostLinksHold: () => !this.history.logging,
     });
-    this.feeder = new ModelFeeder(
-      {
-        // postMessage copies (structured clone), so the worker never shares our buffers.
-        post: (seq, data) => model.post({ kind: 'data', sid: this.incarnationId, seq, data }),
-        backpressure: (on) => (on ? this.gate.hold('model') : this.gate.release('model')),
-      },
-      limits.scrollbackRows + launch.rows,
-    );
-    model.onProgress(this.incarnationId, (seq) => this.feeder.progress(seq));
-    const retained = () => limits.scrollbackRows + this.rows;
-    this.scrollback = new ModelScrollback(
-      {
-        sid: this.incarnationId,
-        history: this.history,
-        post: (m) => model.post(m),
-        flushModel: () => this.feeder.flushAll(),
-        retainLines: (shrunk) => this.feeder.setRetainedLines(shrunk ? this.rows : retained()),
-      },
-      launch.cols,
-      launch.rows,
-      limits.scrollbackIdleMs ?? DEFAULT_SCROLLBACK_IDLE_MS,
-      retained,
-    );
-    model.onGrown(this.incarnationId, (adopted) => this.scrollback.rebuilt(adopted));
-    this.keepOutputOnExit();
+    this.model = new SessionModel(model, {
+      sid: this.incarnationId,
+      cols: launch.cols,
+      rows: launch.rows,
+      scrollbackRows: limits.scrollbackRows,
+      scrollbackIdleMs: limits.scrollbackIdleMs,
+      history: this.history,
+      gate: this.gate,
+      currentRows: () => this.rows,
+    });
+    this.scrollback = this.model.scrollback;
+    keepOutputOnExit(this.proc, this.gate, (chunk) => this.onOutput(chunk));
     // `encoding: null` makes node-pty emit Buffers; its typings still say string.
     this.proc.onData((d) => this.onOutput(d as unknown as Buffer));
     this.proc.onExit((e) => this.onProcessExit(e.exitCode, e.signal));
@@ -291,35 +263,24 @@ export class PtySession {
     this.cols = cols;
     this.rows = rows;
     this.proc.resize(cols, rows);
-    this.feeder.flushAll();
-    this.model.post({ kind: 'resize', sid: this.incarnationId, cols, rows });
-    this.scrollback.events.resize(this.ring.head, cols, rows);
+    this.model.resize(this.ring.head, cols, rows);
   }
 
   /** Signal the foreground process group (what Ctrl-C would reach), not just the shell. */
   signal(name: string): void {
     const num = signalNumber(name);
     if (!this.alive) throw new PtyRelayError('SESSION_EXITED', `${this.id} has exited`);
-    const pgid = foregroundGroup(this.pid) ?? this.pid;
-    try {
-      process.kill(-pgid, num);
-    } catch {
-      process.kill(this.pid, num);
-    }
+    signalForeground(this.pid, num);
   }
 
   /** The model's screen and scrollback; a model that dropped its scrollback rebuilds it from the log first. */
-  async snapshot(scrollbackRows?: number): Promise<ScreenSnapshot> {
-    await this.scrollback.full();
-    this.feeder.flushAll();
-    return this.model.snapshot(this.incarnationId, scrollbackRows);
+  snapshot(scrollbackRows?: number): Promise<ScreenSnapshot> {
+    return this.model.snapshot(scrollbackRows);
   }
 
   /** A page of the model's text (agent reads); everything output so far is parsed first. */
-  async text(offset: number, count: number, maxBytes: number): Promise<AgentReadResult> {
-    await this.scrollback.full();
-    this.feeder.flushAll();
-    return this.model.text(this.incarnationId, offset, count, maxBytes);
+  text(offset: number, count: number, maxBytes: number): Promise<AgentReadResult> {
+    return this.model.text(offset, count, maxBytes);
   }
 
   /**
@@ -337,100 +298,24 @@ export class PtySession {
    * that dropped its scrollback (a streaming background session) answers with what it holds.
    */
   snapshotAsParsed(scrollbackRows?: number): Promise<ScreenSnapshot> {
-    return this.model.snapshot(this.incarnationId, scrollbackRows);
+    return this.model.snapshotAsParsed(scrollbackRows);
   }
 
   clearModel(): void {
-    this.feeder.flushAll();
-    this.model.post({ kind: 'clear', sid: this.incarnationId });
-    this.scrollback.events.clear(this.ring.head);
+    this.model.clear(this.ring.head);
   }
 
   /** SIGHUP the process groups, SIGKILL whatever is left after the deadline; resolves after exit. */
   async shutdown(opts: ShutdownOptions = {}): Promise<void> {
     if (!this.alive) return;
-    const doomed = [this.pid, ...descendantPids(this.pid)];
-    const exited = new Promise<void>((r) => this.exitWaiters.push(r));
-    const killAll = (sig: NodeJS.Signals) => {
-      for (const p of doomed) {
-        try {
-          process.kill(p, sig);
-        } catch {
-          // already gone
-        }
-      }
-    };
-    if (opts.immediate) killAll('SIGKILL');
-    else {
-      killAll('SIGHUP');
-      const deadline = opts.deadlineMs ?? DEFAULT_SHUTDOWN_DEADLINE_MS;
-      const timer = setTimeout(() => killAll('SIGKILL'), deadline);
-      await Promise.race([exited, new Promise((r) => setTimeout(r, deadline))]);
-      clearTimeout(timer);
-    }
-    killAll('SIGKILL');
-    await exited;
+    await shutdownProcess(this.pid, new Promise<void>((r) => this.exitWaiters.push(r)), opts);
   }
 
   /** Release the model; called when the registry forgets the session. */
   dispose(): void {
     if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.feeder.dispose();
-    this.model.onProgress(this.incarnationId, undefined);
-    this.model.onGrown(this.incarnationId, undefined);
-    this.model.post({ kind: 'close', sid: this.incarnationId });
+    this.model.dispose();
     this.sinks.clear();
-  }
-
-  /**
-   * Two ways node-pty loses a program's last output, both handled here:
-   * - it destroys the PTY socket 200 ms after the child exits if it has not closed by then (a
-   *   macOS workaround, unixTerminal.js onexit) — while we hold the PTY paused for flow control,
-   *   or are just behind, that throws unread output away. Such a destroy resumes reading instead
-   *   and destroys only if the socket has not ended by itself after a grace period;
-   * - after the child exits, libuv sometimes reports end-of-file on the master while the kernel
-   *   still holds output (seen under load with a paused PTY). Before any destroy we read the
-   *   descriptor dry ourselves (non-blocking: it stops at EAGAIN/EIO, bounded by the kernel buffer).
-   */
-  private keepOutputOnExit(): void {
-    type Sock = {
-      destroy: (e?: Error) => void;
-      destroyed?: boolean;
-      errored?: unknown;
-      readableEnded?: boolean;
-    };
-    const socket = (this.proc as unknown as { _socket?: Sock })._socket;
-    const fd = (this.proc as unknown as { _fd?: number })._fd;
-    if (!socket) return;
-    const destroy = socket.destroy.bind(socket);
-    socket.destroy = (err?: Error) => {
-      if (socket.destroyed) return destroy(err);
-      if (socket.errored || socket.readableEnded || err) {
-        if (fd !== undefined) this.drainFd(fd);
-        return destroy(err);
-      }
-      this.gate.openForGood();
-      setTimeout(() => {
-        if (socket.destroyed) return;
-        if (fd !== undefined) this.drainFd(fd);
-        destroy();
-      }, EXIT_DRAIN_GRACE_MS).unref();
-    };
-  }
-
-  /** Reads what the kernel still holds for the PTY master, synchronously, and delivers it. */
-  private drainFd(fd: number): void {
-    const buf = Buffer.allocUnsafe(DRAIN_READ_BYTES);
-    for (let i = 0; i < DRAIN_MAX_READS; i++) {
-      let n = 0;
-      try {
-        n = readSync(fd, buf, 0, buf.length, null);
-      } catch {
-        return; // EAGAIN (empty), EIO (slave gone and empty), EBADF (already closed)
-      }
-      if (n <= 0) return;
-      this.onOutput(Buffer.from(buf.subarray(0, n)));
-    }
   }
 
   private onOutput(chunk: Buffer): void {
@@ -455,7 +340,7 @@ export class PtySession {
       this.history.append(data);
       this.scrollback.used();
       this.credits.advance(this.ring.head);
-      this.feeder.push(base, data);
+      this.model.push(base, data);
       for (const s of this.sinks) s.data(this, base, data);
       for (const w of this.watchers) w.output();
     }
@@ -477,8 +362,7 @@ export class PtySession {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     this.deliver(this.scanner.flush());
-    const sigName = signal ? SIGNAL_NAMES.get(signal) : undefined;
-    this.exited = sigName ? { exitCode: exitCode || 128 + (signal ?? 0), signal: sigName } : { exitCode };
+    this.exited = exitInfo(exitCode, signal);
     this.exitedAt = Date.now();
     this.gate.releaseAll();
     for (const s of this.sinks) s.exit(this, this.exited, this.ring.head);

@@ -30,15 +30,14 @@ import { AckScheduler } from '../flow/ack-scheduler.js';
 import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
 import { relayHistoryPageSchema } from '../wire/history-messages.js';
 import { ClientInputQueue } from './client-input.js';
-import { ClientStreams, type StreamTrack } from './client-streams.js';
+import { ClientResume } from './client-resume.js';
+import { ClientStreams } from './client-streams.js';
 import { RelayLink, type RelayReconnectOptions } from './relay-link.js';
 import { relayNotificationSchemas } from './relay-params.js';
 import {
-  type HelloResult,
   type HostInfo,
   type HostKeyInfo,
   type HostProgress,
-  type InputAckParams,
   type RelayDaemonInfo,
   RelayMethod,
   RelayNotification,
@@ -50,8 +49,6 @@ import {
 
 /** Host name under which RelayClient reports its own link to the relay. */
 export const RELAY_HOST = 'relay';
-const REATTACH_WAIT_MS = 5000;
-const REATTACH_RETRY_MS = 2000;
 
 /** Options of {@link RelayClient}. */
 export interface RelayClientOptions {
@@ -92,18 +89,16 @@ export class RelayClient implements IPtyProvider {
   private readonly linkStates = new Emitter<LinkStateEvent>();
   private readonly hostProgress = new Emitter<HostProgress>();
   private readonly manualAck: boolean;
-  private readonly retryTimers = new Map<string, NodeJS.Timeout>();
-  /** Terminals this client asked to keep in the background (re-attached hidden after a reconnect). */
-  private readonly hidden = new Set<string>();
+  /** Hello, re-attach and input resend on every new socket (client-resume.ts). */
+  private readonly resume: ClientResume;
   /** Credit to the relay: much at once, little with the next input (one segment per keystroke). */
   private readonly acks = new AckScheduler((id, seq) => {
     this.link.notify(RelayNotification.ack, { id, seq });
     return true;
   });
-  private serverInstance: string | undefined;
   private disposed = false;
 
-  constructor(private readonly opts: RelayClientOptions) {
+  constructor(opts: RelayClientOptions) {
     this.clientId = opts.clientId ?? `client-${randomUUID()}`;
     this.instanceId = opts.instanceId ?? randomUUID();
     this.manualAck = opts.manualAck === true;
@@ -115,7 +110,7 @@ export class RelayClient implements IPtyProvider {
       { maxQueueAgeMs: opts.maxQueueAgeMs },
     );
     this.link = new RelayLink(opts, {
-      handshake: () => this.handshake(),
+      handshake: () => this.resume.handshake(),
       notification: (m, p) => {
         // A notification has no reply: one that fails its schema is dropped (a newer relay's shape).
         const n = relayNotificationSchemas;
@@ -140,6 +135,15 @@ export class RelayClient implements IPtyProvider {
       if (state.state === 'lost') this.input.failAll(new PtyRelayError('CONNECT_FAILED', state.reason));
       this.linkStates.emit({ host: RELAY_HOST, state });
     });
+    this.resume = new ClientResume({
+      link: this.link,
+      streams: this.streams,
+      input: this.input,
+      clientId: this.clientId,
+      instanceId: this.instanceId,
+      manualAck: this.manualAck,
+      reattachWaitMs: opts.reattachWaitMs,
+    });
   }
 
   /** State of the link to the relay. */
@@ -149,7 +153,7 @@ export class RelayClient implements IPtyProvider {
 
   /** Relay process id from the last hello (changes when the relay restarted). */
   get serverInstanceId(): string | undefined {
-    return this.serverInstance;
+    return this.resume.serverInstanceId;
   }
 
   /** Connects now; resolves once the first handshake is done (rejects when the link is lost). */
@@ -208,7 +212,7 @@ export class RelayClient implements IPtyProvider {
    */
   async detach(id: string): Promise<void> {
     this.streams.forget(globalId(id));
-    this.hidden.delete(globalId(id));
+    this.resume.forget(globalId(id));
     this.input.dropQueued({ id }, 'detached');
     await this.link.call(RelayMethod.detach, { id }, true);
   }
@@ -233,7 +237,7 @@ export class RelayClient implements IPtyProvider {
   async shutdown(id: string, opts: ShutdownOptions = {}): Promise<void> {
     await this.call(RelayMethod.shutdown, { id, ...opts });
     this.streams.forget(globalId(id));
-    this.hidden.delete(globalId(id));
+    this.resume.forget(globalId(id));
   }
 
   /** Types `data` and waits for the stub's end reason (see docs/agents.md). Not retried after a drop. */
@@ -346,8 +350,7 @@ export class RelayClient implements IPtyProvider {
   async setPtyBackgrounded(id: string, background: boolean): Promise<void> {
     await this.call(RelayMethod.setBackgrounded, { id, background }, true);
     // Re-attaches after a reconnect keep the wish (the relay counts each viewer's).
-    if (background) this.hidden.add(globalId(id));
-    else this.hidden.delete(globalId(id));
+    this.resume.setHidden(globalId(id), background);
   }
 
   acknowledgeDataEvent(id: string, bytes: number): void {
@@ -397,7 +400,7 @@ export class RelayClient implements IPtyProvider {
     if (this.disposed) return;
     this.disposed = true;
     this.acks.dispose();
-    for (const t of this.retryTimers.values()) clearTimeout(t);
+    this.resume.dispose();
     this.link.dispose();
     this.input.failAll(new PtyRelayError('DISPOSED', 'RelayClient was disposed'));
     this.streams.clear();
@@ -413,63 +416,6 @@ export class RelayClient implements IPtyProvider {
     return this.disposed
       ? Promise.reject(new PtyRelayError('DISPOSED', 'RelayClient was disposed'))
       : this.link.call<T>(method, params, retry);
-  }
-
-  /** Every new socket: hello, re-attach delivered sessions, then resend pending input. */
-  private async handshake(): Promise<void> {
-    const hello = await this.link.callNow<HelloResult>(RelayMethod.hello, {
-      clientId: this.clientId,
-      instanceId: this.instanceId,
-    });
-    this.serverInstance = hello.serverInstanceId;
-    const tracks = this.streams.all();
-    if (tracks.length > 0) {
-      // Input goes after the re-attach: a restarted relay learns the claims from it.
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled(tracks.map((t) => this.reattach(t, true))),
-        new Promise<void>((r) => {
-          timer = setTimeout(r, this.opts.reattachWaitMs ?? REATTACH_WAIT_MS);
-        }),
-      ]);
-      clearTimeout(timer);
-    }
-    this.input.connected(hello.serverInstanceId, hello.input === 'fresh');
-  }
-
-  /** Re-attaches one session from its last delivered seq, fenced by its incarnation. */
-  private async reattach(t: StreamTrack, inHandshake: boolean): Promise<void> {
-    const buf = this.streams.beginAttach(t.id);
-    try {
-      const params = {
-        id: t.id,
-        fromSeq: t.seq,
-        expectedIncarnationId: t.incarnationId,
-        ...(this.manualAck ? { manualAck: true } : {}),
-        ...(this.hidden.has(t.id) ? { background: true } : {}),
-      };
-      const w = inHandshake
-        ? await this.link.callNow<WireAttachResult>(RelayMethod.attach, params)
-        : await this.link.call<WireAttachResult>(RelayMethod.attach, params);
-      this.streams.settleReattach(w, buf);
-    } catch (err) {
-      const code = (err as PtyRelayError).code;
-      if (code === 'NOT_FOUND' || code === 'INCARNATION_MISMATCH') this.streams.expire(t.id);
-      else if (code !== 'LINK_CLOSED' && code !== 'DISPOSED') this.retryReattach(t.id);
-    } finally {
-      this.streams.endAttach(t.id, buf);
-    }
-  }
-
-  /** A re-attach failed for a passing reason (e.g. the relay's host link is down): try again later. */
-  private retryReattach(id: string): void {
-    if (this.disposed || this.retryTimers.has(id)) return;
-    const timer = setTimeout(() => {
-      this.retryTimers.delete(id);
-      const t = this.streams.get(id);
-      if (t && this.link.connected) void this.reattach(t, false);
-    }, REATTACH_RETRY_MS);
-    this.retryTimers.set(id, timer);
   }
 }
 

@@ -8,27 +8,20 @@ import {
 } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider, LinkState, PtySpawnResult } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { parseWire } from '../../provider/wire/agent-messages.js';
-import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
-import { historyParamsSchema } from '../../provider/wire/history-messages.js';
 import { parseMessage } from '../../provider/wire/parse-message.js';
-import { agentMethods } from '../agents/agent-rpc.js';
 import type { Logger } from '../log.js';
-import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead, needWrite } from '../tokens/grant.js';
+import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead } from '../tokens/grant.js';
 import { backgroundFor } from './background-votes.js';
 import { DEFAULT_LIMITS } from './config.js';
-import { daemonMethods } from './daemon-methods.js';
-import { InputLedger } from './input-ledger.js';
+import { type ConnState, clientConnections, inputFrames } from './pty-client-input.js';
+import { hostOf, type PtyCore, termId } from './pty-core.js';
+import { providerEvents } from './pty-provider-events.js';
+import { terminalMethods } from './pty-terminal-methods.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
-import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from './rpc-types.js';
+import type { HostRouter, RpcExtension, RpcMethodHandler } from './rpc-types.js';
 import { creditFor } from './terminal-credit.js';
-import { checkInputSize, checkTerminalQuota, type TerminalQuota } from './terminal-quota.js';
+import { checkTerminalQuota, type TerminalQuota } from './terminal-quota.js';
 import { claimHolder, type TerminalRegistry } from './terminal-registry.js';
-
-/** Catalog exit code of a terminal lost with its host without an exit of its own (killed: 128 + 9). */
-const LOST_EXIT_CODE = 137;
-/** Input de-duplication state of a client instance outlives its last connection by this long. */
-const LEDGER_TTL_MS = 10 * 60_000;
 
 /** What the extension needs from the service. */
 export interface PtyExtensionContext {
@@ -43,103 +36,39 @@ export interface PtyExtensionContext {
   limits?: Partial<TerminalQuota> & { maxInputBytes?: number };
 }
 
-/** A client instance's input ledger and the connection currently speaking for it. */
-interface LedgerSlot {
-  key: string;
-  ledger: InputLedger;
-  owner?: ConnState;
-  expiry?: NodeJS.Timeout;
-}
-
-interface ConnState {
-  conn: RpcConnection;
-  clientId?: string;
-  slot?: LedgerSlot;
-  closed: boolean;
-  /** Attaches in flight per terminal id, settled once the attach recorded (or failed). */
-  attaching: Map<string, Promise<void>>;
-}
-
-function str(v: unknown, name: string): string {
-  if (typeof v !== 'string' || v.length === 0)
-    throw new PtyRelayError('INVALID_ARGUMENT', `${name} required`);
-  return v;
-}
-
-/** A terminal id param in its global form (`pty-3` is `local/pty-3`, as the local provider reads it). */
-function termId(v: unknown): string {
-  const id = str(v, 'id');
-  return id.includes('/') ? id : `local/${id}`;
-}
-
-function hostOf(id: string): string {
-  const slash = id.lastIndexOf('/');
-  return slash < 0 ? 'local' : id.slice(0, slash);
-}
-
 /**
  * The `ptyrelay/*` API (docs/relay-client.md): IPtyProvider over JSON-RPC for RelayClient.
  * Output goes out as binary Data frames (the replay of an attach as one Data frame sent before
  * the JSON result), input comes in as binary Input frames de-duplicated per client instance,
  * mutating calls check the claim in the shared TerminalRegistry, and socket backpressure becomes
  * withheld credit toward the provider (see RelayFanout).
+ *
+ * This file assembles the pieces and keeps the calls that bind a connection to a terminal
+ * (spawn, attach, resume of a lagging view) and to the relay (hello, hosts, list). The client
+ * connections and their input live in pty-client-input.ts, provider events to clients in
+ * pty-provider-events.ts, the methods on one terminal in pty-terminal-methods.ts.
  */
 export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   const { router, registry, log } = ctx;
   const limits = { ...DEFAULT_LIMITS, ...ctx.limits };
   const serverInstanceId = randomUUID();
-  const conns = new Set<ConnState>();
   const fanout = new RelayFanout({
     credit: creditFor(router),
     clientBufferBytes: ctx.clientBufferBytes,
     slowConsumerBytes: ctx.relayPendingCap,
     resume: (a) => resume(a),
   });
-  const ledgers = new Map<string, LedgerSlot>();
-  const linkStates = new Map<string, LinkState>();
-  const subscribed = new WeakSet<IPtyProvider>();
   const background = backgroundFor(router);
   const warn = (fields: Record<string, unknown>, msg: string) => log?.warn(fields, msg);
-
-  const state = (conn: RpcConnection): ConnState => {
-    let cs = conn.state.get('ptyrelay') as ConnState | undefined;
-    if (!cs) {
-      const created: ConnState = { conn, closed: false, attaching: new Map() };
-      cs = created;
-      conn.state.set('ptyrelay', cs);
-      conns.add(cs);
-      conn.onClose(() => closeConn(created));
-    }
-    return cs;
-  };
-
-  function closeConn(cs: ConnState): void {
-    cs.closed = true;
-    conns.delete(cs);
-    fanout.dropSink(cs.conn);
-    background.leave(cs.conn, undefined, warn);
-    const slot = cs.slot;
-    if (slot && slot.owner === cs) {
-      // Input this client typed during a host outage is not sent once it has gone away.
-      for (const p of router.providers()) p.dropQueuedInput?.(slot.key, undefined, 'gone');
-      slot.owner = undefined;
-      slot.ledger.sink = undefined;
-      slot.expiry = setTimeout(() => ledgers.delete(slot.key), LEDGER_TTL_MS);
-      slot.expiry.unref();
-    }
-  }
+  const clients = clientConnections({ router, fanout, background, warn });
+  const { state, holder } = clients;
 
   const providerOf = (host: string): IPtyProvider => {
     const p = router.providerFor(host);
-    subscribe(p);
+    events.subscribe(p);
     return p;
   };
   const providerForId = (id: string) => providerOf(registry.find(id)?.host ?? hostOf(id));
-
-  const holder = (cs: ConnState): string => {
-    if (!cs.clientId) throw new PtyRelayError('INVALID_ARGUMENT', 'call ptyrelay/hello first');
-    return `client:${cs.clientId}`;
-  };
 
   /** Throws NOT_FOUND or NOT_OWNER unless this connection's client holds the terminal's claim. */
   const owned = (cs: ConnState, id: string): IPtyProvider => {
@@ -152,52 +81,20 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     return providerForId(id);
   };
 
-  function subscribe(p: IPtyProvider): void {
-    if (subscribed.has(p)) return;
-    subscribed.add(p);
-    p.onData((e) => fanout.data(e));
-    p.onFact((e) => {
-      if (e.fact.type === 'title') registry.update(e.id, { title: e.fact.title });
-      if (e.fact.type === 'cwd') registry.update(e.id, { cwd: e.fact.cwd });
-      fanout.note(e.id, RelayNotification.fact, e);
-    });
-    p.onExit((e) => {
-      registry.update(e.id, { exitCode: e.exitCode });
-      fanout.note(e.id, RelayNotification.exit, e);
-    });
-    p.onBackgroundStreamEvent((e) => {
-      // A data gap skips the dropped bytes; foregrounding restarts the stream at its snapshot.
-      const seq =
-        e.type === 'dataGap'
-          ? { skipTo: e.toSeq }
-          : e.type === 'backgroundMarker' && !e.background
-            ? { resetTo: e.seq }
-            : {};
-      fanout.note(e.id, RelayNotification.background, e, seq);
-    });
-    p.onLinkState?.((e) => {
-      linkStates.set(e.host, e.state);
-      for (const cs of conns)
-        if (cs.clientId && canSeeHost(cs.conn.grant, e.host)) cs.conn.notify(RelayNotification.linkState, e);
-    });
-    p.onReattach?.((e) => {
-      // The relay's own link to the host came back; a reset restarts every view at the snapshot.
-      fanout.note(e.id, RelayNotification.reattach, e, e.snapshot ? { resetTo: e.snapshot.seq } : {});
-      if (e.sessionExpired) {
-        fanout.forget(e.id);
-        background.forget(e.id);
-        // A terminal the host kept a cold-restore record of stays listed, as exited.
-        if (e.coldRestore)
-          registry.update(e.id, { exitCode: e.coldRestore.exited?.exitCode ?? LOST_EXIT_CODE });
-        else registry.remove(e.id);
-      }
-    });
-  }
-  for (const p of router.providers()) subscribe(p);
-  router.onHostProgress?.((p) => {
-    for (const cs of conns)
-      if (cs.clientId && canSeeHost(cs.conn.grant, p.host)) cs.conn.notify(RelayNotification.hostProgress, p);
-  });
+  const events = providerEvents({ router, registry, fanout, background, conns: clients.conns });
+  const { linkStates } = events;
+  const core: PtyCore = {
+    router,
+    registry,
+    log,
+    fanout,
+    background,
+    warn,
+    state,
+    providerOf,
+    providerForId,
+    owned,
+  };
 
   /** Publishes a terminal in the registry, claimed by this connection's client. */
   const record = (cs: ConnState, r: PtySpawnResult, host: string, name?: string): void => {
@@ -322,54 +219,6 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     );
   }
 
-  /** One input frame: dropped when resent, else written; the ledger acks in order. */
-  const input = (cs: ConnState, id: string, inputSeq: number, data: Uint8Array): void => {
-    const ledger = cs.slot?.ledger;
-    if (!ledger) return void log?.warn({ conn: cs.conn.connectionId }, 'input before ptyrelay/hello dropped');
-    if (!ledger.receive(inputSeq)) return;
-    const owner = ledger === cs.slot?.ledger ? cs.slot.key : undefined;
-    const write = async () => {
-      needWrite(cs.conn.grant, id, 'type into');
-      checkInputSize(data.length, limits.maxInputBytes);
-      await owned(cs, id).write(id, data, { owner });
-      cs.conn.noteInput(id, data.length);
-    };
-    // A restarted relay learns a terminal's claim from the client's re-attach; input the client
-    // resends before that attach completed (e.g. first contact with a host deploying a new build)
-    // waits for it instead of failing NOT_FOUND.
-    const attaching = registry.find(id) ? undefined : cs.attaching.get(id);
-    let done: Promise<void>;
-    try {
-      done = attaching ? attaching.then(write) : write();
-    } catch (err) {
-      done = Promise.reject(err);
-    }
-    done.then(
-      () => ledger.finish(inputSeq),
-      (err) => ledger.finish(inputSeq, err),
-    );
-  };
-
-  type TerminalFn = (
-    p: IPtyProvider,
-    id: string,
-    params: Record<string, unknown>,
-    conn: RpcConnection,
-  ) => Promise<unknown>;
-  /**
-   * A method on one terminal; `claim` requires the caller to own it, `access` is what the token
-   * must allow (by default: a claimed method drives the terminal, the others read it).
-   */
-  const onTerminal =
-    (fn: TerminalFn, claim = true, access: 'read' | 'write' = claim ? 'write' : 'read'): RpcMethodHandler =>
-    async (conn, params) => {
-      const id = termId(params.id);
-      if (access === 'write') needWrite(conn.grant, id);
-      else needRead(conn.grant, id);
-      const p = claim ? owned(state(conn), id) : providerForId(id);
-      return (await fn(p, id, params, conn)) ?? {};
-    };
-
   const hello: RpcMethodHandler = async (conn, params): Promise<HelloResult> => {
     const { clientId, instanceId } = parseMessage(
       relayParamsSchemas.hello,
@@ -377,24 +226,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       'hello',
       'INVALID_ARGUMENT',
     );
-    const cs = state(conn);
-    if (cs.clientId && cs.clientId !== clientId)
-      throw new PtyRelayError('INVALID_ARGUMENT', 'clientId cannot change on a connection');
-    cs.clientId = clientId;
-    conn.clientId ??= clientId;
-    const key = `${clientId}\n${instanceId ?? clientId}`;
-    let slot = ledgers.get(key);
-    const input = slot ? 'known' : 'fresh';
-    if (!slot) {
-      slot = { key, ledger: new InputLedger() };
-      ledgers.set(key, slot);
-    }
-    clearTimeout(slot.expiry);
-    // The instance reconnected: its old connection (maybe half-open) no longer holds back credit.
-    if (slot.owner && slot.owner !== cs) fanout.dropSink(slot.owner.conn);
-    slot.owner = cs;
-    slot.ledger.sink = (ack) => conn.notify(RelayNotification.inputAck, ack);
-    cs.slot = slot;
+    const input = clients.hello(conn, clientId, instanceId);
     return { api: RELAY_API_VERSION, serverInstanceId, clientId, input };
   };
 
@@ -437,88 +269,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     [RelayMethod.list]: list,
     [RelayMethod.spawn]: spawn,
     [RelayMethod.attach]: attach,
-    [RelayMethod.detach]: async (conn, params) => {
-      const id = termId(params.id);
-      const a = fanout.attachment(conn, id);
-      if (a) fanout.detach(a);
-      background.leave(conn, id, warn);
-      // What this client typed during an outage and is still queued goes with it (INPUT_EXPIRED).
-      const owner = state(conn).slot?.key;
-      if (owner) providerForId(id).dropQueuedInput?.(owner, id, 'detached');
-      return {};
-    },
-    [RelayMethod.resize]: onTerminal((p, id, raw) => {
-      const q = parseMessage(relayParamsSchemas.resize, raw, 'resize', 'INVALID_ARGUMENT');
-      return p.resize(id, q.cols, q.rows);
-    }),
-    [RelayMethod.shutdown]: onTerminal(async (p, id, raw) => {
-      const q = parseMessage(relayParamsSchemas.shutdown, raw, 'shutdown', 'INVALID_ARGUMENT');
-      await p.shutdown(id, { immediate: q.immediate, deadlineMs: q.deadlineMs });
-      fanout.forget(id);
-      background.forget(id);
-      registry.remove(id);
-    }),
-    [RelayMethod.signal]: onTerminal((p, id, raw) =>
-      p.sendSignal(id, parseMessage(relayParamsSchemas.signal, raw, 'signal', 'INVALID_ARGUMENT').signal),
-    ),
-    [RelayMethod.getCwd]: onTerminal(async (p, id) => ({ cwd: await p.getCwd(id) }), false),
-    [RelayMethod.getForegroundProcess]: onTerminal(
-      async (p, id) => ({ process: await p.getForegroundProcess(id) }),
-      false,
-    ),
-    [RelayMethod.hasChildProcesses]: onTerminal(
-      async (p, id) => ({ value: await p.hasChildProcesses(id) }),
-      false,
-    ),
-    [RelayMethod.probe]: onTerminal(
-      async (p, id) => ({ alive: (await p.probePtyLiveness(id)) ?? null }),
-      false,
-    ),
-    [RelayMethod.snapshot]: onTerminal(
-      (p, id, raw) =>
-        p.getBufferSnapshot(id, {
-          scrollbackRows: parseMessage(relayParamsSchemas.snapshot, raw, 'snapshot', 'INVALID_ARGUMENT')
-            .scrollbackRows,
-        }),
-      false,
-    ),
-    [RelayMethod.history]: onTerminal(async (p, id, q) => {
-      const { fromSeq, maxBytes } = parseWire(historyParamsSchema, { ...q, id }, 'history');
-      if (!p.readHistory)
-        throw new PtyRelayError('INVALID_ARGUMENT', `the provider of ${id} keeps no output history`);
-      const page = await p.readHistory(id, { fromSeq, maxBytes });
-      return {
-        fromSeq: page.fromSeq,
-        startSeq: page.startSeq,
-        headSeq: page.headSeq,
-        data: Buffer.from(page.data).toString('base64'),
-      };
-    }, false),
-    [RelayMethod.clear]: onTerminal((p, id) => p.clearBuffer(id)),
-    [RelayMethod.pause]: onTerminal((p, id) => p.pauseProducer(id)),
-    [RelayMethod.resume]: onTerminal((p, id) => p.resumeProducer(id)),
-    // Per viewer: the terminal goes to the background only when every viewer asked (background-votes.ts).
-    // A view preference, as `attach`'s own vote is: what the token may read, it may background.
-    [RelayMethod.setBackgrounded]: async (conn, params) => {
-      const id = termId(params.id);
-      needRead(conn.grant, id);
-      owned(state(conn), id);
-      const q = parseMessage(
-        relayParamsSchemas.setBackgrounded,
-        params,
-        'setBackgrounded',
-        'INVALID_ARGUMENT',
-      );
-      await background.vote(id, conn, q.background === true);
-      return {};
-    },
-    ...agentMethods(onTerminal),
-    // A stopped daemon took its sessions along: what its host no longer lists leaves the registry.
-    ...daemonMethods(router, async (d) => {
-      const listed = await router.providerFor(d.host).listProcesses();
-      const alive = new Set(listed.filter((t) => t.host === d.host).map((t) => t.id));
-      for (const r of registry.list()) if (r.host === d.host && !alive.has(r.id)) registry.remove(r.id);
-    }),
+    ...terminalMethods(core),
   };
 
   return {
@@ -536,21 +287,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
           );
       },
     },
-    onBinary: (conn, data) => {
-      const cs = state(conn);
-      let frames: ReturnType<FrameDecoder['push']>;
-      try {
-        frames = new FrameDecoder().push(data);
-      } catch (err) {
-        log?.warn({ err: (err as Error).message, conn: conn.connectionId }, 'bad binary message dropped');
-        return;
-      }
-      for (const f of frames) {
-        if (f.type === FrameType.Input)
-          input(cs, f.id.includes('/') ? f.id : `local/${f.id}`, f.inputSeq, f.data);
-        else log?.warn({ type: f.type }, 'unexpected binary frame from client');
-      }
-    },
+    onBinary: inputFrames({ registry, log, maxInputBytes: limits.maxInputBytes, state, owned }),
     onConnection: (conn) => void state(conn),
   };
 }

@@ -1,0 +1,114 @@
+/**
+ * A session's screen model, as PtySession sees it: opens the session's model in the model worker
+ * (ScreenModelHost), feeds it the output through a ModelFeeder (which holds the PTY back through
+ * the producer gate when the worker lags), tells it about resizes and clears, and answers
+ * snapshots and text reads once everything so far is parsed. ModelScrollback decides when the
+ * model drops its scrollback and rebuilds it from the log; this class wires it to the feeder and
+ * the worker. Closing releases the model.
+ */
+import type { AgentReadResult, ScreenSnapshot } from '../../provider/contract.js';
+import type { ProducerGate } from '../flow/producer-gate.js';
+import type { OutputHistory } from '../history/output-history.js';
+import { ModelFeeder } from './model-feeder.js';
+import { DEFAULT_SCROLLBACK_IDLE_MS, ModelScrollback } from './model-scrollback.js';
+import type { ScreenModelHost } from './screen-model.js';
+
+export interface SessionModelOptions {
+  /** The session's incarnation id (the model's `sid`). */
+  sid: string;
+  cols: number;
+  rows: number;
+  scrollbackRows: number;
+  /** `SessionLimits.scrollbackIdleMs`. */
+  scrollbackIdleMs?: number;
+  history: OutputHistory;
+  gate: ProducerGate;
+  /** The session's current rows. */
+  currentRows: () => number;
+}
+
+export class SessionModel {
+  private readonly feeder: ModelFeeder;
+  /** Whether the model keeps its scrollback now (background and idle sessions drop it). */
+  readonly scrollback: ModelScrollback;
+  private readonly sid: string;
+
+  constructor(
+    private readonly model: ScreenModelHost,
+    o: SessionModelOptions,
+  ) {
+    const sid = o.sid;
+    this.sid = sid;
+    model.post({ kind: 'open', sid, cols: o.cols, rows: o.rows, scrollback: o.scrollbackRows });
+    this.feeder = new ModelFeeder(
+      {
+        // postMessage copies (structured clone), so the worker never shares our buffers.
+        post: (seq, data) => model.post({ kind: 'data', sid, seq, data }),
+        backpressure: (on) => (on ? o.gate.hold('model') : o.gate.release('model')),
+      },
+      o.scrollbackRows + o.rows,
+    );
+    model.onProgress(sid, (seq) => this.feeder.progress(seq));
+    const retained = () => o.scrollbackRows + o.currentRows();
+    this.scrollback = new ModelScrollback(
+      {
+        sid,
+        history: o.history,
+        post: (m) => model.post(m),
+        flushModel: () => this.feeder.flushAll(),
+        retainLines: (shrunk) => this.feeder.setRetainedLines(shrunk ? o.currentRows() : retained()),
+      },
+      o.cols,
+      o.rows,
+      o.scrollbackIdleMs ?? DEFAULT_SCROLLBACK_IDLE_MS,
+      retained,
+    );
+    model.onGrown(sid, (adopted) => this.scrollback.rebuilt(adopted));
+  }
+
+  /** New output at `seq` (already in the history). */
+  push(seq: number, data: Uint8Array): void {
+    this.feeder.push(seq, data);
+  }
+
+  /** The PTY was resized at output position `head`. */
+  resize(head: number, cols: number, rows: number): void {
+    this.feeder.flushAll();
+    this.model.post({ kind: 'resize', sid: this.sid, cols, rows });
+    this.scrollback.events.resize(head, cols, rows);
+  }
+
+  /** The model's screen and scrollback; a model that dropped its scrollback rebuilds it from the log first. */
+  async snapshot(scrollbackRows?: number): Promise<ScreenSnapshot> {
+    await this.scrollback.full();
+    this.feeder.flushAll();
+    return this.model.snapshot(this.sid, scrollbackRows);
+  }
+
+  /** A page of the model's text (agent reads); everything output so far is parsed first. */
+  async text(offset: number, count: number, maxBytes: number): Promise<AgentReadResult> {
+    await this.scrollback.full();
+    this.feeder.flushAll();
+    return this.model.text(this.sid, offset, count, maxBytes);
+  }
+
+  /** The model's screen as far as it has parsed (see PtySession.snapshotAsParsed). */
+  snapshotAsParsed(scrollbackRows?: number): Promise<ScreenSnapshot> {
+    return this.model.snapshot(this.sid, scrollbackRows);
+  }
+
+  /** The buffer was cleared at output position `head`. */
+  clear(head: number): void {
+    this.feeder.flushAll();
+    this.model.post({ kind: 'clear', sid: this.sid });
+    this.scrollback.events.clear(head);
+  }
+
+  /** Releases the model in the worker. */
+  dispose(): void {
+    this.feeder.dispose();
+    this.model.onProgress(this.sid, undefined);
+    this.model.onGrown(this.sid, undefined);
+    this.model.post({ kind: 'close', sid: this.sid });
+  }
+}
