@@ -37,7 +37,11 @@ const NEWLINE = 0x0a;
 const ESC = 0x1b;
 
 export interface ModelSink {
-  post(seq: number, data: Uint8Array): void;
+  /**
+   * `owned`: `data` is a buffer of the feeder's own, which nothing else refers to: it may be
+   * transferred to the worker instead of copied.
+   */
+  post(seq: number, data: Uint8Array, owned: boolean): void;
   /** Pause (true) or resume (false) the producer because the model is too far behind. */
   backpressure(on: boolean): void;
 }
@@ -54,6 +58,17 @@ export function sgrLength(b: Uint8Array, i: number): number {
     if (!((c >= 0x30 && c <= 0x39) || c === 0x3b || c === 0x3a)) return 0;
   }
   return 0;
+}
+
+/** `parts` joined into a new buffer of its own (not a slice of Node's shared pool). */
+function joined(parts: readonly Uint8Array[], bytes: number): Buffer {
+  const out = Buffer.allocUnsafeSlow(bytes);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 /** True for `ESC [ m` and `ESC [ 0 m`: everything before it no longer affects the attributes. */
@@ -249,9 +264,11 @@ export class ModelFeeder {
     this.trySkip();
     const parts = this.preludeBytes > 0 ? [...this.prelude, ...this.pending] : this.pending;
     const bytes = this.preludeBytes + this.pendingBytes;
-    // postMessage copies a view's whole buffer: a part of a larger buffer is copied out first.
-    const whole = parts.length === 1 && parts[0].byteLength === parts[0].buffer.byteLength;
-    const data = whole ? parts[0] : Buffer.concat(parts, bytes);
+    // A PTY chunk on its own goes as it is (copied by postMessage: the log and the batcher hold
+    // it too). Anything else is joined into a buffer of the feeder's own, never a pooled one,
+    // which the worker then takes over: no copy, and nothing allocated in the worker's arena.
+    const single = parts.length === 1 && parts[0].byteLength === parts[0].buffer.byteLength;
+    const data = single ? parts[0] : joined(parts, bytes);
     // The replayed colour state is not stream output: the batch still ends at the stream's seq.
     const from = this.pendingFrom - this.preludeBytes;
     const end = this.pendingFrom + this.pendingBytes;
@@ -263,7 +280,7 @@ export class ModelFeeder {
     this.checkedAt = 0;
     this.inFlightUntil = end;
     this.batchStartedAt = Date.now();
-    this.sink.post(from, data);
+    this.sink.post(from, data, !single);
     if (this.paused) {
       this.paused = false;
       this.sink.backpressure(false);

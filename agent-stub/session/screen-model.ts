@@ -24,8 +24,9 @@ export class ScreenModelHost {
 
   constructor(private readonly entryFile: string = process.argv[1]) {}
 
-  post(m: ToModel): void {
-    this.ensureWorker().postMessage(m);
+  /** `transfer`: buffers of `m` that move to the worker (the sender must not use them again). */
+  post(m: ToModel, transfer?: ArrayBuffer[]): void {
+    this.ensureWorker().postMessage(m, transfer);
   }
 
   onProgress(sid: string, cb: ((seq: number) => void) | undefined): void {

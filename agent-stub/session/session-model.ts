@@ -42,8 +42,9 @@ export class SessionModel {
     model.post({ kind: 'open', sid, cols: o.cols, rows: o.rows, scrollback: o.scrollbackRows });
     this.feeder = new ModelFeeder(
       {
-        // postMessage copies (structured clone), so the worker never shares our buffers.
-        post: (seq, data) => model.post({ kind: 'data', sid, seq, data }),
+        // postMessage copies (structured clone) what the feeder does not own; what it owns moves.
+        post: (seq, data, owned) =>
+          model.post({ kind: 'data', sid, seq, data }, owned ? [data.buffer as ArrayBuffer] : undefined),
         backpressure: (on) => (on ? o.gate.hold('model') : o.gate.release('model')),
       },
       o.scrollbackRows + o.rows,

@@ -60,10 +60,12 @@ describe('ModelFeeder', () => {
 
   it('copies a flood’s chunks into slabs: the PTY’s read buffers are not held, and every batch is a whole buffer', () => {
     const posted: Uint8Array[] = [];
+    const owned: boolean[] = [];
     const f = new ModelFeeder(
       {
-        post: (_seq, d) => {
+        post: (_seq, d, own) => {
           posted.push(d);
+          owned.push(own);
         },
         backpressure: () => {},
       },
@@ -86,6 +88,23 @@ describe('ModelFeeder', () => {
     expect(posted.map((d) => Buffer.from(d).toString()).join('')).toBe(expected);
     // postMessage copies a view's whole buffer: what is posted is never part of a larger one.
     for (const d of posted) expect(d.byteLength).toBe(d.buffer.byteLength);
+    // A joined batch is the feeder's own (it moves to the worker); a lone PTY chunk is not (the
+    // log and the batcher hold it too).
+    expect(owned).toEqual(posted.map(() => true));
+    const lone = Buffer.allocUnsafeSlow(4);
+    lone.write('echo');
+    f.push(seq, lone);
+    f.flushAll();
+    expect(posted.at(-1)).toBe(lone);
+    expect(owned.at(-1)).toBe(false);
+    // A slice of Node's shared pool is copied out: transferring it would take the pool along.
+    const pooled = Buffer.from('pool');
+    expect(pooled.byteLength).toBeLessThan(pooled.buffer.byteLength);
+    f.push(seq + 4, pooled);
+    f.flushAll();
+    expect(posted.at(-1)).not.toBe(pooled);
+    expect(Buffer.from(posted.at(-1)!).toString()).toBe('pool');
+    expect(owned.at(-1)).toBe(true);
     f.dispose();
   });
 
