@@ -1,13 +1,16 @@
 /**
- * glibc malloc settings for the daemon process alone. A daemon that served a burst of output
- * keeps the freed memory: glibc returns only the top of each heap, and by default lets every
- * thread (the model worker, V8's helpers) grow an arena of its own. Fewer arenas and a fixed trim
- * threshold give more of it back (docs/benchmarks.md, issue 19). glibc reads these variables once,
+ * glibc malloc settings for the daemon process alone. A fixed trim threshold also fixes glibc's
+ * mmap threshold at 128 KiB (setting either turns off their adjustment at run time): the feed's
+ * slabs and joined batches (model-feeder.ts) then always get pages of their own, which go back to
+ * the system when freed, and a heap's free top goes back past 128 KiB. Left to adjust itself,
+ * glibc raised the mmap threshold to the largest buffer freed so far, and those buffers came from
+ * the heaps, where they stayed. 50 idle sessions that each wrote 10 MiB: 223 MB without, 152 MB
+ * with (docs/benchmarks.md; MALLOC_ARENA_MAX=2 on top gave 168 MB: the model worker then shared
+ * the main heap, its rows pinning the PTY's freed read buffers). glibc reads these variables once,
  * when the process starts; the daemon then takes them out of its environment again (and puts back
  * the user's own values), so the shells it spawns never see them.
  */
 export const DAEMON_MALLOC_ENV: Readonly<Record<string, string>> = {
-  MALLOC_ARENA_MAX: '2',
   MALLOC_TRIM_THRESHOLD_: '131072',
 };
 
