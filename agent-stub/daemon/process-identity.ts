@@ -5,7 +5,7 @@ const STARTTIME_FIELD_AFTER_COMM = 19;
 const HAS_PROC = existsSync('/proc/self/stat');
 
 /**
- * `<pid>:<start time>` of a process: unlike the pid alone, it never names another process later
+ * `<pid>:<start time>` of a running process (undefined for one that exited, zombies included): unlike the pid alone, it never names another process later
  * (a container that restarts hands out the same small pids again). Without /proc (macOS) the
  * start time is empty and liveness falls back to the pid.
  */
@@ -19,6 +19,9 @@ export function processIdentity(pid: number): string | undefined {
     throw err;
   }
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  // A zombie (killed, not yet reaped by its parent) runs no more: a daemon killed with its host's
+  // power must not count as alive while its launcher has not waited for it yet.
+  if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
   return `${pid}:${fields[STARTTIME_FIELD_AFTER_COMM] ?? ''}`;
 }
 

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import {
   connectDaemonSocket,
@@ -10,6 +11,24 @@ import type { Logger } from '../log.js';
 import { stubBuildId, stubBundlePath } from '../stub-bundle.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
+
+/** How long shutdownDaemon waits for the daemon process to exit after its link closed. */
+const DAEMON_EXIT_WAIT_MS = 15_000;
+
+/** Resolves once `pid` runs no more (a zombie counts as gone), or after `ms`. */
+async function processExited(pid: number, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      return; // no such process
+    }
+    if (/\) [ZX] /.test(stat)) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 export interface LocalPtyProviderOptions {
   /** Directory of the daemon socket; default `$XDG_RUNTIME_DIR/ptyrelay` or `~/.cache/ptyrelay/run`. */
@@ -81,17 +100,27 @@ export class LocalPtyProvider extends StubBackedProvider {
   }
 
   /** Stops the daemon and every session in it (tests, administration). */
+  /**
+   * Ends the daemon and its sessions; resolves once the daemon process is gone. The daemon closes
+   * its links first and then ends its sessions and removes their cold-restore records: a caller
+   * that removed the state dir when the link closed raced those last writes.
+   */
   async shutdownDaemon(): Promise<void> {
     const c = await this.link('local');
     const gone = new Promise<void>((resolve) => {
       if (!c.isOpen) resolve();
       else c.closed.on(() => resolve());
     });
+    const pid = await c
+      .call('daemonInfo', {})
+      .then((i) => i.pid)
+      .catch(() => undefined);
     await c.call('daemonShutdown', {}).catch(() => {});
     // Stop reconnecting to a daemon we are deliberately ending (it exits right after answering).
     this.hostLinks.get('local')?.close();
     this.hostLinks.delete('local');
     await gone;
+    if (pid !== undefined) await processExited(pid, DAEMON_EXIT_WAIT_MS);
   }
 
   async dispose(): Promise<void> {

@@ -126,11 +126,14 @@ describe('AHP terminals at client-chosen URIs (real relay, local host)', { timeo
     await a.waitFor(() => a.dataOf(uri).includes('before-reboot-42'), 'output before the kill');
     const pty = (await fx.local.provider.listProcesses()).find((t) => t.alias === uri);
     expect(pty).toBeDefined();
-    // Its cold-restore record is on disk (the daemon saves every 2 s while it changes).
+    // Its cold-restore record is on disk (the daemon saves every 2 s while it changes). Only a
+    // committed record counts: a save's temp file (written, not yet renamed) is not one, and a
+    // kill before its rename leaves nothing to restore (on a loaded machine this raced).
     const restoreDir = join(fx.local.stateDir, 'restore');
     await waitFor(
       () =>
         readdirSync(restoreDir).some((f) => {
+          if (!f.endsWith('.json')) return false;
           const text = readFileSync(join(restoreDir, f), 'utf8');
           return text.includes(uri) && text.includes('before-reboot-42');
         }),

@@ -67,6 +67,8 @@ describe('local daemon', () => {
     expect(res.gen).toBe('continued');
     expect(res.snapshot).toBe(false);
     expect(res.inc).toBe(r.incarnationId);
+    // The other process may have seen output (the next prompt) that has not reached us yet.
+    await waitFor(() => out.nextSeq >= res.value, 10_000, 'our copy of what the other process saw');
     const expected = out.bytes.subarray(mark, res.value);
     expect(Buffer.from(res.replay, 'base64').equals(expected)).toBe(true);
     expect(res.value).toBeGreaterThanOrEqual(out.nextSeq);

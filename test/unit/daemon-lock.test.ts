@@ -16,7 +16,7 @@ import {
   releasePidLock,
   UNREADABLE_LOCK_STALE_MS,
 } from '../../agent-stub/daemon/daemon-lock.js';
-import { processIdentity } from '../../agent-stub/daemon/process-identity.js';
+import { identityAlive, processIdentity } from '../../agent-stub/daemon/process-identity.js';
 
 /** The built module (npm test builds first): child processes race on one lock with it. */
 const BUILT_LOCK = join(import.meta.dirname, '..', '..', 'dist', 'agent-stub', 'daemon', 'daemon-lock.js');
@@ -110,6 +110,30 @@ describe('daemon pid lock', () => {
     expect(readFileSync(lock, 'utf8')).toBe(processIdentity(process.ppid));
     writeFileSync(lock, String(process.pid));
     expect(acquirePidLock(lock)).toBe(true);
+  });
+
+  it('a killed process its parent has not reaped yet (a zombie) no longer counts as alive', async () => {
+    // `sleep 30` (after exec) never waits for its child: the child stays a zombie once killed.
+    const parent = spawn('sh', ['-c', 'sleep 30 & echo $!; exec sleep 30'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    try {
+      const pid = await new Promise<number>((resolve) =>
+        parent.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))),
+      );
+      const identity = processIdentity(pid);
+      expect(identity).toBeDefined();
+      expect(identityAlive(identity!)).toBe(true);
+      process.kill(pid, 'SIGKILL');
+      const deadline = Date.now() + 5000;
+      const state = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+      while (state() !== 'Z' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(state()).toBe('Z');
+      expect(processIdentity(pid)).toBeUndefined();
+      expect(identityAlive(identity!)).toBe(false);
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 
   it('takes over a lock whose pid now names another process (a reboot reused it)', () => {
