@@ -8,12 +8,14 @@ import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { DEFAULT_TAIL_BYTES, type HistoryLimits, resolveHistoryLimits } from '../history/history-limits.js';
 import { HistoryStore } from '../history/history-store.js';
+import { heapTrimAddon } from '../native/heap-trim.js';
 import { AgentRequests } from '../readiness/agent-requests.js';
 import { ColdRestoreService } from '../restore/cold-restore.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';
 import { acquirePidLock, releasePidLock } from './daemon-lock.js';
+import { HeapTrimmer } from './heap-trimmer.js';
 import type { BatchingMode } from './output-batcher.js';
 import { StubRequestHandler } from './request-handler.js';
 import { StubConnection } from './stub-connection.js';
@@ -103,6 +105,9 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const idleExitMs = opts.idleExitMs ?? DEFAULT_IDLE_EXIT_MS;
   const startedAt = Date.now();
   const model = new ScreenModelHost();
+  const trimAddon = heapTrimAddon();
+  if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
+  const trimmer = new HeapTrimmer({ trim: trimAddon.addon && (() => trimAddon.addon!.trimAsync()), log });
   const connections = new Set<StubConnection>();
   let idleTimer: NodeJS.Timeout | undefined;
   let server: Server | undefined;
@@ -203,6 +208,8 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
         sessions: registry.aliveCount,
         connections: connections.size,
         startedAt,
+        rss: process.memoryUsage.rss(),
+        heapTrim: trimmer.stats(),
       }),
       shutdown: () => void shutdown(REQUESTED),
     },
@@ -266,6 +273,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   // Session exits do not call back here; a periodic check notices the last one ending.
   setInterval(() => armIdle(), Math.min(idleExitMs, SWEEP_INTERVAL_MS)).unref();
+  trimmer.start();
   log('daemon listening', { socketPath, buildId, protocol: STUB_PROTOCOL_VERSION });
   armIdle();
 }

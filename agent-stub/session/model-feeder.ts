@@ -1,7 +1,7 @@
 /** Pending output above this is a flood: feed the model in spaced batches and skip what cannot matter. */
 const FLOOD_BYTES = 64 * 1024;
 /** A flood's pending output is copied into slabs of this size (above glibc's 128 KiB mmap threshold). */
-const SLAB_BYTES = 256 * 1024;
+const SLAB_BYTES = 128 * 1024;
 /** Minimum pause between batches of a flood the model must parse in full (escape-heavy output). */
 const MIN_FLOOD_INTERVAL_MS = 16;
 /** ...and the pause as a multiple of the last batch's parse time: the model then needs ≤ 1/3 core. */
@@ -28,7 +28,7 @@ export const MODEL_PENDING_HARD_LIMIT = 32 * 1024 * 1024;
  * Pending output is checked for what can no longer matter each time it grew by this much, or by
  * four times what the last check kept (the check scans what it keeps), at most MAX_SKIP_CHECK_BYTES.
  */
-const SKIP_CHECK_BYTES = 1024 * 1024;
+const SKIP_CHECK_BYTES = 256 * 1024;
 const MAX_SKIP_CHECK_BYTES = 8 * 1024 * 1024;
 /** Colour state carried over from skipped output is kept up to this size (else skipping stops). */
 const MAX_PRELUDE_BYTES = 4096;

@@ -127,6 +127,10 @@ export interface StubMethods {
       sessions: number;
       connections: number;
       startedAt: number;
+      /** The daemon's resident memory, bytes (absent from daemons before 0.1.0's heap trimming). */
+      rss?: number;
+      /** Whether the daemon trims its malloc heaps, and what that gave back (agent-stub/native/heap-trim.ts). */
+      heapTrim?: { addon: boolean; trims: number; releasedBytes: number };
     };
   };
   /** Writes `data` and waits for an end reason (agent-messages.ts; docs/agents.md). */

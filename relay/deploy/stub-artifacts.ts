@@ -42,6 +42,8 @@ export interface StubArtifacts {
 }
 
 const PTY_NODE_PATH = 'node_modules/node-pty/build/Release/pty.node';
+/** The optional heap-trim addon, beside the bundle as the daemon looks for it (agent-stub/native/heap-trim.ts). */
+const TRIM_ADDON_PATH = 'native/malloc-trim.node';
 /** node-pty's loader (lib/utils.js loadNativeModule) looks in build/Release first. */
 const PTY_LIB_DIR = 'node_modules/node-pty/lib';
 const EXECUTABLE_MODE = 0o755;
@@ -175,6 +177,16 @@ function fileEntry(path: string, source: string, mode: number): StubArtifactFile
   return { path, source, size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), mode };
 }
 
+/**
+ * The heap-trim addon built beside `stub` (scripts/build-native.mjs), when it is there and for the
+ * platform's CPU: it is built for this machine only, and a host of another CPU runs without it.
+ */
+function trimAddonFiles(stub: string, platform: StubPlatform): StubArtifactFile[] {
+  const path = join(dirname(stub), TRIM_ADDON_PATH);
+  if (!existsSync(path) || elfMachine(path) !== ELF_MACHINE[platform]) return [];
+  return [fileEntry(TRIM_ADDON_PATH, path, EXECUTABLE_MODE)];
+}
+
 const cache = new Map<StubPlatform, { key: string; artifacts: StubArtifacts }>();
 
 /** Cache key: the chosen sources and their size/mtime, so a rebuilt stub or binary is rehashed. */
@@ -218,7 +230,8 @@ export function collectStubArtifacts(platform: StubPlatform, stub = stubBundlePa
     if (a && (!b || compareVersions(parseVersion(a), parseVersion(b)) < 0)) pick = i;
   }
   const native = candidates[pick]!;
-  const key = statKey([stub, native.path, ptyPkgPath]);
+  const trimAddon = join(dirname(stub), TRIM_ADDON_PATH);
+  const key = statKey([stub, native.path, ptyPkgPath, ...(existsSync(trimAddon) ? [trimAddon] : [])]);
   const hit = cache.get(platform);
   if (hit?.key === key) return hit.artifacts;
 
@@ -232,6 +245,7 @@ export function collectStubArtifacts(platform: StubPlatform, stub = stubBundlePa
       : []),
     ...runtimeLibFiles(libDir).map((f) => fileEntry(`${PTY_LIB_DIR}/${f}`, join(libDir, f), REGULAR_MODE)),
     fileEntry(PTY_NODE_PATH, native.path, EXECUTABLE_MODE),
+    ...trimAddonFiles(stub, platform),
   ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const sha12 = createHash('sha256')
     .update(manifestJson({ platform, version, files }))
