@@ -19,7 +19,8 @@ interface RelayProcessArgs {
 
 async function run(): Promise<void> {
   const args = JSON.parse(process.argv[2] ?? '{}') as RelayProcessArgs;
-  const log = createLogger({ level: 'silent' });
+  // BENCH_RELAY_LOG=warn (or debug) shows the relay's own log on the bench's stderr.
+  const log = createLogger({ level: process.env.BENCH_RELAY_LOG ?? 'silent', fd: 2 });
   // As relay/service/host-router.ts: the service acknowledges output for its consumers
   // (TerminalCredit), so the bench measures the credit path that runs in use.
   const provider = new SshPtyProvider({

@@ -67,18 +67,34 @@ describe('slow clients cost the relay nothing (real sockets)', () => {
     const total = seqBytes(N);
     const reader = fx.client();
     const follow = new StreamFollower();
+    let start = -1;
+    const take = (e: PtyDataEvent) => {
+      follow.take(e);
+      if (start < 0 && Buffer.from(e.data).includes('READY')) start = e.seq + e.data.length;
+    };
+    // Listening before the spawn: READY can come in the spawn's reply or in the same read as it,
+    // before a listener added after the spawn's promise settled would hear it.
+    let id: string | undefined;
+    const early: PtyDataEvent[] = [];
+    reader.onData((e) => {
+      if (id === undefined) early.push(e);
+      else if (e.id === id) take(e);
+    });
     const r = await reader.spawn({
       cols: 80,
       rows: 24,
       command: 'bash',
       args: ['-c', `stty -echo; echo READY; read go; seq 1 ${N}; read end`],
     });
-    let start = -1;
-    reader.onData((e) => {
-      if (e.id !== r.id) return;
-      follow.take(e);
-      if (start < 0 && Buffer.from(e.data).includes('READY')) start = e.seq + e.data.length;
-    });
+    id = r.id;
+    if (r.replay && r.replay.length > 0)
+      take({
+        id: r.id,
+        incarnationId: r.incarnationId,
+        seq: r.providerSequence.value - r.replay.length,
+        data: r.replay,
+      });
+    for (const e of early.splice(0)) if (e.id === r.id) take(e);
     await waitFor(() => start >= 0, 15_000, 'READY');
     start = follow.next;
 
