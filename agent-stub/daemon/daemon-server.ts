@@ -8,7 +8,7 @@ import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { DEFAULT_TAIL_BYTES, type HistoryLimits, resolveHistoryLimits } from '../history/history-limits.js';
 import { HistoryStore } from '../history/history-store.js';
-import { heapTrimAddon } from '../native/heap-trim.js';
+import { heapTrimAddon, trimOnPool } from '../native/heap-trim.js';
 import { AgentRequests } from '../readiness/agent-requests.js';
 import { ColdRestoreService } from '../restore/cold-restore.js';
 import { ScreenModelHost } from '../session/screen-model.js';
@@ -107,7 +107,8 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const model = new ScreenModelHost();
   const trimAddon = heapTrimAddon();
   if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
-  const trimmer = new HeapTrimmer({ trim: trimAddon.addon && (() => trimAddon.addon!.trimAsync()), log });
+  const { addon } = trimAddon;
+  const trimmer = new HeapTrimmer({ trim: addon && trimOnPool(addon), log });
   const connections = new Set<StubConnection>();
   let idleTimer: NodeJS.Timeout | undefined;
   let server: Server | undefined;
@@ -155,6 +156,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const shutdown = async (reason: string) => {
     log('daemon exiting', { reason });
     clearTimeout(idleTimer);
+    trimmer.stop();
     server?.close();
     for (const c of connections) c.close();
     await registry.shutdownAll();

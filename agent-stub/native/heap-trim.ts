@@ -43,7 +43,16 @@ export function heapTrimAddon(path = heapTrimAddonPath()): { addon?: HeapTrimAdd
   return loaded;
 }
 
+/**
+ * The addon's pool-thread trim as a function that always returns a promise: the addon answers
+ * undefined instead of a promise when it could not queue the work (out of memory).
+ */
+export function trimOnPool(addon: HeapTrimAddon): () => Promise<boolean> {
+  return () => Promise.resolve(addon.trimAsync() as Promise<boolean> | undefined).then((r) => r === true);
+}
+
 /** Trims on libuv's pool when the addon is there; undefined when it is not. */
 export function trimHeapSoon(): Promise<boolean> | undefined {
-  return heapTrimAddon().addon?.trimAsync();
+  const { addon } = heapTrimAddon();
+  return addon ? trimOnPool(addon)() : undefined;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BUSY_CPU_MS, HeapTrimmer, TRIM_GROWTH_BYTES } from '../../agent-stub/daemon/heap-trimmer.js';
+import { type HeapTrimAddon, trimOnPool } from '../../agent-stub/native/heap-trim.js';
 
 const MB = 1024 * 1024;
 
@@ -93,5 +94,24 @@ describe('HeapTrimmer', () => {
     expect(t.tick()).toBeUndefined();
     t.stop();
     expect(t.stats()).toEqual({ addon: false, trims: 0, releasedBytes: 0 });
+  });
+
+  it('an addon that could not queue its work (undefined, not a promise) counts as a trim that gave nothing', async () => {
+    const addon = (answer: unknown): HeapTrimAddon => ({
+      trim: () => false,
+      trimAsync: () => answer as Promise<boolean>,
+    });
+    await expect(trimOnPool(addon(undefined))()).resolves.toBe(false);
+    await expect(trimOnPool(addon(Promise.resolve(true)))()).resolves.toBe(true);
+    const { p } = fakeProcess();
+    const t = new HeapTrimmer({
+      trim: trimOnPool(addon(undefined)),
+      log: () => {},
+      rss: () => p.rss,
+      cpuMs: () => p.cpu,
+    });
+    p.rss += TRIM_GROWTH_BYTES;
+    await t.tick();
+    expect(t.stats().trims).toBe(1);
   });
 });
