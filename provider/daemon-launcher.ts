@@ -43,8 +43,8 @@ export async function socketAnswers(path: string): Promise<boolean> {
  * - `--optimize-for-size`: V8 lets the old generation grow to a multiple of what is live before
  *   it collects; under 45 flooding background sessions the model worker's old space reached
  *   60 MB with 20 MB live. With the flag V8 grows it less and compacts it back (50 × `yes`:
- *   stub RSS peak 234 → 183 MB), at no cost measured to flood throughput or echo latency
- *   (docs/benchmarks.md, issue 19).
+ *   stub RSS peak 234 → 183 MB). No cost measured to a `cat` flood or to echo latency; a
+ *   flood the model must parse in full (one long line) ran ~8 % slower (docs/benchmarks.md).
  */
 const DAEMON_NODE_FLAGS = ['--max-semi-space-size=2', '--optimize-for-size'];
 
