@@ -374,6 +374,13 @@ export interface IPtyProvider {
   setPtyBackgrounded(id: string, background: boolean): Promise<void>;
   /** Credit flow control: the consumer has processed `bytes` more bytes of this session's data. */
   acknowledgeDataEvent(id: string, bytes: number): void;
+  /**
+   * Credit flow control by position: the consumer has processed everything of incarnation
+   * `incarnationId` before `seq`. Idempotent and monotonic (a lower seq, or another incarnation,
+   * changes nothing), so it stays right across re-attaches, catch-ups and resets, where a count of
+   * bytes would drift from the provider's own position.
+   */
+  acknowledgeDataTo?(id: string, incarnationId: string, seq: number): void;
   onData(listener: (e: PtyDataEvent) => void): Unsubscribe;
   onExit(listener: (e: PtyExitEvent) => void): Unsubscribe;
   onFact(listener: (e: PtyFactEvent) => void): Unsubscribe;

@@ -31,6 +31,7 @@ export class ClientResume {
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
   /** Terminals this client asked to keep in the background (re-attached hidden after a reconnect). */
   private readonly hidden = new Set<string>();
+  private readonly resyncing = new Set<string>();
   private disposed = false;
 
   constructor(private readonly o: ClientResumeOptions) {}
@@ -39,6 +40,17 @@ export class ClientResume {
   setHidden(id: string, background: boolean): void {
     if (background) this.hidden.add(id);
     else this.hidden.delete(id);
+  }
+
+  /**
+   * The relay sent `id`'s output with a hole: re-attach it from the last delivered seq (one
+   * re-attach at a time per session; what arrives meanwhile is held by the attach).
+   */
+  resync(id: string): void {
+    const t = this.o.streams.get(id);
+    if (this.disposed || !t || this.resyncing.has(id) || !this.o.link.connected) return;
+    this.resyncing.add(id);
+    void this.reattach(t, false).finally(() => this.resyncing.delete(id));
   }
 
   /** A session this client stopped following (detached, shut down). */

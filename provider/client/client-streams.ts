@@ -50,6 +50,13 @@ export class ClientStreams {
   readonly fact = new Emitter<PtyFactEvent>();
   readonly background = new Emitter<PtyBackgroundStreamEvent>();
   readonly reattach = new Emitter<PtyReattachEvent>();
+  /**
+   * A chunk started past the next byte of its session: it is not delivered, and the session must
+   * be re-attached from `seq` (exact replay or an explicit reset). Never a silent hole.
+   */
+  readonly hole = new Emitter<{ id: string; seq: number; got: number }>();
+  /** A binary message that does not decode: its bytes are lost, so the link must be resumed. */
+  readonly malformed = new Emitter<Error>();
   private readonly tracks = new Map<string, StreamTrack>();
   private readonly pendingById = new Map<string, Set<StreamEvent[]>>();
   private readonly spawnBuffers = new Set<StreamEvent[]>();
@@ -90,7 +97,8 @@ export class ClientStreams {
     let frames: Frame[];
     try {
       frames = new FrameDecoder().push(message);
-    } catch {
+    } catch (err) {
+      this.malformed.emit(err as Error);
       return;
     }
     for (const f of frames) {
@@ -201,6 +209,8 @@ export class ClientStreams {
 
   clear(): void {
     for (const e of [this.data, this.exit, this.fact, this.background, this.reattach]) e.clear();
+    this.hole.clear();
+    this.malformed.clear();
   }
 
   private apply(ev: StreamEvent): void {
@@ -211,7 +221,11 @@ export class ClientStreams {
         const { seq, data } = ev.e;
         const end = seq + data.length;
         if (end <= t.seq) return;
-        const skip = Math.max(0, t.seq - seq);
+        if (seq > t.seq) {
+          this.hole.emit({ id: t.id, seq: t.seq, got: seq });
+          return;
+        }
+        const skip = t.seq - seq;
         t.seq = end;
         this.data.emit(skip === 0 ? ev.e : { ...ev.e, seq: seq + skip, data: data.subarray(skip) });
         return;

@@ -144,6 +144,10 @@ export class RelayClient implements IPtyProvider {
       manualAck: this.manualAck,
       reattachWaitMs: opts.reattachWaitMs,
     });
+    // Never a silent hole: a session whose stream skipped re-attaches from its seq; an undecodable
+    // binary message lost bytes of sessions unknown, so the whole link resumes (reconnect).
+    this.streams.hole.on(({ id }) => this.resume.resync(id));
+    this.streams.malformed.on(() => this.link.drop());
   }
 
   /** State of the link to the relay. */

@@ -71,6 +71,14 @@ export class AckScheduler {
     }
   }
 
+  /**
+   * The peer forgot what `id` was acknowledged (the session was attached afresh): the next ack
+   * counts all its credit as new, so it goes out at once.
+   */
+  rebase(id: string): void {
+    this.sent.delete(id);
+  }
+
   get pendingCount(): number {
     return this.pending.size;
   }

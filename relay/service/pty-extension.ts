@@ -57,6 +57,8 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     clientBufferBytes: ctx.clientBufferBytes,
     slowConsumerBytes: ctx.relayPendingCap,
     resume: (a) => resume(a),
+    onHole: (id, seq, got) =>
+      log?.warn({ id, seq, got }, 'output past a view would have left a hole; it resumes from history'),
   });
   const background = backgroundFor(router);
   const warn = (fields: Record<string, unknown>, msg: string) => log?.warn(fields, msg);

@@ -46,6 +46,8 @@ export interface FanoutOptions {
   /** Queued bytes at which a connection is closed (default {@link SLOW_CONSUMER_CLOSE_BYTES}). */
   slowConsumerBytes?: number;
   resume?: Resumer;
+  /** Output of `id` would have left a hole at `seq` (it got `got`); the view resumes instead. */
+  onHole?: (id: string, seq: number, got: number) => void;
 }
 
 /** An event on its way to attached connections: output bytes or a JSON notification. */
@@ -101,6 +103,7 @@ export class RelayFanout {
   private readonly clientBufferBytes: number;
   private readonly slowConsumerBytes: number;
   private readonly resume?: Resumer;
+  private readonly onHole?: FanoutOptions['onHole'];
 
   constructor(opts: FanoutOptions) {
     this.credit = opts.credit;
@@ -110,8 +113,11 @@ export class RelayFanout {
       this.clientBufferBytes,
     );
     this.resume = opts.resume;
+    this.onHole = opts.onHole;
   }
 
+  /** Output that would have left a hole in a view (each one resumed it from history instead). */
+  holes = 0;
   private readonly sinks = new Map<FanoutSink, SinkState>();
   private readonly byId = new Map<string, Set<Attachment>>();
   /** Event buffers of spawns in flight (their terminal id is unknown until the reply). */
@@ -172,7 +178,12 @@ export class RelayFanout {
     const pending = a.pending ?? [];
     a.pending = undefined;
     for (const ev of pending) {
-      if (ev.kind === 'data' && ev.e.incarnationId !== r.incarnationId) continue;
+      if (ev.kind === 'data') {
+        if (ev.e.incarnationId !== r.incarnationId) continue;
+        // Output that was on its way before a reply whose stream continues below it (the host
+        // catches this attach up from its history): the provider delivers it again, in order.
+        if (ev.e.seq > a.sentSeq) continue;
+      }
       this.deliver(a, ev);
     }
     return replay && replay.length > 0 ? { ...rest, replayFromSeq: from, replayBytes: replay.length } : rest;
@@ -308,6 +319,14 @@ export class RelayFanout {
     if (a.lagging) return;
     const e = ev.e;
     let { seq, data } = e;
+    if (seq > a.sentSeq) {
+      // A hole: never sent. The view catches up from the host's history at the seq it reached
+      // (exact replay, or an explicit snapshot reset), as a lagging one does.
+      this.holes++;
+      this.onHole?.(a.id, a.sentSeq, seq);
+      this.lag(a);
+      return;
+    }
     if (seq + data.length <= a.sentSeq) return;
     if (seq < a.sentSeq) {
       data = data.subarray(a.sentSeq - seq);

@@ -13,7 +13,9 @@ import type { HostRouter } from './rpc-types.js';
  * - when every consumer lags, nothing more is acknowledged and the stub pauses the PTY once its
  *   credit window is full;
  * - a terminal without consumers runs free (everything it delivers is acknowledged), as an
- *   unwatched PTY must never block.
+ *   unwatched PTY must never block;
+ * - acknowledgements go by position (`acknowledgeDataTo`) to providers that take it, so the
+ *   provider's credit is always ours, whatever re-attaches happened in between.
  */
 export class TerminalCredit {
   private readonly flows = new Map<string, Flow>();
@@ -69,8 +71,11 @@ export class TerminalCredit {
    */
   jump(provider: IPtyProvider, id: string, incarnationId: string, seq: number, reset: boolean): void {
     const f = this.flow(provider, id, incarnationId, seq);
-    if (reset) f.acked = f.head = seq;
-    else f.head = Math.max(f.head, seq);
+    if (reset) {
+      f.acked = f.head = seq;
+      // The provider's stream restarts here too: say so, so its credit position is the same as ours.
+      f.provider.acknowledgeDataTo?.(id, f.incarnationId, seq);
+    } else f.head = Math.max(f.head, seq);
     for (const c of f.consumers.values()) c.pos = reset ? seq : Math.max(c.pos, seq);
     this.settle(id, f);
   }
@@ -132,7 +137,11 @@ export class TerminalCredit {
     for (const c of f.consumers.values()) if (!c.lagging) target = Math.max(target, c.pos);
     target = Math.min(target, f.head);
     if (target > f.acked) {
-      f.provider.acknowledgeDataEvent(id, target - f.acked);
+      // By position where the provider takes it: a count of bytes drifts once the provider's own
+      // position moved without us (an attach that catches up from the host's history restarts it
+      // below what another consumer already acknowledged), and drifted credit stalls the program.
+      if (f.provider.acknowledgeDataTo) f.provider.acknowledgeDataTo(id, f.incarnationId, target);
+      else f.provider.acknowledgeDataEvent(id, target - f.acked);
       f.acked = target;
     }
   }

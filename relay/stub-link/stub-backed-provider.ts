@@ -263,6 +263,11 @@ export abstract class StubBackedProvider extends StubLinks implements IPtyProvid
     this.events.consumed(this.canonical(id), bytes);
   }
 
+  acknowledgeDataTo(id: string, incarnationId: string, seq: number): void {
+    if (!this.linkPolicy.manualAck || !Number.isFinite(seq)) return;
+    this.events.consumedTo(this.canonical(id), incarnationId, seq);
+  }
+
   onData(listener: (e: PtyDataEvent) => void): Unsubscribe {
     return this.events.data.on(listener);
   }

@@ -84,11 +84,16 @@ export class StubEventFanout {
       return;
     }
     const from = r.replayFromSeq ?? r.seq;
+    const before = this.tracker.get(id);
+    const consumedBefore = before?.incarnationId === r.incarnationId ? before.consumerSeq : 0;
     const t = this.tracker.set(id, host, r.id, r.incarnationId, reattach ? from : r.seq);
     if (!reattach) {
-      // The caller gets the replay in the result: it counts as consumed.
-      t.consumerSeq = r.seq;
-      this.queueAck(id, r.seq);
+      // The caller gets the replay in the result: it counts as consumed. An attach that catches up
+      // from the history restarts the stream below what consumers already took: that credit stays
+      // (the daemon registered the link afresh at the reply's seq, so it is sent again at once).
+      t.consumerSeq = Math.max(consumedBefore, r.seq);
+      this.acks.rebase(id);
+      this.queueAck(id, t.consumerSeq);
       return;
     }
     if (r.generation === 'reset') {
@@ -155,8 +160,20 @@ export class StubEventFanout {
   consumed(id: string, bytes: number): void {
     const t = this.tracker.get(id);
     if (!t) return;
-    t.consumerSeq = Math.min(t.consumerSeq + bytes, t.seq);
+    t.consumerSeq = Math.max(t.consumerSeq, Math.min(t.consumerSeq + bytes, t.seq));
     this.queueAck(t.id, t.consumerSeq);
+  }
+
+  /**
+   * The consumers took everything of this incarnation before `seq` (manual flow control, by
+   * position): monotonic, and not bounded by what this link delivered since its last attach (a
+   * catch-up redelivers bytes other consumers had already taken). The daemon bounds it by its head.
+   */
+  consumedTo(id: string, incarnationId: string, seq: number): void {
+    const t = this.tracker.get(id);
+    if (!t || t.incarnationId !== incarnationId || seq <= t.consumerSeq) return;
+    t.consumerSeq = seq;
+    this.queueAck(t.id, seq);
   }
 
   /** A session that ended: its delivery state and pending ack go. */

@@ -1,43 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PtyDataEvent, PtyReattachEvent } from '../../provider/contract.js';
+import type { PtyDataEvent } from '../../provider/contract.js';
 import { creditFor } from '../../relay/service/terminal-credit.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
 import { open, type TestClient } from '../support/relay-test-support.js';
+import { StreamFollower, seqBytes } from '../support/stream-follower.js';
 
 /** Per-connection bound of encoded output (flowControl.highWatermark default). */
 const BOUND = 1024 * 1024;
 /** What one send may add past the bound: one batched frame and its JSON envelope. */
 const FRAME_SLACK = 512 * 1024;
-
-/** Bytes of `seq 1 n` with CRLF line ends (the PTY's onlcr). */
-function seqBytes(n: number): number {
-  let total = 0;
-  for (let i = 1; i <= n; i++) total += String(i).length + 2;
-  return total;
-}
-
-/** Follows one terminal's stream as a RelayClient sees it: contiguous bytes, or explicit resets. */
-class StreamFollower {
-  next = -1;
-  gaps: string[] = [];
-  resets = 0;
-  received = 0;
-  take(e: PtyDataEvent): void {
-    if (this.next >= 0 && e.seq > this.next) this.gaps.push(`${this.next}->${e.seq}`);
-    const end = e.seq + e.data.length;
-    if (this.next < 0 || end > this.next) {
-      this.received += end - Math.max(e.seq, this.next < 0 ? e.seq : this.next);
-      this.next = end;
-    }
-  }
-  reset(e: PtyReattachEvent): void {
-    if (!e.snapshot) return;
-    this.resets++;
-    this.next = e.snapshot.seq;
-  }
-}
 
 async function metric(url: string, name: string): Promise<number[]> {
   const res = await fetch(`${url.replace('ws:', 'http:')}/metrics`, {

@@ -125,6 +125,39 @@ describe('ClientStreams (delivery guards)', () => {
     expect(resets).toEqual([{ id: 'local/pty-1', incarnationId: 'inc-1', generation: 'reset', snapshot }]);
     expect(got.map((e) => [e.seq, new TextDecoder().decode(e.data)])).toEqual([[7, 'hij']]);
   });
+  it('never delivers a hole: a chunk past the next byte is held back and asks for a re-attach', () => {
+    const s = new ClientStreams();
+    const got: PtyDataEvent[] = [];
+    const holes: { id: string; seq: number; got: number }[] = [];
+    s.data.on((e) => got.push(e));
+    s.hole.on((h) => holes.push(h));
+    const first = s.beginAttach('local/pty-1');
+    s.settleExplicit(wire(), first);
+    s.endAttach('local/pty-1', first);
+    s.push(data(10, 'ab'));
+    s.push(data(20, 'zz'));
+    expect(text(got)).toBe('ab');
+    expect(holes).toEqual([{ id: 'local/pty-1', seq: 12, got: 20 }]);
+    // The re-attach from 12 replays the missing bytes exactly; the stream goes on from there.
+    const buf = s.beginAttach('local/pty-1');
+    s.push(data(12, 'cdefghijkl'));
+    s.settleReattach(
+      wire({ providerSequence: { value: 22, generation: 'continued' }, replayFromSeq: 12 }),
+      buf,
+    );
+    s.endAttach('local/pty-1', buf);
+    s.push(data(20, 'klmn'));
+    expect(text(got)).toBe('abcdefghijklmn');
+    expect(holes).toHaveLength(1);
+  });
+
+  it('an undecodable binary message is reported, not swallowed', () => {
+    const s = new ClientStreams();
+    const errors: Error[] = [];
+    s.malformed.on((e) => errors.push(e));
+    s.pushBinary(Buffer.from([0xff, 0xff, 0xff, 0xff, 0x01, 0x02]));
+    expect(errors).toHaveLength(1);
+  });
 });
 
 describe('RelayLink', () => {

@@ -134,3 +134,99 @@ describe('RelayFanout: lagging consumers cost nothing and resume from history', 
     expect(a.sentSeq).toBe(5100);
   });
 });
+
+describe('RelayFanout: a view never gets a hole', () => {
+  it('drops output that overtook a catch-up reply; the provider redelivers it after the reply, in order', async () => {
+    const { f, provider, data, resumes } = setup();
+    const c = sink(0);
+    const a = f.bind(c.s, ID, false);
+    f.complete(a, result(0), provider);
+    data(chunk(0));
+    c.s.bufferedAmount = 4096;
+    data(chunk(100));
+    data(chunk(200));
+    c.s.bufferedAmount = 0;
+    await new Promise((r) => setTimeout(r, 60));
+    expect(resumes).toEqual([a]);
+    // Still on its way while the resume's attach was in flight: output past the lagged view.
+    data(chunk(300));
+    data(chunk(400));
+    // The host catches the attach up from its history: the stream continues at 100, no replay.
+    f.resumed(a, result(100), provider, 'ptyrelay/reattach');
+    expect(a.sentSeq).toBe(100);
+    expect(c.sent).toHaveLength(1);
+    // The catch-up redelivers [100, 500) in order: contiguous, each chunk once.
+    for (const seq of [100, 200, 300, 400]) data(chunk(seq));
+    expect(a.sentSeq).toBe(500);
+    expect(c.sent).toHaveLength(5);
+    expect(f.holes).toBe(0);
+  });
+
+  it('a live chunk past the view is not sent: the view resumes from the seq it reached', async () => {
+    const { f, provider, data, resumes } = setup();
+    const c = sink(0);
+    const a = f.bind(c.s, ID, false);
+    f.complete(a, result(0), provider);
+    data(chunk(0));
+    data(chunk(300));
+    expect(c.sent).toHaveLength(1);
+    expect(a.sentSeq).toBe(100);
+    expect(f.holes).toBe(1);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(resumes).toEqual([a]);
+    f.resumed(a, result(400, { replay: Buffer.alloc(300) }), provider, 'ptyrelay/reattach');
+    expect(a.sentSeq).toBe(400);
+    expect(c.sent).toHaveLength(2);
+  });
+});
+
+describe('TerminalCredit: acknowledges by position where the provider takes it', () => {
+  function positional() {
+    const to: Array<[string, number]> = [];
+    const counts: number[] = [];
+    const provider = {
+      acknowledgeDataEvent: (_id: string, n: number) => counts.push(n),
+      acknowledgeDataTo: (_id: string, inc: string, seq: number) => to.push([inc, seq]),
+    } as unknown as IPtyProvider;
+    return { provider, to, counts };
+  }
+
+  it('sends the furthest position of the consumers that keep up, never a count', () => {
+    const { provider, to, counts } = positional();
+    const credit = new TerminalCredit();
+    const fast = {};
+    const slow = {};
+    credit.open(provider, ID, 'inc', 0);
+    credit.report(ID, fast, 0);
+    credit.report(ID, slow, 0);
+    credit.data(provider, chunk(0, 1000));
+    credit.report(ID, fast, 600);
+    credit.report(ID, slow, 200);
+    // A re-attach below what was acknowledged (a catch-up for the slow one) changes nothing.
+    credit.open(provider, ID, 'inc', 200);
+    credit.report(ID, fast, 900);
+    expect(to).toEqual([
+      ['inc', 600],
+      ['inc', 900],
+    ]);
+    expect(counts).toEqual([]);
+  });
+
+  it('tells the provider where a reset restarts the stream', () => {
+    const { provider, to } = positional();
+    const credit = new TerminalCredit();
+    const view = {};
+    credit.open(provider, ID, 'inc', 0);
+    credit.report(ID, view, 0);
+    credit.data(provider, chunk(0, 100));
+    credit.report(ID, view, 50);
+    credit.jump(provider, ID, 'inc', 5000, true);
+    credit.data(provider, chunk(5000, 100));
+    credit.report(ID, view, 5100);
+    expect(to).toEqual([
+      ['inc', 50],
+      ['inc', 5000],
+      ['inc', 5100],
+    ]);
+  });
+});
