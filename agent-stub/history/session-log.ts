@@ -1,8 +1,8 @@
-import { close, promises as fsp, open, rm, unlink, write } from 'node:fs';
+import { close, promises as fsp, open, rm, unlink, writev } from 'node:fs';
 import { join } from 'node:path';
 import { LineIndex } from './line-index.js';
 
-/** One write to a segment file: a flood's chunks are joined up to this, so a write costs little. */
+/** One write (a writev of the queued chunks) to a segment file takes at most this much. */
 const WRITE_MAX_BYTES = 1024 * 1024;
 /**
  * Appends smaller than a write wait this long for company: typing costs one disk write per
@@ -10,6 +10,15 @@ const WRITE_MAX_BYTES = 1024 * 1024;
  * echo it came with. A crash loses at most this much of the log; the RAM ring still holds it.
  */
 export const WRITE_DELAY_MS = 10;
+/**
+ * When a write ends, at least this much queued goes out at once; less waits for the delay. A
+ * flood's next write used to take whatever one PTY read had added meanwhile (4 KiB): one write and
+ * one thread-pool wakeup per chunk (the daemon's main thread spent a fifth of a flood queueing
+ * them). Writing every 64 KiB as it arrives instead cost as much again in queued writes.
+ */
+const WRITE_CHAIN_BYTES = 64 * 1024;
+/** Chunks in one writev (Linux's IOV_MAX is 1024). */
+const WRITE_MAX_CHUNKS = 512;
 /** History files: the owner only (they hold everything the terminal printed). */
 export const HISTORY_FILE_MODE = 0o600;
 
@@ -73,6 +82,8 @@ export class SessionLog {
   private failure: NodeJS.ErrnoException | undefined;
   private destroyed = false;
   private onIdle: (() => void)[] = [];
+  /** Writes issued to the segment files (for tests and the bench). */
+  writes = 0;
   private writeTimer: NodeJS.Timeout | undefined;
   private readonly index: LineIndex;
 
@@ -289,13 +300,19 @@ export class SessionLog {
     const chunks: Buffer[] = [];
     let n = 0;
     for (const c of seg.unwritten) {
-      if (n > 0 && n + c.length > WRITE_MAX_BYTES) break;
+      if (n > 0 && (n + c.length > WRITE_MAX_BYTES || chunks.length >= WRITE_MAX_CHUNKS)) break;
       chunks.push(c);
       n += c.length;
     }
-    const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, n);
-    this.indexBytes(seg, seg.start + seg.written, buf);
-    write(seg.fd, buf, 0, buf.length, null, (err, wrote) => {
+    // The chunks as they are (one writev, no joined copy: a flood's copies were most of the
+    // daemon's garbage), each indexed before it is written.
+    let at = seg.start + seg.written;
+    for (const c of chunks) {
+      this.indexBytes(seg, at, c);
+      at += c.length;
+    }
+    this.writes++;
+    writev(seg.fd, chunks, (err, wrote) => {
       this.writing = false;
       if (err) return this.fail(err);
       if (seg.dropped) {
@@ -306,8 +323,16 @@ export class SessionLog {
       consume(seg, wrote);
       // A full segment that is no longer the newest is complete: close it.
       if (seg.written === seg.length && seg !== this.segments[this.segments.length - 1]) this.closeFd(seg);
-      this.writeNext();
+      this.afterWrite();
     });
+  }
+
+  /** After a write: more at once when enough is queued or someone waits for the disk, else soon. */
+  private afterWrite(): void {
+    const queued = this.queued;
+    if (queued >= WRITE_CHAIN_BYTES || (queued > 0 && this.onIdle.length > 0)) this.writeNext();
+    else if (queued > 0) this.scheduleWrite();
+    else this.idle();
   }
 
   /** Indexes the queued bytes up to `seq` that the index has not seen yet. */

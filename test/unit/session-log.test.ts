@@ -57,6 +57,27 @@ describe('SessionLog', () => {
     );
   });
 
+  it('joins the chunks of a flood: a write per 64 KiB or per 10 ms, not one per PTY read', async () => {
+    const { log } = freshLog(1 << 30, 1 << 30);
+    const chunk = Buffer.alloc(4096, 0x62);
+    const total = 4 * 1024 * 1024;
+    // A flood as the daemon sees it: one PTY read per turn of the event loop, and a turn long
+    // enough (its other work) for the write in flight to complete before the next read.
+    for (let sent = 0; sent < total; sent += chunk.length) {
+      log.append(chunk);
+      const until = performance.now() + 0.3;
+      while (performance.now() < until) {
+        // the turn's other work
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    await log.flushed();
+    expect((await log.read(0, total))?.equals(Buffer.alloc(total, 0x62))).toBe(true);
+    // One write per chunk would be 1024.
+    expect(log.writes).toBeLessThanOrEqual(total / (16 * 1024));
+    log.destroy();
+  });
+
   it('drops the oldest segments at its cap; files 0600; reads of dropped ranges say so', async () => {
     const { log, owner: o, dir } = freshLog(64 * 1024, 256 * 1024);
     const chunk = Buffer.alloc(16 * 1024, 0x61);
