@@ -140,6 +140,8 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       creditWindowMax: limits.creditWindowMax,
       tailBytes: historyLimits.tailBytes,
       logBytes: historyLimits.sessionBytes,
+      // A roll drops whole segments until a new one fits: what remains can be two segments short.
+      logKeepsBytes: historyLimits.sessionBytes - 2 * historyLimits.segmentBytes,
     },
     join(dir, 'shell'),
     () => armIdle(),

@@ -30,6 +30,12 @@ export interface CreditWindowOptions {
    * output log is healthy: the program runs on and the log keeps what the link has not seen.
    */
   lostLinksHold?: () => boolean;
+  /**
+   * While lost links do not hold: how far behind a dropped link (within its grace) may fall before
+   * it holds the producer after all, so its reconnect still replays exactly (what the log can keep
+   * of it: the log drops whole segments, oldest first). Default: no bound.
+   */
+  lostLinkBytes?: () => number;
 }
 
 /**
@@ -51,6 +57,7 @@ export class CreditWindow {
   private readonly graceMs: number;
   private readonly now: () => number;
   private readonly lostLinksHold: () => boolean;
+  private readonly lostLinkBytes: () => number;
 
   constructor(
     private readonly gate: ProducerGate,
@@ -62,6 +69,7 @@ export class CreditWindow {
     this.graceMs = opts.graceMs ?? DEFAULT_CREDIT_GRACE_MS;
     this.now = opts.now ?? (() => performance.now());
     this.lostLinksHold = opts.lostLinksHold ?? (() => true);
+    this.lostLinkBytes = opts.lostLinkBytes ?? (() => Number.POSITIVE_INFINITY);
   }
 
   private reason(linkId: string): string {
@@ -142,9 +150,12 @@ export class CreditWindow {
     else this.gate.release(this.reason(linkId));
   }
 
-  /** A link a window behind holds the producer, unless it dropped and lost links do not hold. */
+  /**
+   * A link a window behind holds the producer. A dropped one, while lost links do not hold (the
+   * output log keeps what it missed), only once it is as far behind as the log can keep.
+   */
   private holds(c: LinkCredit): boolean {
-    if (c.lostAt !== undefined && !this.lostLinksHold()) return false;
+    if (c.lostAt !== undefined && !this.lostLinksHold()) return this.head - c.acked >= this.lostLinkBytes();
     return this.head - c.acked >= this.windowOf(c);
   }
 }

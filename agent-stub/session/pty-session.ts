@@ -81,6 +81,8 @@ export interface SessionLimits {
   tailBytes?: number;
   /** What the output log keeps at most (bounds unacknowledged output while it is healthy). */
   logBytes?: number;
+  /** What the log is sure to keep: its cap less two segments (it drops whole segments to roll). */
+  logKeepsBytes?: number;
   /** Idle time after which the model drops its scrollback (ms; 0: never, not even in the background). */
   scrollbackIdleMs?: number;
 }
@@ -173,6 +175,9 @@ export class PtySession {
       graceMs: limits.creditGraceMs,
       // With a log, a departed link's output goes to disk: it no longer pauses the program.
       lostLinksHold: () => !this.history.logging,
+      // …until it fell as far behind as the log is sure to keep: a short outage in a flood still
+      // replays exactly, the program waiting for the link (or its grace) from there.
+      lostLinkBytes: () => limits.logKeepsBytes ?? Number.POSITIVE_INFINITY,
     });
     this.model = new SessionModel(model, {
       sid: this.incarnationId,

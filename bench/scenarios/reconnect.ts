@@ -32,10 +32,27 @@ class LineChecker {
   garbage = 0;
   private cur = 0;
   private inLine = false;
+  /** After a snapshot reset the stream restarts mid-line: its bytes up to the first LF are skipped. */
+  private skipToLf = false;
+
+  /**
+   * A snapshot reset: what lies between is lost (counted at the next whole line, not glued to the
+   * partial line before it, which once made a bogus huge line number and every later line a
+   * "duplicate").
+   */
+  reset(): void {
+    this.cur = 0;
+    this.inLine = false;
+    this.skipToLf = true;
+  }
 
   push(c: Uint8Array): void {
     for (let i = 0; i < c.length; i++) {
       const b = c[i]!;
+      if (this.skipToLf) {
+        if (b === 0x0a) this.skipToLf = false;
+        continue;
+      }
       if (b >= 0x30 && b <= 0x39) {
         this.cur = this.cur * 10 + (b - 0x30);
         this.inLine = true;
@@ -102,7 +119,10 @@ async function trial(env: BenchEnv, mode: Trial['mode'], outageMs: number, waitM
   const states: { t: number; s: LinkState }[] = [];
   const reattach: PtyReattachEvent[] = [];
   p.onLinkState((e) => states.push({ t: now(), s: e.state }));
-  p.onReattach((e) => reattach.push(e));
+  p.onReattach((e) => {
+    reattach.push(e);
+    if (e.generation === 'reset') checker.reset();
+  });
   let restoredAt = 0;
   let firstAfter = 0;
   let finished = false;

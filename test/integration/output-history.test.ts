@@ -57,6 +57,36 @@ async function replayFrom(runtimeDir: string, id: string, fromSeq: number, head:
   }
 }
 
+/**
+ * A relay link (`linkId`) that attaches `id` from 0, never acknowledges, and vanishes without a
+ * goodbye: its claim stands for the grace period.
+ */
+async function departedLink(runtimeDir: string, id: string, linkId: string): Promise<void> {
+  const sock = connect(daemonSocketPath(runtimeDir, stubBuildId()));
+  const dec = new FrameDecoder();
+  const replied = new Promise<{ result?: { generation?: string }; error?: unknown }>((resolve) => {
+    sock.on('data', (c) => {
+      // The attach reply carries its replay: a JSON+BLOB frame.
+      for (const f of dec.push(c))
+        if (
+          (f.type === FrameType.Json || f.type === FrameType.JsonBlob) &&
+          (f.message as { t?: string }).t === 'res'
+        )
+          resolve(f.message as { result?: { generation?: string }; error?: unknown });
+    });
+  });
+  await new Promise<void>((res) => sock.once('connect', () => res()));
+  sock.write(
+    encodeJsonFrame({ t: 'hello', protocol: STUB_PROTOCOL_VERSION, buildId: 'x', role: 'test', linkId }),
+  );
+  sock.write(encodeJsonFrame({ t: 'req', rid: 1, method: 'attach', params: { id, fromSeq: 0 } }));
+  const attached = await replied;
+  expect(attached.error).toBeUndefined();
+  expect(attached.result?.generation).toBe('continued');
+  sock.destroy();
+  await new Promise((res) => setTimeout(res, 100));
+}
+
 /** The daemon's id of a terminal (`local/pty-3` → `pty-3`): its log dir's name. */
 const localId = (id: string) => id.slice(id.lastIndexOf('/') + 1);
 
@@ -145,38 +175,7 @@ describe('output history on disk', () => {
       args: ['-c', 'read go; seq 1 120000; echo OUTAGE-DONE; exec sleep 600'],
     });
     const live = new OutputCollector(fx.provider).bind(r.id);
-    // A relay that attaches, never acknowledges, and vanishes without a goodbye.
-    const sock = connect(daemonSocketPath(fx.runtimeDir, stubBuildId()));
-    const dec = new FrameDecoder();
-    const replied = new Promise<{ result?: { generation?: string }; error?: unknown }>((resolve) => {
-      sock.on('data', (c) => {
-        // The attach reply carries its replay: a JSON+BLOB frame.
-        for (const f of dec.push(c))
-          if (
-            (f.type === FrameType.Json || f.type === FrameType.JsonBlob) &&
-            (f.message as { t?: string }).t === 'res'
-          )
-            resolve(f.message as { result?: { generation?: string }; error?: unknown });
-      });
-    });
-    await new Promise<void>((res) => sock.once('connect', () => res()));
-    sock.write(
-      encodeJsonFrame({
-        t: 'hello',
-        protocol: STUB_PROTOCOL_VERSION,
-        buildId: 'x',
-        role: 'test',
-        linkId: 'gone-relay',
-      }),
-    );
-    sock.write(
-      encodeJsonFrame({ t: 'req', rid: 1, method: 'attach', params: { id: localId(r.id), fromSeq: 0 } }),
-    );
-    const attached = await replied;
-    expect(attached.error).toBeUndefined();
-    expect(attached.result?.generation).toBe('continued');
-    sock.destroy();
-    await new Promise((res) => setTimeout(res, 100));
+    await departedLink(fx.runtimeDir, localId(r.id), 'gone-relay');
     await fx.provider.write(r.id, 'go\r');
     // ~700 KB: far more than the departed link's window; without the log it would stop at it for 30 s.
     await live.waitText('OUTAGE-DONE\r\n', 20_000);
@@ -184,6 +183,34 @@ describe('output history on disk', () => {
     const back = await replayFrom(fx.runtimeDir, r.id, 0, head, 'gone-relay');
     expect(back.result.providerSequence.generation).toBe('continued');
     expect(back.bytes.subarray(0, head).equals(live.bytes.subarray(0, head))).toBe(true);
+    live.stop();
+    await fx.provider.shutdown(r.id, { immediate: true });
+  }, 60_000);
+
+  it('a departed link holds the program once it is as far behind as the log keeps, so it still resumes exactly', async () => {
+    // This daemon's log keeps 1 MiB in 64 KiB segments: it is sure to keep 896 KiB.
+    const keeps = 1 * MiB - 128 * KiB;
+    const r = await fx.provider.spawn({
+      cols: 80,
+      rows: 24,
+      command: 'sh',
+      args: ['-c', 'read go; seq 1 200000; echo HELD-DONE; exec sleep 600'],
+    });
+    const live = new OutputCollector(fx.provider).bind(r.id);
+    await departedLink(fx.runtimeDir, localId(r.id), 'held-relay');
+    await fx.provider.write(r.id, 'go\r');
+    // 1.39 MB of output: the program stops when the departed link is `keeps` behind.
+    await waitFor(() => live.nextSeq >= keeps - 64 * KiB, 20_000, 'output up to the bound');
+    await new Promise((res) => setTimeout(res, 1500));
+    expect(live.text).not.toContain('HELD-DONE');
+    expect(live.nextSeq).toBeGreaterThanOrEqual(keeps);
+    expect(live.nextSeq).toBeLessThan(keeps + 64 * KiB);
+    const held = live.nextSeq;
+    // The link comes back: an exact replay (nothing was dropped for it), and the program goes on.
+    const back = await replayFrom(fx.runtimeDir, r.id, 0, held, 'held-relay');
+    expect(back.result.providerSequence.generation).toBe('continued');
+    expect(back.bytes.subarray(0, held).equals(live.bytes.subarray(0, held))).toBe(true);
+    await live.waitText('HELD-DONE\r\n', 20_000);
     live.stop();
     await fx.provider.shutdown(r.id, { immediate: true });
   }, 60_000);

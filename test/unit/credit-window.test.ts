@@ -17,6 +17,39 @@ function setup(window = 100, grace = 1000) {
 }
 
 describe('CreditWindow', () => {
+  it('with a log, a dropped link holds only once it is as far behind as the log is sure to keep', () => {
+    const events: string[] = [];
+    const gate = new ProducerGate(
+      () => events.push('pause'),
+      () => events.push('resume'),
+    );
+    const w = new CreditWindow(gate, {
+      minBytes: 100,
+      maxBytes: () => 100,
+      graceMs: 1000,
+      lostLinksHold: () => false,
+      lostLinkBytes: () => 5000,
+    });
+    w.register('a', 0);
+    w.lost('a', 0);
+    // Far past its window: the program runs on into the log.
+    w.advance(4999);
+    expect(gate.paused).toBe(false);
+    // As far behind as the log keeps: it waits for the link, so the reconnect replays exactly.
+    w.advance(5000);
+    expect(events).toEqual(['pause']);
+    // The link comes back at what it had, and acknowledges the replay.
+    w.register('a', 100);
+    w.ack('a', 4950);
+    expect(gate.paused).toBe(false);
+    // Its grace over, a lost link holds nothing, however far behind.
+    w.lost('a', 0);
+    w.advance(20_000);
+    expect(gate.paused).toBe(true);
+    w.sweep(1000);
+    expect(gate.paused).toBe(false);
+  });
+
   it('pauses when a link falls a window behind and resumes on ack', () => {
     const { w, events, gate } = setup();
     w.register('a', 0);
