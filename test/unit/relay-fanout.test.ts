@@ -48,6 +48,17 @@ function setup() {
   return { f, credit, provider, data, total, resumes };
 }
 
+/** One attachment that got [0, 100) and then lagged (its socket over the bound). */
+function lagging() {
+  const t = setup();
+  const c = sink(0);
+  const a = t.f.bind(c.s, ID, false);
+  t.f.complete(a, result(0), t.provider);
+  t.data(chunk(0));
+  c.s.bufferedAmount = 4096;
+  return { ...t, c, a };
+}
+
 describe('RelayFanout: lagging consumers cost nothing and resume from history', () => {
   it('stops encoding for a connection past its bound, keeps serving the others, and credits only them', () => {
     const { f, credit, provider, data, total } = setup();
@@ -86,12 +97,7 @@ describe('RelayFanout: lagging consumers cost nothing and resume from history', 
   });
 
   it('resumes a drained connection from the seq it reached: a replay continues the stream exactly', async () => {
-    const { f, provider, data, resumes } = setup();
-    const c = sink(0);
-    const a = f.bind(c.s, ID, false);
-    f.complete(a, result(0), provider);
-    data(chunk(0));
-    c.s.bufferedAmount = 4096;
+    const { f, provider, data, resumes, c, a } = lagging();
     data(chunk(100));
     expect(a.sentSeq).toBe(100);
     c.s.bufferedAmount = 0;
@@ -137,12 +143,7 @@ describe('RelayFanout: lagging consumers cost nothing and resume from history', 
 
 describe('RelayFanout: a view never gets a hole', () => {
   it('drops output that overtook a catch-up reply; the provider redelivers it after the reply, in order', async () => {
-    const { f, provider, data, resumes } = setup();
-    const c = sink(0);
-    const a = f.bind(c.s, ID, false);
-    f.complete(a, result(0), provider);
-    data(chunk(0));
-    c.s.bufferedAmount = 4096;
+    const { f, provider, data, resumes, c, a } = lagging();
     data(chunk(100));
     data(chunk(200));
     c.s.bufferedAmount = 0;
