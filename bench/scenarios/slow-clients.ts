@@ -120,7 +120,10 @@ async function startServe(
       proc.kill('SIGINT');
       await new Promise((r) => proc.once('exit', r));
       // The daemon outlives the relay by design; the bench's own one goes with it.
-      spawn('pkill', ['-f', `--runtime-dir ${runtimeDir}`]);
+      // `--` first: a pattern that starts with a dash is otherwise taken for an option of pkill's
+      // own, which then kills nothing (this daemon used to outlive the bench).
+      const killed = spawn('pkill', ['-f', '--', `--runtime-dir ${runtimeDir}`]);
+      await new Promise((r) => killed.once('exit', r));
     },
   };
 }
