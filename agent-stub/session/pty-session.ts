@@ -75,7 +75,10 @@ export interface SessionLimits {
   creditWindow?: number;
   /** Largest credit window of a fast link (bytes; never more than half the ring). */
   creditWindowMax?: number;
-  /** How long a dropped link keeps holding the producer (ms; only while the session has no log). */
+  /**
+   * How long a dropped link keeps its claim (ms): it holds the producer at its window while the
+   * session has no log, and with a log only once it is `logKeepsBytes` behind.
+   */
   creditGraceMs?: number;
   /** RAM tail while the session's output log is healthy (default: ringBytes). */
   tailBytes?: number;

@@ -86,18 +86,25 @@ describe('background is decided by every viewer of a terminal (real relay and PT
   it('an AHP subscriber keeps a terminal whole that its owner put in the background', async () => {
     const N = 100_000;
     const owner = fx.client();
+    // Listening before the spawn: READY may come in the same read as its reply.
+    const readyIds = new Set<string>();
+    const ends = new Map<string, number>();
+    owner.onData((e) => {
+      ends.set(e.id, Math.max(ends.get(e.id) ?? -1, e.seq + e.data.length));
+      if (Buffer.from(e.data).includes('READY')) readyIds.add(e.id);
+    });
     const r = await owner.spawn({
       cols: 80,
       rows: 24,
       command: 'bash',
-      args: ['-c', `stty -echo; read a; seq 1 ${N}; read b; seq 1 ${N}; read end`],
+      // READY once echo is off: typed before it, `a\r` would be echoed into the counted stream.
+      args: ['-c', `stty -echo; echo READY; read a; seq 1 ${N}; read b; seq 1 ${N}; read end`],
     });
     const events: PtyBackgroundStreamEvent[] = [];
     owner.onBackgroundStreamEvent((e) => e.id === r.id && events.push(e));
-    let next = -1;
-    owner.onData((e) => {
-      if (e.id === r.id) next = Math.max(next, e.seq + e.data.length);
-    });
+    const end = () => Math.max(ends.get(r.id) ?? -1, r.providerSequence.value);
+    const ready = () => readyIds.has(r.id) || Buffer.from(r.replay ?? []).includes('READY');
+    await waitFor(ready, 10_000, 'the shell with echo off');
     await owner.setPtyBackgrounded(r.id, true);
     await waitFor(() => events.some((e) => isMarker(e, true)), 10_000, 'the background marker');
 
@@ -106,10 +113,10 @@ describe('background is decided by every viewer of a terminal (real relay and PT
     await peer.request('subscribe', { channel: `ptyrelay-terminal:/${r.id}` });
     // Watched over AHP: the owner's wish no longer thins the stream; every byte reaches it.
     const seen = events.length;
-    const from = Math.max(next, 0);
+    const from = end();
     await owner.write(r.id, 'a\r');
-    await waitFor(() => next - from >= seqBytes(N), 30_000, 'the whole first stream');
-    expect(next - from).toBe(seqBytes(N));
+    await waitFor(() => end() - from >= seqBytes(N), 30_000, 'the whole first stream');
+    expect(end() - from).toBe(seqBytes(N));
     expect(events.slice(seen).filter((e) => e.type === 'dataGap')).toEqual([]);
 
     // The subscriber leaves: the owner's wish holds again and the next flood is thinned.

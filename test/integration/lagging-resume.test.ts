@@ -16,6 +16,14 @@ import { StreamFollower, seqBytes, seqSha256 } from '../support/stream-follower.
 const N = 5_000_000;
 const TOTAL = seqBytes(N);
 const SHA = seqSha256(N);
+/** Every byte of the flood from `start`, exactly once, in order, with no reset. */
+function expectWholeStream(f: StreamFollower, start: number): void {
+  expect(f.gaps).toEqual([]);
+  expect(f.resets).toBe(0);
+  expect(f.next - start).toBe(TOTAL);
+  expect(f.digest()).toBe(SHA);
+}
+
 /** Stall/restore cycles at most (each under 0.3 s); the flood needs a few dozen. */
 const MAX_CYCLES = 400;
 /**
@@ -93,10 +101,7 @@ describe('a consumer that lags during a flood resumes exactly (real relay, local
     const cycles = await flapUntil(proxy, done);
     await waitFor(done, 60_000, 'the whole stream after the last stall');
     expect(cycles).toBeGreaterThan(2);
-    expect(follow.gaps).toEqual([]);
-    expect(follow.resets).toBe(0);
-    expect(follow.next - start).toBe(TOTAL);
-    expect(follow.digest()).toBe(SHA);
+    expectWholeStream(follow, start);
     await flaky.shutdown(id, { immediate: true });
   }, 150_000);
 
@@ -115,12 +120,8 @@ describe('a consumer that lags during a flood resumes exactly (real relay, local
     const done = () => theirs.next - start >= TOTAL && mine.next - start >= TOTAL;
     await flapUntil(proxy, done);
     await waitFor(done, 60_000, 'both consumers to get the whole stream');
-    for (const f of [mine, theirs]) {
-      expect(f.gaps).toEqual([]);
-      expect(f.resets).toBe(0);
-      expect(f.next - start).toBe(TOTAL);
-      expect(f.digest()).toBe(SHA);
-    }
+    expectWholeStream(mine, start);
+    expectWholeStream(theirs, start);
     await reader.shutdown(id, { immediate: true });
   }, 150_000);
 });
