@@ -6,6 +6,7 @@
  */
 import { createLogger } from '../relay/log.js';
 import { createPtyExtension } from '../relay/service/pty-extension.js';
+import { tuneRelayHeap } from '../relay/service/relay-heap.js';
 import { startRelayServer } from '../relay/service/relay-server.js';
 import type { HostRouter } from '../relay/service/rpc-types.js';
 import { TerminalRegistry } from '../relay/service/terminal-registry.js';
@@ -18,6 +19,8 @@ interface RelayProcessArgs {
 }
 
 async function run(): Promise<void> {
+  // As `ptyrelay serve` does (relay/service/relay-heap.ts); BENCH_RELAY_V8_DEFAULTS=1 leaves V8 as it is (A/B).
+  if (process.env.BENCH_RELAY_V8_DEFAULTS !== '1') tuneRelayHeap();
   const args = JSON.parse(process.argv[2] ?? '{}') as RelayProcessArgs;
   // BENCH_RELAY_LOG=warn (or debug) shows the relay's own log on the bench's stderr.
   const log = createLogger({ level: process.env.BENCH_RELAY_LOG ?? 'silent', fd: 2 });

@@ -233,6 +233,25 @@ export function busyPercent(a: { busy: number; total: number }, b: { busy: numbe
   return b.total === a.total ? 0 : round(((b.busy - a.busy) / (b.total - a.total)) * 100, 1);
 }
 
+/** Share of all cores under which the machine counts as settled between two timed runs. */
+const SETTLE_BUSY_PERCENT = 15;
+const SETTLE_MAX_MS = 3000;
+
+/**
+ * Waits (≤ 3 s) until a 100 ms window shows the machine below 15 % busy, so no timed run starts
+ * while the previous one's leftovers (a daemon's model catching up, a log removing its files, GC,
+ * a closing relay) still use CPU. Returns how long it waited (ms).
+ */
+export async function settleMachine(): Promise<number> {
+  const t0 = now();
+  while (now() - t0 < SETTLE_MAX_MS) {
+    const a = machineCpu();
+    await sleep(100);
+    if (busyPercent(a, machineCpu()) < SETTLE_BUSY_PERCENT) break;
+  }
+  return round(now() - t0 - 100, 0);
+}
+
 /** CPU ms of every process, by pid, with its command name (one /proc scan). */
 export function cpuByPid(): Map<number, { comm: string; cpuMs: number }> {
   const out = new Map<number, { comm: string; cpuMs: number }>();

@@ -8,7 +8,6 @@ import { runCommandStream, runProviderStream, type StreamStats } from '../lib/pt
 import { startBenchRelay } from '../lib/relay.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
 import {
-  busyPercent,
   descendants,
   machineCpu,
   median,
@@ -16,7 +15,7 @@ import {
   procComm,
   procCpuMs,
   round,
-  sleep,
+  settleMachine,
 } from '../lib/util.js';
 
 interface FloodRun {
@@ -45,24 +44,6 @@ interface FloodRun {
 const OLD_BATCHER = 'SshPtyProvider, old 4 ms batcher';
 /** Paired rounds of new ÷ old batching whose median is at least this count as no drop (noise ±0.15 per round). */
 const NO_DROP_RATIO = 0.95;
-
-/** Share of all cores under which the machine counts as settled between flood runs. */
-const SETTLE_BUSY_PERCENT = 15;
-const SETTLE_MAX_MS = 3000;
-
-/**
- * Waits (≤ 3 s) until a 100 ms window shows the machine below 15 % busy, so no run starts while
- * the previous one's leftovers (a daemon's model catching up, GC, a closing relay) still use CPU.
- */
-async function settle(): Promise<number> {
-  const t0 = now();
-  while (now() - t0 < SETTLE_MAX_MS) {
-    const a = machineCpu();
-    await sleep(100);
-    if (busyPercent(a, machineCpu()) < SETTLE_BUSY_PERCENT) break;
-  }
-  return round(now() - t0 - 100, 0);
-}
 
 function toRun(variant: string, s: StreamStats, file: FloodFile, hash: Hash | undefined): FloodRun {
   const streamMs = s.tLast - s.tFirst;
@@ -232,7 +213,7 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       for (let i = 0; i < variants.length; i++) {
         const v = variants[(i + r) % variants.length]!;
         try {
-          const settleMs = await settle();
+          const settleMs = await settleMachine();
           const cpuBefore = machineCpu();
           const run = await v();
           run.settleMs = settleMs;

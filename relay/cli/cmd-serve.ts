@@ -4,6 +4,7 @@ import { createLogger } from '../log.js';
 import { loadConfig } from '../service/config.js';
 import { createHostKeyExtension } from '../service/host-key-extension.js';
 import { createPtyExtension } from '../service/pty-extension.js';
+import { tuneRelayHeap } from '../service/relay-heap.js';
 import { startRelayServer } from '../service/relay-server.js';
 import { TerminalRegistry } from '../service/terminal-registry.js';
 import { loadOrCreateToken } from '../service/token.js';
@@ -44,6 +45,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     'insecure-listen': { type: 'boolean' },
   },
   async run(args) {
+    tuneRelayHeap();
     const config = loadConfig(args.values.config as string | undefined);
     if (args.values.listen) config.listen = parseListen(args.values.listen as string);
     const cert = args.values['tls-cert'] as string | undefined;

@@ -1,0 +1,30 @@
+import { setFlagsFromString } from 'node:v8';
+
+/**
+ * V8 flags for a process that runs the relay service (`ptyrelay serve`, the bench's relay), set
+ * once at its start, before the service allocates anything of note.
+ *
+ * `--heap-growing-percent=50`: every byte of output the relay forwards lives for a while in the
+ * AHP action log (the replay ring, 8 MiB by default), long enough to be promoted out of the young
+ * generation, and dies in the old one. V8's own growing factor let the old generation reach up to
+ * four times what is live before it collected it: under a `yes` flood with ten stalled AHP clients
+ * the old space swung between 30 and 127 MB with ~30 MB live, and `ptyrelay serve` peaked at
+ * 243–249 MB RSS (235 MB with 100 idle clients afterwards). Collecting once the old generation
+ * grew by half: peak 161 MB, 147 MB idle, and a flood through the relay costs the same machine CPU
+ * per MB (65.6–68.8 against 70.1 ms, same hour). `--optimize-for-size`, which the daemon uses,
+ * went further (126 MB) but made that flood cost 25 % more CPU per MB (its code is less
+ * optimized), so the relay does not take it (docs/benchmarks.md, slow-clients).
+ *
+ * The relay's entry is the `ptyrelay` bin, which node starts without flags, so the flag is set
+ * here; V8 reads it each time it sizes the old generation, so setting it early takes effect.
+ */
+export const RELAY_V8_FLAGS: readonly string[] = ['--heap-growing-percent=50'];
+
+let tuned = false;
+
+/** Applies {@link RELAY_V8_FLAGS} to this process (once; later calls do nothing). */
+export function tuneRelayHeap(): void {
+  if (tuned) return;
+  tuned = true;
+  for (const flag of RELAY_V8_FLAGS) setFlagsFromString(flag);
+}
