@@ -276,7 +276,7 @@ export class TerminalPane {
 
   // ─── Visibility and size ─────────────────────────────────────────────────
 
-  /** Shown panes are in the foreground; hidden ones in the background (keep-tail). */
+  /** Shown panes are in the foreground; hidden ones in the background (keep-tail). The pane is shown or hidden at once; the promise settles once the relay knows. */
   async setVisible(visible: boolean): Promise<void> {
     if (this.visible === visible) return;
     this.visible = visible;

@@ -254,6 +254,21 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
     }
   }, 60_000);
 
+  it('gives a new terminal the focus at once: keys typed while the link is slow reach it', async () => {
+    // 150 ms each way: telling the relay which panes are in the background takes two round trips
+    // (600 ms) after the new pane shows. The focus used to wait for them, and what was typed
+    // meanwhile went to the page, not to the terminal.
+    proxy.delay(150);
+    try {
+      const id = await createTerminal(page);
+      await page.keyboard.type('echo focus-$((40+2))');
+      await page.keyboard.press('Enter');
+      await waitForScreen(page, id, (s) => lines(s).includes('focus-42'), 20_000);
+    } finally {
+      proxy.restore();
+    }
+  }, 60_000);
+
   it('creates, renames, signals and closes a terminal with the keyboard only', async () => {
     const before = new Set(await terminalIds(page));
     await page.locator('body').click({ position: { x: 5, y: 300 } });
