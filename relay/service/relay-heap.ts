@@ -4,21 +4,22 @@ import { setFlagsFromString } from 'node:v8';
  * V8 flags for a process that runs the relay service (`ptyrelay serve`, the bench's relay), set
  * once at its start, before the service allocates anything of note.
  *
- * `--heap-growing-percent=50`: every byte of output the relay forwards lives for a while in the
+ * `--heap-growing-percent=100`: every byte of output the relay forwards lives for a while in the
  * AHP action log (the replay ring, 8 MiB by default), long enough to be promoted out of the young
  * generation, and dies in the old one. V8's own growing factor let the old generation reach up to
  * four times what is live before it collected it: under a `yes` flood with ten stalled AHP clients
  * the old space swung between 30 and 127 MB with ~30 MB live, and `ptyrelay serve` peaked at
  * 243–249 MB RSS (235 MB with 100 idle clients afterwards). Collecting once the old generation
- * grew by half: peak 161 MB, 147 MB idle, and a flood through the relay costs the same machine CPU
- * per MB (65.6–68.8 against 70.1 ms, same hour). `--optimize-for-size`, which the daemon uses,
- * went further (126 MB) but made that flood cost 25 % more CPU per MB (its code is less
- * optimized), so the relay does not take it (docs/benchmarks.md, slow-clients).
+ * doubled: peak 175–180 MB. Once it grew by half went lower (158–161 MB) but cost the reader next
+ * to the stalled clients a few per cent of its throughput (0.87–1.04× of it alone, against
+ * 0.99–1.12× here and 0.93–1.06× with V8's defaults); `--optimize-for-size`, the daemon's flag,
+ * went lower still (126 MB) but made a flood through the relay cost 25 % more CPU per MB (its code
+ * is less optimized). See docs/benchmarks.md, slow-clients.
  *
  * The relay's entry is the `ptyrelay` bin, which node starts without flags, so the flag is set
  * here; V8 reads it each time it sizes the old generation, so setting it early takes effect.
  */
-export const RELAY_V8_FLAGS: readonly string[] = ['--heap-growing-percent=50'];
+export const RELAY_V8_FLAGS: readonly string[] = ['--heap-growing-percent=100'];
 
 let tuned = false;
 

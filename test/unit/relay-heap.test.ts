@@ -7,8 +7,8 @@ import { packageRoot } from '../../relay/stub-bundle.js';
  * The relay's V8 tuning (relay/service/relay-heap.ts), in fresh node processes running the built
  * module: a workload shaped like the AHP action log under a flood (8 MiB of strings kept until
  * newer ones push them out, so each is promoted and dies in the old generation). Without the
- * tuning V8 lets the old space grow to several times what is live (70–76 MB here); with it the old
- * space is collected once it grew by half (39–41 MB).
+ * tuning V8 lets the old space grow to several times what is live (69–76 MB here); with it the old
+ * space is collected once it doubled (46–48 MB).
  */
 const WORKLOAD = `
 import v8 from 'node:v8';
@@ -44,7 +44,8 @@ describe('relay heap tuning', () => {
     const untuned = peakOldSpace('default');
     const tuned = peakOldSpace('tuned');
     expect(untuned).toBeGreaterThan(0);
-    // Measured 0.52–0.57; V8's defaults would give 1.
-    expect(tuned / untuned).toBeLessThan(0.75);
+    // Measured 0.67–0.68 on the 2-core VM; V8's defaults give 1 (the margin allows for a machine
+    // where V8's own factor, which follows its GC and allocation speeds, comes out lower).
+    expect(tuned / untuned).toBeLessThan(0.85);
   }, 30_000);
 });
