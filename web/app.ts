@@ -5,6 +5,7 @@ import { KeyBar } from './key-bar.js';
 import { displayName, renderOverview } from './overview.js';
 import { PageShell } from './page-shell.js';
 import { PaneLayout } from './pane-layout.js';
+import { showLayout } from './pane-visibility.js';
 import { type RelayLinkState, RpcSocket } from './rpc-socket.js';
 import {
   BackgroundEventSchema,
@@ -232,32 +233,7 @@ export class App {
     this.view.activate(id);
     document.body.classList.add('show-terminal');
     this.render();
-    // The shown panes are on screen when applyVisibility returns its promise; the focus goes to
-    // the active one then, not after the relay's replies: keys typed at once (a new terminal's
-    // first command) reach it instead of the page.
-    const applied = this.applyVisibility();
-    this.panes.get(id)?.focus();
-    await applied;
-  }
-
-  /**
-   * Shows the active terminal (and its split partner) at once, then tells the relay: those leave
-   * the background first, every other one is put in the background after.
-   */
-  private async applyVisibility(): Promise<void> {
-    const shown = this.view.shown();
-    this.ui.panes.classList.toggle('split', this.view.pair !== undefined);
-    const foreground: Promise<void>[] = [];
-    const hide: TerminalPane[] = [];
-    for (const [id, pane] of this.panes) {
-      pane.element.classList.toggle('left', this.view.pair?.[0] === id);
-      pane.element.classList.toggle('right', this.view.pair?.[1] === id);
-      pane.element.classList.toggle('secondary', this.view.pair !== undefined && id !== this.view.active);
-      if (shown.has(id)) foreground.push(pane.setVisible(true));
-      else hide.push(pane);
-    }
-    await Promise.all(foreground);
-    for (const pane of hide) await pane.setVisible(false);
+    await showLayout(this.view, this.ui.panes, this.panes);
   }
 
   /** Two terminals side by side: the active one and the one used before it. */
@@ -267,9 +243,7 @@ export class App {
       return;
     }
     this.render();
-    const applied = this.applyVisibility();
-    this.activePane()?.focus();
-    await applied;
+    await showLayout(this.view, this.ui.panes, this.panes);
   }
 
   private activePane(): TerminalPane | undefined {

@@ -7,9 +7,9 @@ import { encodeJsonFrame, FrameDecoder, FrameType } from '../../provider/wire/fr
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { type BenchEnv, startProfiledDaemon } from '../lib/env.js';
-import { type FloodFile, generateFloodFile } from '../lib/flood-file.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
-import { now, procCpuMs, procStatusBytes, round, settleMachine, sleep } from '../lib/util.js';
+import { now, procStatusBytes, round, sleep } from '../lib/util.js';
+import { floodRows } from './history-flood.js';
 
 /**
  * Issue 19, output history on disk, side by side with the RAM ring in the same run: a local daemon
@@ -34,11 +34,6 @@ const IDLE_WAIT_MS = DEFAULT_SCROLLBACK_IDLE_MS + 5000;
 const YES_SESSIONS = 50;
 const YES_FOREGROUND = 5;
 const SAMPLE_MS = 500;
-/**
- * Flood rounds per side (full runs; BENCH_HISTORY_FLOOD_ROUNDS overrides): one round of each side
- * spreads ±15 % on a 2-core machine, so a median of five could not tell a 3 % cost.
- */
-const FLOOD_ROUNDS = 9;
 
 function note(msg: string): void {
   process.stderr.write(`[bench history] ${msg}\n`);
@@ -245,52 +240,6 @@ async function yesMemory(d: Daemon, n: number, durationMs: number) {
   };
 }
 
-/**
- * One `cat` of the flood scenario's text file (101-byte lines): the stream a build log or a `cat`
- * makes, which the screen model parses quickly, so the log's own cost shows. (A single endless
- * line, as this part used before, is bound by the model's parse at ~15 MiB/s and hid the log.)
- */
-async function flood(d: Daemon, file: FloodFile): Promise<FloodRound> {
-  let got = 0;
-  const bytes = file.expectedBytes;
-  const r = await d.provider.spawn({
-    cols: 80,
-    rows: 24,
-    command: 'sh',
-    args: ['-c', `read go; cat '${file.path}'; exec sleep 600`],
-  });
-  const off = d.provider.onData((e) => {
-    if (e.id === r.id) got += e.data.length;
-  });
-  await sleep(200);
-  // Neither daemon's leftovers of the round before (a log removing its files, a model catching up)
-  // may run into this one: they used to slow whichever variant came next.
-  const settleMs = await settleMachine();
-  got = 0;
-  const cpu0 = procCpuMs(d.pid);
-  const t0 = now();
-  await d.provider.write(r.id, 'go\r');
-  while (got < bytes && now() - t0 < 60_000) await sleep(5);
-  const ms = now() - t0;
-  const cpu1 = procCpuMs(d.pid);
-  off();
-  await d.provider.shutdown(r.id, { immediate: true }).catch(() => {});
-  return {
-    mibps: got / MiB / (ms / 1000),
-    daemonCpuMsPerMiB: cpu0 === undefined || cpu1 === undefined ? undefined : (cpu1 - cpu0) / (got / MiB),
-    settleMs,
-  };
-}
-
-interface FloodRound {
-  mibps: number;
-  /** The daemon's CPU (every thread: main, model worker, libuv's pool) per MiB delivered. */
-  daemonCpuMsPerMiB: number | undefined;
-  settleMs: number;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
 export async function historyScenario(env: BenchEnv): Promise<ScenarioResult> {
   const t0 = now();
   const quick = env.opts.quick;
@@ -397,64 +346,4 @@ async function yesRows(
     better: 'lower',
     ...(n === YES_SESSIONS ? { target: { text: '≤ 200 MB', met: yl.stubRssPeakMB <= 200 } } : {}),
   });
-}
-
-async function floodRows(
-  log: Daemon,
-  ring: Daemon,
-  quick: boolean,
-  rows: Row[],
-  details: Record<string, unknown>,
-  env: BenchEnv,
-) {
-  const rounds = Number(process.env.BENCH_HISTORY_FLOOD_ROUNDS) || (quick ? 1 : FLOOD_ROUNDS);
-  const floodBytes = (quick ? 64 : 256) * MiB;
-  const file = generateFloodFile(env.dataDir, floodBytes);
-  const on: FloodRound[] = [];
-  const offR: FloodRound[] = [];
-  for (let i = 0; i < rounds; i++) {
-    // Alternated, and each side first in turn, so that a busy moment of the machine hits both.
-    if (i % 2 === 0) {
-      on.push(await flood(log, file));
-      offR.push(await flood(ring, file));
-    } else {
-      offR.push(await flood(ring, file));
-      on.push(await flood(log, file));
-    }
-  }
-  const speeds = (xs: FloodRound[]) => xs.map((x) => x.mibps);
-  const cpus = (xs: FloodRound[]) =>
-    xs.flatMap((x) => (x.daemonCpuMsPerMiB === undefined ? [] : [x.daemonCpuMsPerMiB]));
-  const paired = on.map((x, i) => x.mibps / offR[i].mibps);
-  details.flood = {
-    logMiBps: speeds(on).map((v) => round(v, 1)),
-    ringMiBps: speeds(offR).map((v) => round(v, 1)),
-    pairedRatios: paired.map((v) => round(v, 3)),
-    logDaemonCpuMsPerMiB: cpus(on).map((v) => round(v, 2)),
-    ringDaemonCpuMsPerMiB: cpus(offR).map((v) => round(v, 2)),
-    settleMs: [...on, ...offR].map((x) => x.settleMs),
-  };
-  const ratio = median(speeds(on)) / median(speeds(offR));
-  const what = `flood (${floodBytes / MiB} MiB cat, median of ${rounds})`;
-  rows.push({
-    scenario: 'history',
-    metric: `${what}: throughput`,
-    unit: 'MiB/s',
-    subject: 'stub with output log',
-    value: round(median(speeds(on)), 1),
-    reference: { label: 'RAM ring only (--history off)', value: round(median(speeds(offR)), 1) },
-    better: 'higher',
-    target: { text: '≥ 0.97× log off', met: ratio >= 0.97 },
-    note: `ratio ${round(ratio, 3)}; median of the paired rounds ${round(median(paired), 3)}`,
-  });
-  if (cpus(on).length > 0 && cpus(offR).length > 0)
-    rows.push({
-      scenario: 'history',
-      metric: `${what}: daemon CPU per MiB`,
-      unit: 'ms',
-      subject: 'stub with output log',
-      value: round(median(cpus(on)), 2),
-      reference: { label: 'RAM ring only (--history off)', value: round(median(cpus(offR)), 2) },
-      better: 'lower',
-    });
 }
