@@ -10,6 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../relay/log.js';
+import { tuneRelayV8 } from '../relay/service/relay-v8.js';
 import type { SshPtyProvider } from '../relay/ssh/ssh-pty-provider.js';
 import { packageRoot, stubBundlePath } from '../relay/stub-bundle.js';
 import { startSshd } from '../test/support/sshd.js';
@@ -115,6 +116,9 @@ function progress(msg: string): void {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // The SshPtyProvider the scenarios measure runs in this process: it gets the relay's V8 flags,
+  // as in `ptyrelay serve` (relay/service/relay-v8.ts); BENCH_RELAY_V8_DEFAULTS=1 leaves V8 as it is.
+  if (process.env.BENCH_RELAY_V8_DEFAULTS !== '1') tuneRelayV8();
   const opts = parseArgs(argv);
   const started = now();
   const machine = machineInfo(packageRoot());

@@ -11,6 +11,7 @@ import {
   daemonSocketPath,
   listDaemonSockets,
 } from './stub-paths.js';
+import { INTERACTIVE_TIER_UP_FLAG } from './v8-tier-up.js';
 
 /** How long a freshly started daemon may take to accept connections. */
 const START_TIMEOUT_MS = 10_000;
@@ -45,8 +46,9 @@ export async function socketAnswers(path: string): Promise<boolean> {
  *   60 MB with 20 MB live. With the flag V8 grows it less and compacts it back (50 × `yes`:
  *   stub RSS peak 234 → 183 MB). No cost measured to a `cat` flood or to echo latency; a
  *   flood the model must parse in full (one long line) ran ~8 % slower (docs/benchmarks.md).
+ * - {@link INTERACTIVE_TIER_UP_FLAG}: the keystroke path is optimized early (v8-tier-up.ts).
  */
-const DAEMON_NODE_FLAGS = ['--max-semi-space-size=2', '--optimize-for-size'];
+const DAEMON_NODE_FLAGS = ['--max-semi-space-size=2', '--optimize-for-size', INTERACTIVE_TIER_UP_FLAG];
 
 /**
  * Connects to the user's daemon, starting it detached (own session, stdio to its log file) when

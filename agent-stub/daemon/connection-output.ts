@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { encodeDataFrameHead, encodeJsonFrame } from '../../provider/wire/frame-codec.js';
+import { dataFrameIds, encodeDataFrameHeadFrom } from '../../provider/wire/frame-codec.js';
 import type { PtySession } from '../session/pty-session.js';
 import { type BatchingMode, OutputBatcher, TimerOutputBatcher } from './output-batcher.js';
 
@@ -35,10 +35,12 @@ export class ConnectionOutput {
   /** Writes not yet taken by the kernel (their callback has not run). */
   private inFlight = 0;
   private dataThisTurn = false;
-  private owed: (() => unknown) | undefined;
+  private owed: (() => Uint8Array) | undefined;
   private holdTimer: NodeJS.Timeout | undefined;
   private blocked = false;
   private closed = false;
+  /** Each session's id and incarnation as Data frames carry them, encoded once per incarnation. */
+  private readonly frameIds = new WeakMap<PtySession, { incarnationId: string; bytes: Buffer }>();
 
   constructor(
     private readonly socket: Socket,
@@ -83,10 +85,10 @@ export class ConnectionOutput {
   }
 
   /**
-   * A control message to send with the next output, or alone after {@link CONTROL_HOLD_MS}.
+   * A control frame to send with the next output, or alone after {@link CONTROL_HOLD_MS}.
    * `build` runs when it goes out, so it carries the latest state.
    */
-  owe(build: () => unknown): void {
+  owe(build: () => Uint8Array): void {
     if (this.closed) return;
     this.owed = build;
     this.holdTimer ??= setTimeout(() => {
@@ -116,7 +118,12 @@ export class ConnectionOutput {
 
   private dataFrame(s: PtySession, seq: number, chunks: readonly Uint8Array[], bytes: number): void {
     this.dataThisTurn = true;
-    this.parts.push(encodeDataFrameHead(s.id, s.incarnationId, seq, bytes));
+    let ids = this.frameIds.get(s);
+    if (ids?.incarnationId !== s.incarnationId) {
+      ids = { incarnationId: s.incarnationId, bytes: dataFrameIds(s.id, s.incarnationId) };
+      this.frameIds.set(s, ids);
+    }
+    this.parts.push(encodeDataFrameHeadFrom(ids.bytes, seq, bytes));
     for (const c of chunks) this.parts.push(c);
     this.armTurn();
   }
@@ -132,7 +139,7 @@ export class ConnectionOutput {
     this.owed = undefined;
     clearTimeout(this.holdTimer);
     this.holdTimer = undefined;
-    this.parts.push(encodeJsonFrame(build()));
+    this.parts.push(build());
   }
 
   private armTurn(): void {

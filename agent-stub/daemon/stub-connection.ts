@@ -3,6 +3,7 @@ import type * as z from 'zod/mini';
 import type { PtyExitInfo, PtyFact } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import {
+  encodeInputAckFrame,
   encodeJsonBlobFrame,
   encodeJsonFrame,
   type Frame,
@@ -274,6 +275,10 @@ export class StubConnection implements SessionSink {
       this.onInput(f.inputSeq, f.id, f.data);
       return;
     }
+    if (f.type === FrameType.Ack) {
+      this.onAck(f.id, f.seq);
+      return;
+    }
     if (f.type !== FrameType.Json || !isObject(f.message)) {
       throw new PtyRelayError('PROTOCOL_ERROR', 'unexpected frame');
     }
@@ -287,15 +292,19 @@ export class StubConnection implements SessionSink {
       case 'ping':
         this.send({ t: 'pong', n: m.n });
         return;
-      case 'ack': {
-        const s = this.ctx.handler.find(m.id);
-        if (s && this.attached.has(s)) s.credits.ack(this.linkId, m.seq);
+      case 'ack':
+        this.onAck(m.id, m.seq);
         return;
-      }
       case 'goodbye':
         this.saidGoodbye = true;
         return;
     }
+  }
+
+  /** Credit from the relay (a binary frame, or JSON from an older relay). */
+  private onAck(id: string, seq: number): void {
+    const s = this.ctx.handler.find(id);
+    if (s && this.attached.has(s)) s.credits.ack(this.linkId, seq);
   }
 
   private onHello(h: HelloMessage): void {
@@ -323,6 +332,7 @@ export class StubConnection implements SessionSink {
       role: 'stub-daemon',
       pid: process.pid,
       idScope: 'host',
+      binaryAcks: true,
     });
   }
 
@@ -364,13 +374,14 @@ export class StubConnection implements SessionSink {
       }
     }
     // The acknowledgement rides with the echo (one write, one packet), or goes alone shortly.
-    this.out.owe(() => {
-      const failed = this.failedInputs.splice(0);
-      return {
-        t: 'inputAck',
-        upTo: this.ctx.inputLedger.get(this.inputKey) ?? 0,
-        ...(failed.length ? { failed } : {}),
-      };
-    });
+    this.out.owe(this.inputAck);
   }
+
+  /** The input acknowledgement as it stands: binary when the relay takes it and nothing failed. */
+  private readonly inputAck = (): Uint8Array => {
+    const upTo = this.ctx.inputLedger.get(this.inputKey) ?? 0;
+    const failed = this.failedInputs.splice(0);
+    if (failed.length === 0 && this.hello?.binaryAcks === true) return encodeInputAckFrame(upTo);
+    return encodeJsonFrame({ t: 'inputAck', upTo, ...(failed.length ? { failed } : {}) });
+  };
 }

@@ -17,6 +17,10 @@ export const FrameType = {
   Input: 3,
   /** JSON with a binary attachment: u32 jsonLen | json | blob (replays, snapshots). */
   JsonBlob: 4,
+  /** Relay -> stub credit: u16 idLen | id | f64 seq. Only to a daemon whose hello said `binaryAcks`. */
+  Ack: 5,
+  /** Stub -> relay input acknowledgement: f64 upTo. Only to a client whose hello said `binaryAcks`. */
+  InputAck: 6,
 } as const;
 
 /** Largest frame accepted; a peer sending more is broken or hostile. Rings are capped below this. */
@@ -27,7 +31,9 @@ export type Frame =
   | { type: typeof FrameType.Json; message: unknown }
   | { type: typeof FrameType.JsonBlob; message: unknown; blob: Uint8Array }
   | { type: typeof FrameType.Data; id: string; incarnationId: string; seq: number; data: Uint8Array }
-  | { type: typeof FrameType.Input; id: string; inputSeq: number; data: Uint8Array };
+  | { type: typeof FrameType.Input; id: string; inputSeq: number; data: Uint8Array }
+  | { type: typeof FrameType.Ack; id: string; seq: number }
+  | { type: typeof FrameType.InputAck; upTo: number };
 
 function protocolError(message: string): PtyRelayError {
   return new PtyRelayError('PROTOCOL_ERROR', message);
@@ -82,18 +88,34 @@ export function encodeDataFrameHead(
   seq: number,
   payloadBytes: number,
 ): Buffer {
+  return encodeDataFrameHeadFrom(dataFrameIds(id, incarnationId), seq, payloadBytes);
+}
+
+/**
+ * The id and incarnation fields of a session's Data frames (u16 idLen | id | u8 incLen | inc),
+ * encoded once per incarnation instead of once per frame (see {@link encodeDataFrameHeadFrom}).
+ */
+export function dataFrameIds(id: string, incarnationId: string): Buffer {
   const idBytes = fieldBytes(id, MAX_ID_BYTES, 'terminal id');
   const incBytes = fieldBytes(incarnationId, MAX_INCARNATION_BYTES, 'incarnation id');
-  const metaLen = 2 + idBytes.length + 1 + incBytes.length + 8;
-  const head = frameHeader(FrameType.Data, metaLen + payloadBytes);
+  const out = Buffer.allocUnsafe(2 + idBytes.length + 1 + incBytes.length);
+  let o = out.writeUInt16BE(idBytes.length, 0);
+  o += idBytes.copy(out, o);
+  o = out.writeUInt8(incBytes.length, o);
+  incBytes.copy(out, o);
+  return out;
+}
+
+/** {@link encodeDataFrameHead} with the ids already encoded by {@link dataFrameIds}. */
+export function encodeDataFrameHeadFrom(ids: Uint8Array, seq: number, payloadBytes: number): Buffer {
+  const metaLen = ids.length + 8;
+  if (metaLen + payloadBytes + 1 > MAX_FRAME_BYTES)
+    throw protocolError(`frame of ${metaLen + payloadBytes} bytes exceeds the maximum`);
   const meta = Buffer.allocUnsafe(HEADER_BYTES + metaLen);
-  head.copy(meta, 0);
-  let o = HEADER_BYTES;
-  o = meta.writeUInt16BE(idBytes.length, o);
-  o += idBytes.copy(meta, o);
-  o = meta.writeUInt8(incBytes.length, o);
-  o += incBytes.copy(meta, o);
-  meta.writeDoubleBE(seq, o);
+  meta.writeUInt32BE(metaLen + payloadBytes + 1, 0);
+  meta[4] = FrameType.Data;
+  meta.set(ids, HEADER_BYTES);
+  meta.writeDoubleBE(seq, HEADER_BYTES + ids.length);
   return meta;
 }
 
@@ -113,6 +135,32 @@ export function encodeInputFrame(id: string, inputSeq: number, data: Uint8Array)
   o = out.writeDoubleBE(inputSeq, o);
   out.set(data, o);
   return out;
+}
+
+/** Credit for `id` up to `seq` (see FrameType.Ack). */
+export function encodeAckFrame(id: string, seq: number): Buffer {
+  const idBytes = fieldBytes(id, MAX_ID_BYTES, 'terminal id');
+  const out = Buffer.allocUnsafe(HEADER_BYTES + 2 + idBytes.length + 8);
+  frameHeader(FrameType.Ack, 2 + idBytes.length + 8).copy(out, 0);
+  let o = out.writeUInt16BE(idBytes.length, HEADER_BYTES);
+  o += idBytes.copy(out, o);
+  out.writeDoubleBE(seq, o);
+  return out;
+}
+
+/** Every input frame up to `upTo` was applied (see FrameType.InputAck; failures go as JSON). */
+export function encodeInputAckFrame(upTo: number): Buffer {
+  const out = Buffer.allocUnsafe(HEADER_BYTES + 8);
+  out.writeUInt32BE(9, 0);
+  out[4] = FrameType.InputAck;
+  out.writeDoubleBE(upTo, HEADER_BYTES);
+  return out;
+}
+
+/** A seq or input seq read from a binary frame: a non-negative safe integer, else the frame is refused. */
+function count(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw protocolError(`${what} ${value} is not a count`);
+  return value;
 }
 
 function parseJson(bytes: Uint8Array): unknown {
@@ -154,6 +202,15 @@ function decodePayload(type: number, p: Buffer): Frame {
       if (o + 8 > p.length) throw protocolError('truncated input frame');
       return { type, id: p.toString('utf8', 2, o), inputSeq: p.readDoubleBE(o), data: p.subarray(o + 8) };
     }
+    case FrameType.Ack: {
+      if (p.length < 2) throw protocolError('truncated ack frame');
+      const idLen = p.readUInt16BE(0);
+      if (idLen === 0 || 2 + idLen + 8 !== p.length) throw protocolError('malformed ack frame');
+      return { type, id: p.toString('utf8', 2, 2 + idLen), seq: count(p.readDoubleBE(2 + idLen), 'ack seq') };
+    }
+    case FrameType.InputAck:
+      if (p.length !== 8) throw protocolError('malformed input ack frame');
+      return { type, upTo: count(p.readDoubleBE(0), 'input ack') };
     default:
       throw protocolError(`unknown frame type ${type}`);
   }

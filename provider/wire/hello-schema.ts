@@ -17,6 +17,7 @@ export const helloSchema = z.looseObject({
   inputEpoch: z.optional(z.string({ error: 'must be a string' })),
   legacy: z.optional(z.boolean({ error: 'must be true or false' })),
   idScope: z.optional(z.literal('host')),
+  binaryAcks: z.optional(z.boolean({ error: 'must be true or false' })),
 });
 
 /** The hello in `m`, or a message naming the first bad field. */

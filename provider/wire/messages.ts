@@ -41,6 +41,11 @@ export interface HelloMessage {
    * serves them. Absent from older builds, whose ids are unique per daemon only.
    */
   idScope?: 'host';
+  /**
+   * Either end: it takes credit and input acknowledgements as binary frames (FrameType.Ack and
+   * InputAck), so the peer sends those instead of JSON. Absent from older builds, which get JSON.
+   */
+  binaryAcks?: boolean;
 }
 
 /** Spawn as the stub sees it: ids are local (`pty-1`), no AbortSignal. */

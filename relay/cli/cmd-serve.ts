@@ -4,8 +4,8 @@ import { createLogger } from '../log.js';
 import { loadConfig } from '../service/config.js';
 import { createHostKeyExtension } from '../service/host-key-extension.js';
 import { createPtyExtension } from '../service/pty-extension.js';
-import { tuneRelayHeap } from '../service/relay-heap.js';
 import { startRelayServer } from '../service/relay-server.js';
+import { tuneRelayV8 } from '../service/relay-v8.js';
 import { TerminalRegistry } from '../service/terminal-registry.js';
 import { loadOrCreateToken } from '../service/token.js';
 import { TokenAuthority } from '../tokens/token-authority.js';
@@ -45,7 +45,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     'insecure-listen': { type: 'boolean' },
   },
   async run(args) {
-    tuneRelayHeap();
+    tuneRelayV8();
     const config = loadConfig(args.values.config as string | undefined);
     if (args.values.listen) config.listen = parseListen(args.values.listen as string);
     const cert = args.values['tls-cert'] as string | undefined;

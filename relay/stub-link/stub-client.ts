@@ -4,6 +4,7 @@ import type * as z from 'zod/mini';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import {
+  encodeAckFrame,
   encodeInputFrame,
   encodeJsonFrame,
   type Frame,
@@ -141,6 +142,7 @@ export class StubClient {
         pid: process.pid,
         linkId: this.linkId,
         inputEpoch: opts.inputEpoch,
+        binaryAcks: true,
         ...(opts.legacy ? { legacy: true } : {}),
       }),
     );
@@ -189,7 +191,11 @@ export class StubClient {
 
   /** Credit acknowledgement for one session (see CreditWindow in the stub). */
   ack(id: string, seq: number): void {
-    if (!this.isClosed) this.put(encodeJsonFrame({ t: 'ack', id, seq }));
+    if (this.isClosed) return;
+    // Binary to a daemon that takes it: no JSON or schema on either end for every keystroke's credit.
+    this.put(
+      this.hello?.binaryAcks === true ? encodeAckFrame(id, seq) : encodeJsonFrame({ t: 'ack', id, seq }),
+    );
   }
 
   /** Tell the daemon this link leaves on purpose, then close. */
@@ -218,12 +224,17 @@ export class StubClient {
     this.fail(err ?? new PtyRelayError('LINK_CLOSED', 'stub link closed by the relay'));
   }
 
-  /** Frames of one turn of the event loop leave as one write at its end (one SSH packet). */
+  /**
+   * Frames produced together leave as one write (one SSH packet): the write waits for the code
+   * that produced them to return (process.nextTick), not for the end of the event loop's turn,
+   * which would put whatever else the turn still runs (timers, other sockets' reads) between a
+   * keystroke and its packet.
+   */
   private put(frame: Uint8Array): void {
     this.parts.push(frame);
     if (this.turnArmed) return;
     this.turnArmed = true;
-    setImmediate(this.writeTurn);
+    process.nextTick(this.writeTurn);
   }
 
   private readonly writeTurn = (): void => {
@@ -268,6 +279,10 @@ export class StubClient {
   private onFrame(f: Frame): void {
     if (f.type === FrameType.Data) {
       this.data.emit({ id: f.id, incarnationId: f.incarnationId, seq: f.seq, data: f.data });
+      return;
+    }
+    if (f.type === FrameType.InputAck) {
+      this.inputAcks.emit({ t: 'inputAck', upTo: f.upTo });
       return;
     }
     if (f.type !== FrameType.Json && f.type !== FrameType.JsonBlob) return;

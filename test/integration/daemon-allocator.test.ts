@@ -69,11 +69,15 @@ describe('daemon allocator settings (issue 19)', () => {
       await fx.provider.shutdown(r.id, { immediate: true });
     });
 
-    it("the daemon runs with V8's memory flags (a small young generation, --optimize-for-size)", () => {
+    it("the daemon runs with V8's memory flags (a small young generation, --optimize-for-size) and early tier-up", () => {
       const argv = readFileSync(`/proc/${fx.daemonPid}/cmdline`, 'utf8').split('\0');
       const script = argv.findIndex((a) => a.endsWith('stub.cjs'));
       expect(script).toBeGreaterThan(0);
-      expect(argv.slice(1, script)).toEqual(['--max-semi-space-size=2', '--optimize-for-size']);
+      expect(argv.slice(1, script)).toEqual([
+        '--max-semi-space-size=2',
+        '--optimize-for-size',
+        '--interrupt-budget=8192',
+      ]);
     });
   });
 });

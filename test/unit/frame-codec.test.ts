@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { PtyRelayError } from '../../provider/errors.js';
 import {
+  dataFrameIds,
+  encodeAckFrame,
   encodeDataFrame,
+  encodeDataFrameHead,
+  encodeDataFrameHeadFrom,
+  encodeInputAckFrame,
   encodeInputFrame,
   encodeJsonBlobFrame,
   encodeJsonFrame,
@@ -103,6 +108,51 @@ describe('frame codec', () => {
       expect((err as PtyRelayError).code).toBe('PROTOCOL_ERROR');
       expect(() => d.push(Buffer.from([1]))).toThrow();
     }
+  });
+
+  it('round-trips the binary credit and input acknowledgements', () => {
+    const frames = new FrameDecoder().push(
+      Buffer.concat([
+        encodeAckFrame('pty-7', 9_007_199_254_740_991),
+        encodeInputAckFrame(42),
+        encodeAckFrame('ü', 0),
+      ]),
+    );
+    expect(frames).toEqual([
+      { type: FrameType.Ack, id: 'pty-7', seq: 9_007_199_254_740_991 },
+      { type: FrameType.InputAck, upTo: 42 },
+      { type: FrameType.Ack, id: 'ü', seq: 0 },
+    ]);
+  });
+
+  it('refuses an acknowledgement whose seq is not a count, or whose length is off', () => {
+    const ack = (seq: number) => encodeAckFrame('pty-1', seq);
+    const cases = [
+      ack(-1),
+      ack(1.5),
+      ack(Number.NaN),
+      ack(2 ** 60),
+      encodeInputAckFrame(-3),
+      encodeInputAckFrame(Number.POSITIVE_INFINITY),
+      // An ack with an empty id, one with a byte too many, an input ack with a byte too few.
+      Buffer.from([0, 0, 0, 11, FrameType.Ack, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+      Buffer.concat([Buffer.from([0, 0, 0, 17, FrameType.Ack]), ack(1).subarray(5), Buffer.from([0])]),
+      Buffer.from([0, 0, 0, 8, FrameType.InputAck, 0, 0, 0, 0, 0, 0, 0]),
+    ];
+    for (const c of cases) {
+      expect(() => new FrameDecoder().push(c)).toThrowError(
+        expect.objectContaining({ code: 'PROTOCOL_ERROR' }),
+      );
+    }
+  });
+
+  it('a data frame head from pre-encoded ids is the same bytes as one encoded whole', () => {
+    const ids = dataFrameIds('pty-3', 'inc-ä');
+    expect(encodeDataFrameHeadFrom(ids, 77, 5)).toEqual(encodeDataFrameHead('pty-3', 'inc-ä', 77, 5));
+    const [f] = new FrameDecoder().push(
+      Buffer.concat([encodeDataFrameHeadFrom(ids, 77, 5), Buffer.from('hello')]),
+    );
+    expect(f).toMatchObject({ type: FrameType.Data, id: 'pty-3', incarnationId: 'inc-ä', seq: 77 });
   });
 
   it('enforces a custom maximum frame size before buffering the body', () => {

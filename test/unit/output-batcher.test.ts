@@ -12,7 +12,13 @@ import {
   STREAM_MIN_BYTES,
 } from '../../agent-stub/daemon/output-batcher.js';
 import type { PtySession } from '../../agent-stub/session/pty-session.js';
-import { type Frame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
+import {
+  encodeInputAckFrame,
+  encodeJsonFrame,
+  type Frame,
+  FrameDecoder,
+  FrameType,
+} from '../../provider/wire/frame-codec.js';
 
 const A = { id: 'a', incarnationId: 'i' } as unknown as PtySession;
 const B = { id: 'b', incarnationId: 'i' } as unknown as PtySession;
@@ -185,16 +191,16 @@ describe('ConnectionOutput and OutputBatcher', () => {
 
   it('an input acknowledgement rides in the echo’s write, or goes alone after a few ms', () => {
     const { socket, out } = setup();
-    out.owe(() => ({ t: 'inputAck', upTo: 1 }));
+    out.owe(() => encodeInputAckFrame(1));
     settle();
     expect(socket.writes).toHaveLength(0);
     vi.advanceTimersByTime(1);
     out.data(A, 0, Buffer.from('x'));
     settle();
     expect(socket.writes).toHaveLength(1);
-    expect(socket.writes[0]!.frames.map((f) => f.type)).toEqual([FrameType.Data, FrameType.Json]);
+    expect(socket.writes[0]!.frames.map((f) => f.type)).toEqual([FrameType.Data, FrameType.InputAck]);
     // No output follows: it goes alone after CONTROL_HOLD_MS.
-    out.owe(() => ({ t: 'inputAck', upTo: 2 }));
+    out.owe(() => encodeJsonFrame({ t: 'inputAck', upTo: 2 }));
     vi.advanceTimersByTime(CONTROL_HOLD_MS - 1);
     expect(socket.writes).toHaveLength(1);
     vi.advanceTimersByTime(1);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../../relay/stub-bundle.js';
 
 /**
- * The relay's V8 tuning (relay/service/relay-heap.ts), in fresh node processes running the built
+ * The relay's V8 tuning (relay/service/relay-v8.ts), in fresh node processes running the built
  * module: a workload shaped like the AHP action log under a flood (8 MiB of strings kept until
  * newer ones push them out, so each is promoted and dies in the old generation). Without the
  * tuning V8 lets the old space grow to several times what is live (69–76 MB here); with it the old
@@ -12,7 +12,7 @@ import { packageRoot } from '../../relay/stub-bundle.js';
  */
 const WORKLOAD = `
 import v8 from 'node:v8';
-if (process.argv[1] === 'tuned') (await import(process.env.RELAY_HEAP_MODULE)).tuneRelayHeap();
+if (process.argv[1] === 'tuned') (await import(process.env.RELAY_HEAP_MODULE)).tuneRelayV8();
 const ring = [];
 let held = 0;
 let peak = 0;
@@ -33,13 +33,45 @@ process.stdout.write(String(peak));
 
 function peakOldSpace(mode: 'default' | 'tuned'): number {
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', WORKLOAD, mode], {
-    env: { ...process.env, RELAY_HEAP_MODULE: join(packageRoot(), 'dist/relay/service/relay-heap.js') },
+    env: { ...process.env, RELAY_HEAP_MODULE: join(packageRoot(), 'dist/relay/service/relay-v8.js') },
     encoding: 'utf8',
   });
   return Number(out);
 }
 
-describe('relay heap tuning', () => {
+/**
+ * A function the size of a frame handler, called once per "keystroke": with the relay's tuning it
+ * is on its way to optimized code after 400 calls; with V8's budget it is still interpreted.
+ */
+const TIER_UP = `
+if (process.argv[1] === 'tuned') (await import(process.env.RELAY_HEAP_MODULE)).tuneRelayV8();
+const onFrame = new Function('f', 'let n = 0; for (const k in f) n += typeof f[k] === "number" ? f[k] : String(f[k]).length; return n;');
+let sum = 0;
+for (let i = 0; i < 400; i++) sum += onFrame({ type: 3, id: 'pty-' + (i % 4), seq: i, data: 'x' });
+// V8's status bits: 16 optimized, 512 marked for concurrent optimization, 1024 optimizing now.
+process.stdout.write(String(sum > 0 ? %GetOptimizationStatus(onFrame) : -1));
+`;
+
+function tierUpStatus(mode: 'default' | 'tuned'): number {
+  const out = execFileSync(
+    process.execPath,
+    ['--allow-natives-syntax', '--input-type=module', '-e', TIER_UP, mode],
+    {
+      env: { ...process.env, RELAY_HEAP_MODULE: join(packageRoot(), 'dist/relay/service/relay-v8.js') },
+      encoding: 'utf8',
+    },
+  );
+  return Number(out);
+}
+
+const TIERING = 16 | 512 | 1024;
+
+describe('relay V8 tuning', () => {
+  it('optimizes a once-per-keystroke function within a few hundred calls', () => {
+    expect(tierUpStatus('default') & TIERING).toBe(0);
+    expect(tierUpStatus('tuned') & TIERING).not.toBe(0);
+  }, 30_000);
+
   it('keeps the old generation near what is live under promoted garbage', () => {
     const untuned = peakOldSpace('default');
     const tuned = peakOldSpace('tuned');

@@ -1,4 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
+import { INTERACTIVE_TIER_UP_FLAG } from '../../provider/v8-tier-up.js';
 
 /**
  * V8 flags for a process that runs the relay service (`ptyrelay serve`, the bench's relay), set
@@ -16,15 +17,19 @@ import { setFlagsFromString } from 'node:v8';
  * went lower still (126 MB) but made a flood through the relay cost 25 % more CPU per MB (its code
  * is less optimized). See docs/benchmarks.md, slow-clients.
  *
- * The relay's entry is the `ptyrelay` bin, which node starts without flags, so the flag is set
- * here; V8 reads it each time it sizes the old generation, so setting it early takes effect.
+ * `--interrupt-budget`: the code a keystroke runs through (the input queue, the stub link's frames,
+ * ssh2's channel) is optimized early; see {@link INTERACTIVE_TIER_UP_FLAG}.
+ *
+ * The relay's entry is the `ptyrelay` bin, which node starts without flags, so the flags are set
+ * here; V8 reads them each time it sizes the old generation or gives a function its tier-up
+ * budget, so setting them early takes effect.
  */
-export const RELAY_V8_FLAGS: readonly string[] = ['--heap-growing-percent=100'];
+export const RELAY_V8_FLAGS: readonly string[] = ['--heap-growing-percent=100', INTERACTIVE_TIER_UP_FLAG];
 
 let tuned = false;
 
 /** Applies {@link RELAY_V8_FLAGS} to this process (once; later calls do nothing). */
-export function tuneRelayHeap(): void {
+export function tuneRelayV8(): void {
   if (tuned) return;
   tuned = true;
   for (const flag of RELAY_V8_FLAGS) setFlagsFromString(flag);

@@ -1,0 +1,15 @@
+/**
+ * V8 flag of both long-running processes, the relay and the daemon: functions are optimized after
+ * an eighth of the calls V8 waits for by default (`--interrupt-budget`, 66 KiB of bytecode per
+ * tick by default).
+ *
+ * V8 optimizes a function once it ran a few times its budget. The code one keystroke runs through
+ * (a frame decoded, the PTY written, the echo read, a frame encoded and written; on the relay the
+ * input queue and ssh2's channel) runs once per key: at typing speed it stayed in V8's baseline
+ * tier for thousands of keystrokes (`--trace-opt` of a daemon after 600 keys at 30 ms: none of
+ * it optimized), and every hop of every echo paid for that. With this budget it is optimized within
+ * the first few hundred keys. Measured on two daemons side by side, keys 30 ms apart: echo p50
+ * 1.16–1.20 ms against 1.40–1.42 ms with V8's budget, from the 400th key on (docs/benchmarks.md).
+ * A flood's code is hot within milliseconds either way.
+ */
+export const INTERACTIVE_TIER_UP_FLAG = '--interrupt-budget=8192';
