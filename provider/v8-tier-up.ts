@@ -10,6 +10,7 @@
  * it optimized), and every hop of every echo paid for that. With this budget it is optimized within
  * the first few hundred keys. Measured on two daemons side by side, keys 30 ms apart: echo p50
  * 1.16–1.20 ms against 1.40–1.42 ms with V8's budget, from the 400th key on (docs/benchmarks.md).
- * A flood's code is hot within milliseconds either way.
+ * Its effect on a flood is not settled yet (docs/benchmarks.md, "Last full run": the flood and the
+ * batching A/B came out lower in the first full run with it).
  */
 export const INTERACTIVE_TIER_UP_FLAG = '--interrupt-budget=8192';
