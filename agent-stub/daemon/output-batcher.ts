@@ -76,9 +76,10 @@ export class OutputBatcher {
   private readonly pending = new Map<PtySession, Pending>();
   private holdTimer: NodeJS.Timeout | undefined;
   private streamTimer: NodeJS.Timeout | undefined;
-  private pushedThisTurn = false;
   /** No read followed a full one within FULL_READ_HOLD_MS: the held batches go at the next turn end without a backlog. */
   private holdExpired = false;
+  /** When the last chunk arrived: the hold timer counts from it. */
+  private lastPushAt = 0;
   private readonly bursts = new WeakMap<PtySession, Burst>();
 
   constructor(
@@ -111,41 +112,31 @@ export class OutputBatcher {
     p.bytes += data.length;
     p.more = data.length >= PTY_FULL_READ_BYTES;
     if (p.more) p.sawFull = true;
-    this.pushedThisTurn = true;
     this.holdExpired = false;
+    this.lastPushAt = now;
     if (p.bytes >= BATCH_MAX_BYTES) this.sendOne(s, p);
+    // A full read is held for the next one: its turn would send nothing, so none is asked for.
+    else if (p.more) this.armHold();
     else this.armTurn();
   }
 
   /**
    * The turn is over: send what is not known to grow, unless earlier frames still wait (then
-   * {@link drained} sends). Returns true when a streaming batch wants to be looked at again
-   * at the end of the next turn.
+   * {@link drained} sends). A held full read stays (its hold timer ends a turn once reads
+   * stopped); a streaming batch waits for its hold, and a timer ends the turn that sends it.
    */
   turnEnded(backlog: boolean): void {
-    const pushed = this.pushedThisTurn;
-    this.pushedThisTurn = false;
     if (backlog) return;
     const now = this.clock();
-    let held = false;
     let streamDue = Number.POSITIVE_INFINITY;
-    for (const [s, p] of [...this.pending]) {
-      if (p.more && !this.holdExpired) held = true;
-      else if (p.streaming && !p.sawFull && now - p.since < STREAM_HOLD_MS)
+    // Deleting the entry being visited is safe while iterating a Map.
+    for (const [s, p] of this.pending) {
+      if (p.more && !this.holdExpired) continue;
+      if (p.streaming && !p.sawFull && now - p.since < STREAM_HOLD_MS)
         streamDue = Math.min(streamDue, p.since + STREAM_HOLD_MS);
       else this.sendOne(s, p);
     }
     this.holdExpired = false;
-    // The safety net counts from the last read: it fires only when reads stopped. Like the
-    // stream timer it ends a turn (so a backlog still waits for its drain), it does not flush.
-    if (held && (pushed || !this.holdTimer)) {
-      clearTimeout(this.holdTimer);
-      this.holdTimer = setTimeout(() => {
-        this.holdTimer = undefined;
-        this.holdExpired = true;
-        this.armTurn();
-      }, FULL_READ_HOLD_MS);
-    }
     // A stream's batch goes at the first turn end after its hold (a read, or this timer's turn).
     if (streamDue !== Number.POSITIVE_INFINITY && !this.streamTimer) {
       this.streamTimer = setTimeout(
@@ -166,10 +157,32 @@ export class OutputBatcher {
    * packets per MB against the old timer's ~55; paced this way, 53–54).
    */
   drained(): void {
-    const pushed = this.pushedThisTurn;
     this.turnEnded(false);
-    this.pushedThisTurn = pushed;
   }
+
+  /**
+   * The safety net of a held full read: it fires FULL_READ_HOLD_MS after the last read, so only
+   * when reads stopped. One timer per hold, moved on when it fires early (not re-armed per read:
+   * a flood reads 250 times per MB). Like the stream timer it ends a turn (so a backlog still
+   * waits for its drain), it does not flush.
+   */
+  protected armHold(): void {
+    this.holdTimer ??= setTimeout(this.holdDue, FULL_READ_HOLD_MS);
+  }
+
+  private readonly holdDue = (): void => {
+    this.holdTimer = undefined;
+    let held = false;
+    for (const p of this.pending.values()) held ||= p.more;
+    if (!held) return;
+    const left = this.lastPushAt + FULL_READ_HOLD_MS - this.clock();
+    if (left > 0) {
+      this.holdTimer = setTimeout(this.holdDue, left);
+      return;
+    }
+    this.holdExpired = true;
+    this.armTurn();
+  };
 
   /** Sends everything pending, in order; call before any other frame of the connection. */
   flush(): void {
@@ -233,6 +246,9 @@ export class TimerOutputBatcher extends OutputBatcher {
   }
 
   override turnEnded(): void {}
+
+  /** Its timer sends full reads too: no hold. */
+  protected override armHold(): void {}
 
   override drained(): void {}
 

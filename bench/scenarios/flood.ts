@@ -33,6 +33,10 @@ interface FloodRun {
   /** When the total differs: whether what arrived is an exact prefix of the expected stream. */
   exactPrefix?: boolean;
   gaps: number;
+  /** Data events the consumer got per MB: how finely the output was cut on its way (frames, packets). */
+  eventsPerMb?: number;
+  /** SSH channel packets per MB the relay received and writes it made (acknowledgements), SSH variants. */
+  packetsPerMb?: { received: number; sent: number };
   cpuMs?: Record<string, number>;
   /** CPU the whole machine used (all processes, kernel included) per MB delivered: the run's total cost. */
   machineCpuMsPerMb?: number;
@@ -77,15 +81,21 @@ async function viaProvider(
   verify: boolean,
 ): Promise<FloodRun> {
   const hash = verify ? createHash('sha256') : undefined;
+  let events = 0;
   const s = await runProviderStream(
     p,
     { host, cols: 80, rows: 24, command: 'cat', args: [file.path] },
-    (c) => hash?.update(c),
+    (c) => {
+      events++;
+      hash?.update(c);
+    },
     (st) => st.bytes >= file.expectedBytes,
     timeoutFor(file),
   );
   await p.shutdown(s.id, { immediate: true }).catch(() => {});
-  return toRun(variant, s, file, hash);
+  const run = toRun(variant, s, file, hash);
+  run.eventsPerMb = round(events / (s.bytes / 1e6), 1);
+  return run;
 }
 
 function viaNodePty(file: FloodFile, verify: boolean): Promise<FloodRun> {
@@ -161,6 +171,15 @@ function cpuDelta(
   return { relay: round(b.relay - a.relay, 0), daemon: round(b.daemon - a.daemon, 0), sshd: round(sshd, 0) };
 }
 
+type Packets = { sent: number; received: number } | undefined;
+
+/** Packets per MB between two readings of a link's counters. */
+function packetRates(a: Packets, b: Packets, bytes: number): FloodRun['packetsPerMb'] {
+  if (!a || !b || bytes === 0) return undefined;
+  const mb = bytes / 1e6;
+  return { received: round((b.received - a.received) / mb, 1), sent: round((b.sent - a.sent) / mb, 1) };
+}
+
 export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Promise<ScenarioResult> {
   const t0 = now();
   const errors: string[] = [];
@@ -194,15 +213,25 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
     if (want('ssh-provider')) {
       variants.push(async () => {
         const before = cpuSnapshot(env, daemonPid);
+        const p0 = provider.linkInfo('h')?.packets;
         const run = await viaProvider('SshPtyProvider', provider, 'h', file, verify);
         const after = cpuSnapshot(env, daemonPid);
         run.cpuMs = cpuDelta(before, after);
+        run.packetsPerMb = packetRates(p0, provider.linkInfo('h')?.packets, run.bytes);
         return run;
       });
     }
     if (oldBatcher) {
       await oldBatcher.listProcesses();
-      variants.push(() => viaProvider(OLD_BATCHER, oldBatcher, 'h', file, verify));
+      const oldPid = oldBatcher.linkInfo('h')?.daemonPid;
+      variants.push(async () => {
+        const before = cpuSnapshot(env, oldPid);
+        const p0 = oldBatcher.linkInfo('h')?.packets;
+        const run = await viaProvider(OLD_BATCHER, oldBatcher, 'h', file, verify);
+        run.cpuMs = cpuDelta(before, cpuSnapshot(env, oldPid));
+        run.packetsPerMb = packetRates(p0, oldBatcher.linkInfo('h')?.packets, run.bytes);
+        return run;
+      });
     }
     if (want('node-pty')) variants.push(() => viaNodePty(file, verify));
     if (local) variants.push(() => viaProvider('LocalPtyProvider', local, undefined, file, verify));

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ModelFeeder, SETTLE_MS } from '../../agent-stub/session/model-feeder.js';
+import { MAX_FREE_SLABS, ModelFeeder, SETTLE_MS } from '../../agent-stub/session/model-feeder.js';
 
 function harness(retained: number) {
   const posted: { seq: number; data: string }[] = [];
@@ -106,6 +106,49 @@ describe('ModelFeeder', () => {
     expect(Buffer.from(posted.at(-1)!).toString()).toBe('pool');
     expect(owned.at(-1)).toBe(true);
     f.dispose();
+  });
+
+  it('reuses a flood’s slabs once skipping dropped what they held, without changing a byte the model gets', () => {
+    const slabAllocs = vi.spyOn(Buffer, 'allocUnsafeSlow');
+    const plain = lines(1, 220_000);
+    /** Pushes `stream` up to `end` in PTY-sized reads (each a buffer of its own), the model idle; flushes. */
+    const run = (stream: Buffer, end: number) => {
+      // Retains 20 000 lines (~270 KiB): what is kept spans three slabs.
+      const h = harness(20_000);
+      slabAllocs.mockClear();
+      let seq = 0;
+      while (seq < end) {
+        const c = Buffer.from(stream.subarray(seq, Math.min(end, seq + 4095)));
+        h.f.push(seq, c);
+        seq += c.length;
+      }
+      h.f.flushAll();
+      h.f.dispose();
+      return { posted: h.posted, slabs: slabAllocs.mock.calls.filter(([n]) => n === 128 * 1024).length };
+    };
+    // Line output: skipping keeps the tail, and the slabs of what it dropped are filled again.
+    for (const end of [2_000_000, 2_700_000]) {
+      const { posted, slabs } = run(plain, end);
+      expect(posted).toHaveLength(1);
+      expect(posted[0]!.data).toBe(plain.subarray(posted[0]!.seq, end).toString());
+      expect(posted[0]!.data.split('\r\n').length).toBeGreaterThanOrEqual(20_002);
+      // Without reuse every 128 KiB took a fresh slab (15 and 21 here).
+      expect(slabs).toBeLessThanOrEqual(MAX_FREE_SLABS + 2);
+    }
+    // A title change (not a colour) 1.2 MB in: nothing from it on can be skipped, so everything
+    // after it stays pending across many slabs. Floods of different lengths end at different
+    // points of the skip-and-reuse cycle: a slab reused while still referred to would show.
+    const titled = Buffer.concat([
+      plain.subarray(0, 1_200_000),
+      Buffer.from('\x1b]0;t\x07'),
+      plain.subarray(1_200_000),
+    ]);
+    for (let end = 1_500_000; end < 2_700_000; end += 32_000) {
+      const { posted } = run(titled, end);
+      expect(posted.map((p) => p.seq)).toEqual([1_200_000]);
+      expect(posted[0]!.data).toBe(titled.subarray(1_200_000, end).toString());
+    }
+    slabAllocs.mockRestore();
   });
 
   it('posts small output after a short settle (never before the echo leaves) and waits for progress before the next batch', () => {
