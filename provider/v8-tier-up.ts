@@ -10,7 +10,9 @@
  * it optimized), and every hop of every echo paid for that. With this budget it is optimized within
  * the first few hundred keys. Measured on two daemons side by side, keys 30 ms apart: echo p50
  * 1.16–1.20 ms against 1.40–1.42 ms with V8's budget, from the 400th key on (docs/benchmarks.md).
- * Its effect on a flood is not settled yet (docs/benchmarks.md, "Last full run": the flood and the
- * batching A/B came out lower in the first full run with it).
+ * Its cost to a flood is within the runs' noise (flood-only runs with and without it: batching A/B
+ * 0.85–0.99 against 0.87–1.02; it makes a daemon compile about twice as many functions during its
+ * first floods). What had looked like its cost was the model feeder's fresh slabs
+ * (docs/benchmarks.md, "Issue 17, third round").
  */
 export const INTERACTIVE_TIER_UP_FLAG = '--interrupt-budget=8192';
