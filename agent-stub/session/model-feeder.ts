@@ -4,7 +4,8 @@ const FLOOD_BYTES = 64 * 1024;
 const SLAB_BYTES = 128 * 1024;
 /**
  * Slabs no pending output refers to any more are kept for reuse, up to this many per session,
- * until the flood pauses. Fresh memory costs a page fault per 4 KiB on first touch (about 13 µs
+ * until a line flood's lazy feed runs (the output paused, or LAZY_FLOOD_INTERVAL_MS passed).
+ * Fresh memory costs a page fault per 4 KiB on first touch (about 13 µs
  * each on a VM here: 2–3 ms per MB of flood, a sixth of the daemon's time); a reused slab costs
  * only the copy.
  */
@@ -271,7 +272,7 @@ export class ModelFeeder {
     }
     this.lazyTimer = false;
     this.flush();
-    // The output paused: the slabs kept for reuse go back to the allocator.
+    // The output paused (or the lazy wait ran out): the slabs kept for reuse go back to the allocator.
     this.freeSlabs = [];
   }
 
