@@ -175,8 +175,9 @@ export class ModelFeeder {
    * Adds `data` to the pending output. Below a flood the PTY's chunks are kept as they are; in a
    * flood they are copied into large slabs, so that the many small read buffers die at once: held
    * for seconds by fifty flooding sessions, they left the allocator's heap fragmented long after
-   * (glibc returns only its top). A slab is larger than glibc's mmap threshold, so it goes back to
-   * the system whole once its last view is collected.
+   * (glibc returns only its top). A slab no pending output lies in is reused (see
+   * {@link recycleSlabs}); one that is not kept goes back to the system whole once its last view is
+   * collected, being larger than glibc's mmap threshold.
    */
   private keep(data: Uint8Array): void {
     if (this.pendingBytes < FLOOD_BYTES || data.length >= SLAB_BYTES / 4) {

@@ -210,28 +210,20 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
     const daemonPid = provider.linkInfo('h')?.daemonPid;
     const variants: Array<() => Promise<FloodRun>> = [];
     if (want('ssh')) variants.push(() => viaSsh(env, file, verify));
-    if (want('ssh-provider')) {
-      variants.push(async () => {
-        const before = cpuSnapshot(env, daemonPid);
-        const p0 = provider.linkInfo('h')?.packets;
-        const run = await viaProvider('SshPtyProvider', provider, 'h', file, verify);
-        const after = cpuSnapshot(env, daemonPid);
-        run.cpuMs = cpuDelta(before, after);
-        run.packetsPerMb = packetRates(p0, provider.linkInfo('h')?.packets, run.bytes);
-        return run;
-      });
-    }
+    /** A flood through an SSH provider, with its daemon's and sshd's CPU and the link's packets. */
+    const viaSshProvider = async (variant: string, p: SshPtyProvider, pid: number | undefined) => {
+      const before = cpuSnapshot(env, pid);
+      const p0 = p.linkInfo('h')?.packets;
+      const run = await viaProvider(variant, p, 'h', file, verify);
+      run.cpuMs = cpuDelta(before, cpuSnapshot(env, pid));
+      run.packetsPerMb = packetRates(p0, p.linkInfo('h')?.packets, run.bytes);
+      return run;
+    };
+    if (want('ssh-provider')) variants.push(() => viaSshProvider('SshPtyProvider', provider, daemonPid));
     if (oldBatcher) {
       await oldBatcher.listProcesses();
       const oldPid = oldBatcher.linkInfo('h')?.daemonPid;
-      variants.push(async () => {
-        const before = cpuSnapshot(env, oldPid);
-        const p0 = oldBatcher.linkInfo('h')?.packets;
-        const run = await viaProvider(OLD_BATCHER, oldBatcher, 'h', file, verify);
-        run.cpuMs = cpuDelta(before, cpuSnapshot(env, oldPid));
-        run.packetsPerMb = packetRates(p0, oldBatcher.linkInfo('h')?.packets, run.bytes);
-        return run;
-      });
+      variants.push(() => viaSshProvider(OLD_BATCHER, oldBatcher, oldPid));
     }
     if (want('node-pty')) variants.push(() => viaNodePty(file, verify));
     if (local) variants.push(() => viaProvider('LocalPtyProvider', local, undefined, file, verify));

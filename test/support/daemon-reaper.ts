@@ -22,7 +22,9 @@ export function daemonsOf(runtimeDir: string): number[] {
     try {
       argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // exited meanwhile
+      // Exited meanwhile: gone (ENOENT), or exiting while its cmdline was read (ESRCH).
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ESRCH') continue;
       throw err;
     }
     const at = argv.indexOf('--runtime-dir');

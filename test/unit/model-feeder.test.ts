@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { MAX_FREE_SLABS, ModelFeeder, SETTLE_MS } from '../../agent-stub/session/model-feeder.js';
 
 function harness(retained: number) {
@@ -110,6 +110,7 @@ describe('ModelFeeder', () => {
 
   it('reuses a flood’s slabs once skipping dropped what they held, without changing a byte the model gets', () => {
     const slabAllocs = vi.spyOn(Buffer, 'allocUnsafeSlow');
+    onTestFinished(() => slabAllocs.mockRestore());
     const plain = lines(1, 220_000);
     /** Pushes `stream` up to `end` in PTY-sized reads (each a buffer of its own), the model idle; flushes. */
     const run = (stream: Buffer, end: number) => {
@@ -148,7 +149,6 @@ describe('ModelFeeder', () => {
       expect(posted.map((p) => p.seq)).toEqual([1_200_000]);
       expect(posted[0]!.data).toBe(titled.subarray(1_200_000, end).toString());
     }
-    slabAllocs.mockRestore();
   });
 
   it('posts small output after a short settle (never before the echo leaves) and waits for progress before the next batch', () => {
