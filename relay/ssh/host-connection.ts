@@ -1,9 +1,10 @@
 import type { LookupFunction } from 'node:net';
 import { connect as tcpConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
-import ssh2, { type ConnectConfig } from 'ssh2';
+import type { ConnectConfig } from 'ssh2';
+import ssh2 from './ssh2-module.js';
 
-// ssh2 is CommonJS: Node's ESM loader only offers its default export.
+// ssh2 is CommonJS: its module object, loaded in ssh2-module.ts.
 const { Client } = ssh2;
 type Client = InstanceType<typeof Client>;
 

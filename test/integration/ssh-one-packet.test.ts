@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
+import { pooledRandomFills } from '../../relay/ssh/ssh2-module.js';
 import { waitFor } from '../support/local-daemon.js';
 import { type ProxiedHost, startProxiedHost } from '../support/proxied-host.js';
 import { hostFor, remoteRuntimeDir } from '../support/ssh-fixture.js';
@@ -104,12 +105,14 @@ describe.skipIf(!available)('one keystroke, one packet, through a TCP hop with N
       await trace.start();
       const s0 = proxy.stats();
       const k0 = provider.linkInfo('h')!.packets;
+      const r0 = pooledRandomFills();
       for (let i = 0; i < KEYS; i++) {
         await t.type(String.fromCharCode(0x61 + (i % 26)));
         await sleep(KEY_GAP_MS);
       }
       const s1 = proxy.stats();
       const k1 = provider.linkInfo('h')!.packets;
+      const paddings = pooledRandomFills() - r0;
       const daemon = await trace.stop();
       const counts = {
         relayWrites: k1.sent - k0.sent,
@@ -130,6 +133,8 @@ describe.skipIf(!available)('one keystroke, one packet, through a TCP hop with N
       expect(counts.daemonWrites).toBeLessThanOrEqual(KEYS + SLACK);
       expect(counts.relayPacketsIn).toBeLessThanOrEqual(KEYS + SLACK);
       expect(counts.hopDown).toBeLessThanOrEqual(KEYS + SLACK);
+      // Every packet the relay sent took its padding from the pool (relay/ssh/ssh2-module.ts).
+      expect(paddings).toBeGreaterThanOrEqual(counts.relayWrites);
     } finally {
       trace.dispose();
       proxy.delay(0);
