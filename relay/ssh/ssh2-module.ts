@@ -61,10 +61,25 @@ export function pooledRandomFill<T extends NodeJS.ArrayBufferView>(
 }
 
 const require = createRequire(import.meta.url);
+
+/**
+ * Whether module `m` is loaded already. A path a later ssh2 moved or no longer exports counts as
+ * not loaded (a missing ssh2 itself fails at the `require` below, as any missing dependency).
+ */
+function loaded(m: string): boolean {
+  let path: string;
+  try {
+    path = require.resolve(m);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ERR_PACKAGE_PATH_NOT_EXPORTED' || code === 'MODULE_NOT_FOUND') return false;
+    throw err;
+  }
+  return require.cache[path] !== undefined;
+}
+
 /** True when ssh2 loads here, with the pooled padding (false: some of it was loaded before). */
-export const ssh2PaddingPooled = ['ssh2', 'ssh2/lib/protocol/crypto.js'].every(
-  (m) => require.cache[require.resolve(m)] === undefined,
-);
+export const ssh2PaddingPooled = !loaded('ssh2') && !loaded('ssh2/lib/protocol/crypto.js');
 
 type Ssh2 = typeof import('ssh2');
 
