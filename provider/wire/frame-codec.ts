@@ -43,40 +43,48 @@ function protocolError(message: string): PtyRelayError {
 const MAX_ID_BYTES = 0xffff;
 const MAX_INCARNATION_BYTES = 0xff;
 
-/** UTF-8 bytes of an id field, refused (not a RangeError from the buffer write) when too long to encode. */
-function fieldBytes(value: string, max: number, what: string): Buffer {
-  const bytes = Buffer.from(value, 'utf8');
-  if (bytes.length > max) throw protocolError(`${what} of ${bytes.length} bytes exceeds ${max}`);
-  return bytes;
-}
-
-/**
- * {@link fieldBytes}' length check without the copy: a keystroke's frames (input, credit) write
- * their id straight into the frame, one allocation each.
- */
-function fieldLength(value: string, max: number, what: string): number {
-  const n = Buffer.byteLength(value, 'utf8');
+/** An id field of `n` UTF-8 bytes is refused (not a RangeError from the buffer write) when too long to encode. */
+function checkFieldLength(n: number, max: number, what: string): number {
   if (n > max) throw protocolError(`${what} of ${n} bytes exceeds ${max}`);
   return n;
 }
 
-/** A whole frame's buffer (header written, payload not) for `payloadLength` bytes of payload. */
-function frameWithHeader(type: number, payloadLength: number): Buffer {
+/** UTF-8 bytes of an id field (see {@link checkFieldLength}). */
+function fieldBytes(value: string, max: number, what: string): Buffer {
+  const bytes = Buffer.from(value, 'utf8');
+  checkFieldLength(bytes.length, max, what);
+  return bytes;
+}
+
+/**
+ * An id field's UTF-8 length, checked, without the copy: a keystroke's frames (input, credit)
+ * write their id straight into the frame, one allocation each.
+ */
+function fieldLength(value: string, max: number, what: string): number {
+  return checkFieldLength(Buffer.byteLength(value, 'utf8'), max, what);
+}
+
+/**
+ * A buffer of `size` bytes starting with the header of a frame of `payloadLength` bytes of
+ * payload (the length is checked before anything is allocated).
+ */
+function withHeader(size: number, type: number, payloadLength: number): Buffer {
   if (payloadLength + 1 > MAX_FRAME_BYTES)
     throw protocolError(`frame of ${payloadLength} bytes exceeds the maximum`);
-  const out = Buffer.allocUnsafe(HEADER_BYTES + payloadLength);
+  const out = Buffer.allocUnsafe(size);
   out.writeUInt32BE(payloadLength + 1, 0);
   out[4] = type;
   return out;
 }
 
+/** A whole frame's buffer (header written, payload not) for `payloadLength` bytes of payload. */
+function frameWithHeader(type: number, payloadLength: number): Buffer {
+  return withHeader(HEADER_BYTES + payloadLength, type, payloadLength);
+}
+
+/** The header alone, for frames joined from parts. */
 function frameHeader(type: number, payloadLength: number): Buffer {
-  if (payloadLength + 1 > MAX_FRAME_BYTES)
-    throw protocolError(`frame of ${payloadLength} bytes exceeds the maximum`);
-  const h = Buffer.allocUnsafe(HEADER_BYTES);
-  h.writeUInt32BE(payloadLength + 1, 0);
-  h.writeUInt8(type, 4);
-  return h;
+  return withHeader(HEADER_BYTES, type, payloadLength);
 }
 
 export function encodeJsonFrame(message: unknown): Buffer {
@@ -129,11 +137,7 @@ export function dataFrameIds(id: string, incarnationId: string): Buffer {
 /** {@link encodeDataFrameHead} with the ids already encoded by {@link dataFrameIds}. */
 export function encodeDataFrameHeadFrom(ids: Uint8Array, seq: number, payloadBytes: number): Buffer {
   const metaLen = ids.length + 8;
-  if (metaLen + payloadBytes + 1 > MAX_FRAME_BYTES)
-    throw protocolError(`frame of ${metaLen + payloadBytes} bytes exceeds the maximum`);
-  const meta = Buffer.allocUnsafe(HEADER_BYTES + metaLen);
-  meta.writeUInt32BE(metaLen + payloadBytes + 1, 0);
-  meta[4] = FrameType.Data;
+  const meta = withHeader(HEADER_BYTES + metaLen, FrameType.Data, metaLen + payloadBytes);
   meta.set(ids, HEADER_BYTES);
   meta.writeDoubleBE(seq, HEADER_BYTES + ids.length);
   return meta;
