@@ -47,8 +47,22 @@ export async function socketAnswers(path: string): Promise<boolean> {
  *   stub RSS peak 234 → 183 MB). No cost measured to a `cat` flood or to echo latency; a
  *   flood the model must parse in full (one long line) ran ~8 % slower (docs/benchmarks.md).
  * - {@link INTERACTIVE_TIER_UP_FLAG}: the keystroke path is optimized early (v8-tier-up.ts).
+ * - `--v8-pool-size=1`: one V8 background thread instead of four. The daemon's background
+ *   threads are V8's optimizing compiler (~90 % of their time while typing) and its concurrent
+ *   GC. With four, two compile jobs of 2–14 ms each could hold both cores of a 2-core host at
+ *   once, and the next keystroke's hops (sshd, the daemon, the tty's kworker, `cat`) queued
+ *   behind them: during the bench's 2 ms bursts those threads had 30–37 % of both cores' time
+ *   while an echo took over 4 ms (scheduler trace, docs/benchmarks.md "Issue 17, fifth round"). With
+ *   one they hold at most one core, and compile less in total: 1.9–2.4 s of compile per typing run
+ *   against 3.4–5.1 s. The daemon's heaps are small (2 MB semi-spaces), so GC loses nothing it
+ *   would notice; flood and memory targets unchanged (0.80× of `ssh -tt`, 178 MB for 50 × `yes`).
  */
-const DAEMON_NODE_FLAGS = ['--max-semi-space-size=2', '--optimize-for-size', INTERACTIVE_TIER_UP_FLAG];
+const DAEMON_NODE_FLAGS = [
+  '--max-semi-space-size=2',
+  '--optimize-for-size',
+  INTERACTIVE_TIER_UP_FLAG,
+  '--v8-pool-size=1',
+];
 
 /**
  * Connects to the user's daemon, starting it detached (own session, stdio to its log file) when

@@ -69,7 +69,7 @@ describe('daemon allocator settings (issue 19)', () => {
       await fx.provider.shutdown(r.id, { immediate: true });
     });
 
-    it("the daemon runs with V8's memory flags (a small young generation, --optimize-for-size) and early tier-up", () => {
+    it("the daemon runs with V8's memory flags (a small young generation, --optimize-for-size), early tier-up and one V8 background thread", () => {
       const argv = readFileSync(`/proc/${fx.daemonPid}/cmdline`, 'utf8').split('\0');
       const script = argv.findIndex((a) => a.endsWith('stub.cjs'));
       expect(script).toBeGreaterThan(0);
@@ -77,6 +77,7 @@ describe('daemon allocator settings (issue 19)', () => {
         '--max-semi-space-size=2',
         '--optimize-for-size',
         '--interrupt-budget=8192',
+        '--v8-pool-size=1',
       ]);
     });
   });
