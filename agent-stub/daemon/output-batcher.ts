@@ -14,10 +14,21 @@ export const BATCH_MAX_BYTES = 32 * 1024;
  */
 export const PTY_FULL_READ_BYTES = 4095;
 /**
- * A batch held for a full read goes out after this long if no read follows (output that ended
- * exactly on the buffer's boundary). Never armed for short reads, so never on an echo.
+ * A streaming session's batch held for a full read goes out after this long if no read follows
+ * (output that ended exactly on the buffer's boundary). Never armed for short reads, so never on
+ * an echo; never for a session that is not streaming either (see {@link PEEK_PASSES}).
  */
 export const FULL_READ_HOLD_MS = 2;
+/**
+ * A full read of a session that is not streaming (the first 8 KiB after a pause: a paste's echo,
+ * a screen redraw) is held only for this many passes of the event loop's poll, then sent. A full
+ * read does not prove more is waiting: a 4 KiB paste comes back from `cat` as 4095 + 1 bytes
+ * that the daemon often reads as one 4096-byte chunk, the whole echo, which FULL_READ_HOLD_MS
+ * then held for 2 ms (the paste p99 of issue 17: a cluster of pastes at +2 ms). Output the
+ * kernel already has arrives within these passes; a stream's refills come later, and it has
+ * FULL_READ_HOLD_MS once it streams.
+ */
+export const PEEK_PASSES = 2;
 /**
  * A session that produced this much output with no pause longer than STREAM_GAP_MS between reads
  * is streaming (`cat`, a build log, a line-buffered program a fast daemon reads line by line),
@@ -54,6 +65,10 @@ interface Pending {
   streaming: boolean;
   /** A chunk of this batch was a full read: a later short one ended the kernel's backlog. */
   sawFull: boolean;
+  /** The last read was full and the session not streaming: {@link OutputBatcher.passes} then. */
+  peekFrom?: number;
+  /** Its PEEK_PASSES are over with no read after it: it goes at the next turn's end. */
+  peeked: boolean;
 }
 
 /** A session's output with no pause longer than STREAM_GAP_MS: how much, and the last read. */
@@ -81,6 +96,9 @@ export class OutputBatcher {
   /** When the last chunk arrived: the hold timer counts from it. */
   private lastPushAt = 0;
   private readonly bursts = new WeakMap<PtySession, Burst>();
+  /** Passes of the event loop counted while a peek is waiting (see {@link PEEK_PASSES}). */
+  private passes = 0;
+  private peekArmed = false;
 
   constructor(
     private readonly send: SendBatch,
@@ -104,7 +122,16 @@ export class OutputBatcher {
     burst.lastAt = now;
     let p = this.pending.get(s);
     if (!p) {
-      p = { seq, chunks: [], bytes: 0, more: false, since: now, streaming: false, sawFull: false };
+      p = {
+        seq,
+        chunks: [],
+        bytes: 0,
+        more: false,
+        since: now,
+        streaming: false,
+        sawFull: false,
+        peeked: false,
+      };
       this.pending.set(s, p);
     }
     if (burst.bytes >= STREAM_MIN_BYTES) p.streaming = true;
@@ -112,10 +139,13 @@ export class OutputBatcher {
     p.bytes += data.length;
     p.more = data.length >= PTY_FULL_READ_BYTES;
     if (p.more) p.sawFull = true;
+    p.peekFrom = p.more && !p.streaming ? this.passes : undefined;
+    p.peeked = false;
     this.holdExpired = false;
     this.lastPushAt = now;
     if (p.bytes >= BATCH_MAX_BYTES) this.sendOne(s, p);
     // A full read is held for the next one: its turn would send nothing, so none is asked for.
+    else if (p.peekFrom !== undefined) this.armPeek();
     else if (p.more) this.armHold();
     else this.armTurn();
   }
@@ -131,7 +161,7 @@ export class OutputBatcher {
     let streamDue = Number.POSITIVE_INFINITY;
     // Deleting the entry being visited is safe while iterating a Map.
     for (const [s, p] of this.pending) {
-      if (p.more && !this.holdExpired) continue;
+      if (p.more && !this.holdExpired && !p.peeked) continue;
       if (p.streaming && !p.sawFull && now - p.since < STREAM_HOLD_MS)
         streamDue = Math.min(streamDue, p.since + STREAM_HOLD_MS);
       else this.sendOne(s, p);
@@ -169,6 +199,32 @@ export class OutputBatcher {
   protected armHold(): void {
     this.holdTimer ??= setTimeout(this.holdDue, FULL_READ_HOLD_MS);
   }
+
+  /**
+   * Counts passes of the event loop (one immediate per pass: immediates run after each poll) until
+   * every peeking batch had PEEK_PASSES polls after its full read, then ends a turn for them.
+   */
+  protected armPeek(): void {
+    if (this.peekArmed) return;
+    this.peekArmed = true;
+    setImmediate(this.peekPass);
+  }
+
+  private readonly peekPass = (): void => {
+    this.peekArmed = false;
+    this.passes++;
+    let due = false;
+    let waiting = false;
+    for (const p of this.pending.values()) {
+      if (p.peekFrom === undefined || p.peeked) continue;
+      if (this.passes - p.peekFrom >= PEEK_PASSES) {
+        p.peeked = true;
+        due = true;
+      } else waiting = true;
+    }
+    if (waiting) this.armPeek();
+    if (due) this.armTurn();
+  };
 
   private readonly holdDue = (): void => {
     this.holdTimer = undefined;
@@ -247,8 +303,10 @@ export class TimerOutputBatcher extends OutputBatcher {
 
   override turnEnded(): void {}
 
-  /** Its timer sends full reads too: no hold. */
+  /** Its timer sends full reads too: no hold, no peek. */
   protected override armHold(): void {}
+
+  protected override armPeek(): void {}
 
   override drained(): void {}
 

@@ -1,3 +1,4 @@
+import { openSync, writeSync } from 'node:fs';
 import * as pty from 'node-pty';
 import type { IPtyProvider } from '../../provider/contract.js';
 import { now, sleep, waitFor } from './util.js';
@@ -5,6 +6,14 @@ import { now, sleep, waitFor } from './util.js';
 /** Raw mode without echo: every byte typed comes back exactly once, from cat. */
 export const RAW_CAT = 'stty raw -echo; printf READY; exec cat';
 const READY = 'READY';
+/**
+ * BENCH_MARKS=1: a write of 7771 bytes to /dev/null when a paste is written and of 7772 when its
+ * last byte is back, so a system-call trace (perf) can place each paste's hops on its own clock.
+ */
+const markFd = process.env.BENCH_MARKS === '1' ? openSync('/dev/null', 'w') : undefined;
+const mark = (n: number): void => {
+  if (markFd !== undefined) writeSync(markFd, Buffer.alloc(n));
+};
 /** A byte that has not come back after this long counts as lost. */
 const ECHO_TIMEOUT_MS = 2000;
 
@@ -21,6 +30,9 @@ export class EchoTarget {
   /** Arrival time of each byte since the current measurement began (index: byte number). */
   private arrivals: number[] = [];
   private base = 0;
+  /** Arrival (ms since the paste was written) and size of each chunk of the last paste's echo. */
+  lastPasteChunks: [number, number][] = [];
+  private pasteAt: number | undefined;
 
   constructor(readonly label: string) {}
 
@@ -35,6 +47,10 @@ export class EchoTarget {
       if (chunk.length === 0) return;
     }
     const t = now();
+    if (this.pasteAt !== undefined) {
+      this.lastPasteChunks.push([t - this.pasteAt, chunk.length]);
+      mark(this.label === 'SshPtyProvider' ? 7772 : 7782);
+    }
     for (let i = 0; i < chunk.length; i++) this.arrivals.push(t);
     this.got += chunk.length;
   }
@@ -65,9 +81,13 @@ export class EchoTarget {
   /** Writes `data` at once and returns the time until its last byte came back (ms). */
   async paste(data: string): Promise<number | undefined> {
     this.begin();
+    this.lastPasteChunks = [];
     const t0 = now();
+    this.pasteAt = t0;
+    mark(this.label === 'SshPtyProvider' ? 7771 : 7781);
     this.write(data);
     await this.settle(data.length);
+    this.pasteAt = undefined;
     const last = this.arrivals[data.length - 1];
     return last === undefined ? undefined : last - t0;
   }

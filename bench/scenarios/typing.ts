@@ -21,6 +21,8 @@ const PASTES_PER_SAMPLE = 0.4;
 /** Within the budget of issue 17: p50 ≤ ssh + 0.5 ms, p99 ≤ ssh + 1 ms at every spacing. */
 const P50_MARGIN_MS = 0.5;
 const P99_MARGIN_MS = 1;
+/** `BENCH_TYPING_MODES=2ms,paste` runs only those modes (closed, 2ms, 30ms, paste), for a quick look at one. */
+const MODES = new Set((process.env.BENCH_TYPING_MODES ?? 'closed,2ms,30ms,paste').split(','));
 
 /** 4 KiB of printable text, different per paste so no echo is mistaken for another. */
 function pasteText(n: number): string {
@@ -38,6 +40,8 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
   const targets: EchoTarget[] = [];
   const latencies = new Map<string, number[]>();
   const timeouts = new Map<string, number>();
+  /** Per paste of each target: when each chunk of its echo came back (ms) and its size. */
+  const pasteChunks = new Map<string, [number, number][][]>();
   try {
     targets.push(await providerTarget('SshPtyProvider', provider, 'h'));
     targets.push(nodePtyTarget('ssh -tt', 'ssh', [...sshArgs(env.sshd), RAW_CAT]));
@@ -54,7 +58,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
       }
     };
     await sleep(100);
-    for (let i = 0; i < WARMUP + samples; i++) {
+    for (let i = 0; i < (MODES.has('closed') ? WARMUP + samples : 0); i++) {
       const ch = String.fromCharCode(0x61 + (i % 26));
       // Round-robin: every target sees the same moment of the machine, within a few ms.
       for (const t of targets) {
@@ -63,7 +67,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
         await sleep(GAP_MS + Math.random() * 4);
       }
     }
-    for (const spacing of SPACINGS_MS) {
+    for (const spacing of SPACINGS_MS.filter((s) => MODES.has(`${s}ms`))) {
       const keys = BURST_KEYS[spacing];
       const rounds = Math.ceil(samples / keys);
       for (let r = 0; r < rounds; r++) {
@@ -75,10 +79,12 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
         }
       }
     }
-    const pastes = Math.max(10, Math.round(samples * PASTES_PER_SAMPLE));
+    const pastes = MODES.has('paste') ? Math.max(10, Math.round(samples * PASTES_PER_SAMPLE)) : 0;
     for (let n = 0; n < pastes; n++) {
       for (const t of targets) {
         record('paste', t.label, [await t.paste(pasteText(n))]);
+        if (!pasteChunks.has(t.label)) pasteChunks.set(t.label, []);
+        pasteChunks.get(t.label)!.push(t.lastPasteChunks.map(([at, n]) => [round(at, 3), n]));
         await sleep(20);
       }
     }
@@ -224,6 +230,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
       pasteBytes: PASTE_BYTES,
       stats,
       raw: Object.fromEntries([...latencies].map(([k, xs]) => [k, xs.map((x) => round(x, 3))])),
+      pasteChunks: Object.fromEntries(pasteChunks),
     },
     errors,
     durationMs: now() - t0,

@@ -6,6 +6,7 @@ import {
   BATCH_MAX_BYTES,
   FULL_READ_HOLD_MS,
   LEGACY_BATCH_WINDOW_MS,
+  PEEK_PASSES,
   PTY_FULL_READ_BYTES,
   STREAM_GAP_MS,
   STREAM_HOLD_MS,
@@ -283,6 +284,33 @@ describe('ConnectionOutput and OutputBatcher', () => {
     vi.advanceTimersByTime(FULL_READ_HOLD_MS);
     nextTurn();
     expect(socket.writes.length).toBe(before + 1);
+    out.close();
+  });
+
+  it('a paste’s echo read whole (one full read, nothing after it) goes after a few loop passes, not a timer', async () => {
+    // Real loop passes: a fake clock runs a chained immediate only when it moves, like a timer.
+    vi.useRealTimers();
+    const pass = () => new Promise<void>((r) => setImmediate(r));
+    const { socket, out } = setup();
+    // 4 KiB pasted into `cat`: it writes 4095 + 1 bytes, which the daemon often reads as one.
+    out.data(A, 0, Buffer.alloc(4096, 0x61));
+    for (let i = 0; i < PEEK_PASSES; i++) await pass();
+    // Held while the kernel could still hand over more (the old 2 ms hold held it far longer)…
+    expect(socket.writes).toHaveLength(0);
+    await pass();
+    // …and sent a pass later: microseconds, where FULL_READ_HOLD_MS is 2 ms.
+    expect(socket.writes).toHaveLength(1);
+    expect(socket.writes[0]!.frames).toMatchObject([{ type: FrameType.Data, seq: 0 }]);
+    // Read in two pieces, the second within the passes: one frame.
+    await new Promise((r) => setTimeout(r, STREAM_GAP_MS + 1));
+    out.data(A, 4096, Buffer.alloc(PTY_FULL_READ_BYTES, 0x62));
+    await pass();
+    out.data(A, 4096 + PTY_FULL_READ_BYTES, Buffer.from('c'));
+    for (let i = 0; i < PEEK_PASSES + 1; i++) await pass();
+    expect(socket.writes).toHaveLength(2);
+    expect(socket.writes[1]!.frames).toHaveLength(1);
+    const f = socket.writes[1]!.frames[0]!;
+    expect(f.type === FrameType.Data ? f.data.length : 0).toBe(PTY_FULL_READ_BYTES + 1);
     out.close();
   });
 
