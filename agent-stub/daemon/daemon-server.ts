@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync, unlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { socketAnswers } from '../../provider/daemon-launcher.js';
+import { keepBackgroundThreadsLow } from '../../provider/background-threads.js';
 import { assertPrivateRuntime } from '../../provider/private-dir.js';
 import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
@@ -105,6 +106,10 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const idleExitMs = opts.idleExitMs ?? DEFAULT_IDLE_EXIT_MS;
   const startedAt = Date.now();
   const model = new ScreenModelHost();
+  // Keystrokes and echoes run on the main thread; compiles, GC helpers and screen models can wait.
+  const stopNice = keepBackgroundThreadsLow((problem) =>
+    log('background threads keep their priority', { problem }),
+  );
   const trimAddon = heapTrimAddon();
   if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
   const { addon } = trimAddon;
@@ -159,6 +164,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     log('daemon exiting', { reason });
     clearTimeout(idleTimer);
     trimmer.stop();
+    stopNice();
     server?.close();
     for (const c of connections) c.close();
     await registry.shutdownAll();

@@ -7,8 +7,9 @@ import { now, sleep, waitFor } from './util.js';
 export const RAW_CAT = 'stty raw -echo; printf READY; exec cat';
 const READY = 'READY';
 /**
- * BENCH_MARKS=1: a write of 7771 bytes to /dev/null when a paste is written and of 7772 when its
- * last byte is back, so a system-call trace (perf) can place each paste's hops on its own clock.
+ * BENCH_MARKS=1: writes to /dev/null a system-call trace (perf) can place each hop against: for
+ * SshPtyProvider 7771 bytes when a paste is written and 7772 per chunk of its echo, 7773 per key
+ * of a burst and 8000 + n per chunk of n echoed bytes (ssh -tt's pastes: 7781, 7782).
  */
 const markFd = process.env.BENCH_MARKS === '1' ? openSync('/dev/null', 'w') : undefined;
 const mark = (n: number): void => {
@@ -47,6 +48,7 @@ export class EchoTarget {
       if (chunk.length === 0) return;
     }
     const t = now();
+    if (this.label === 'SshPtyProvider' && this.pasteAt === undefined) mark(8000 + chunk.length);
     if (this.pasteAt !== undefined) {
       this.lastPasteChunks.push([t - this.pasteAt, chunk.length]);
       mark(this.label === 'SshPtyProvider' ? 7772 : 7782);
@@ -72,6 +74,7 @@ export class EchoTarget {
       const wait = t0 + i * spacingMs - now();
       if (wait > 0) await sleep(wait);
       sentAt.push(now());
+      if (this.label === 'SshPtyProvider') mark(7773);
       this.write(keys[i]!);
     }
     await this.settle(keys.length);

@@ -1,4 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
+import { keepBackgroundThreadsLow } from '../../provider/background-threads.js';
 import { INTERACTIVE_TIER_UP_FLAG } from '../../provider/v8-tier-up.js';
 
 /**
@@ -28,9 +29,14 @@ export const RELAY_V8_FLAGS: readonly string[] = ['--heap-growing-percent=100', 
 
 let tuned = false;
 
-/** Applies {@link RELAY_V8_FLAGS} to this process (once; later calls do nothing). */
+/**
+ * Applies {@link RELAY_V8_FLAGS} to this process and keeps its threads other than the main one
+ * (V8's compilers and GC helpers, libuv's pool) at a lower priority (provider/background-threads.ts),
+ * once; later calls do nothing.
+ */
 export function tuneRelayV8(): void {
   if (tuned) return;
   tuned = true;
   for (const flag of RELAY_V8_FLAGS) setFlagsFromString(flag);
+  keepBackgroundThreadsLow();
 }

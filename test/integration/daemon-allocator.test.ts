@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BACKGROUND_NICE, BACKGROUND_SWEEP_MS } from '../../provider/background-threads.js';
 import {
   DAEMON_MALLOC_ENV,
   daemonProcessEnv,
@@ -66,6 +67,31 @@ describe('daemon allocator settings (issue 19)', () => {
       });
       out.bind(r.id);
       await out.waitText('T=777 S=unset');
+      await fx.provider.shutdown(r.id, { immediate: true });
+    });
+
+    it('its threads but the main one run at a lower priority; the shells it spawns at the user’s own', async () => {
+      const nice = (path: string) => {
+        const stat = readFileSync(path, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      };
+      const pid = fx.daemonPid;
+      // The first sweep runs at the daemon's start; threads started since, within a sweep.
+      await new Promise((r) => setTimeout(r, BACKGROUND_SWEEP_MS + 200));
+      const tids = readdirSync(`/proc/${pid}/task`).map(Number);
+      expect(tids.length).toBeGreaterThan(2);
+      for (const tid of tids)
+        expect(nice(`/proc/${pid}/task/${tid}/stat`)).toBe(tid === pid ? 0 : BACKGROUND_NICE);
+      const out = new OutputCollector(fx.provider);
+      const r = await fx.provider.spawn({
+        cols: 120,
+        rows: 24,
+        command: 'sh',
+        args: ['-c', 'echo "NICE=$(cut -d" " -f19 /proc/$$/stat)"; sleep 30'],
+        env: { HOME: fx.home },
+      });
+      out.bind(r.id);
+      await out.waitText('NICE=0');
       await fx.provider.shutdown(r.id, { immediate: true });
     });
 

@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BACKGROUND_NICE, BACKGROUND_SWEEP_MS } from '../../provider/background-threads.js';
+import { packageRoot } from '../../relay/stub-bundle.js';
+
+/** Nice value of each thread of `pid` (field 19 of /proc/PID/task/TID/stat), by thread id. */
+function threadNice(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+    // The command may hold spaces and parentheses: fields are counted after its closing one.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out.set(Number(t), Number(fields[16]));
+  }
+  return out;
+}
+
+/**
+ * A fresh node process running the built module: it lowers its background threads, then (after a
+ * moment) starts a worker thread, which the next sweep must lower too. It prints READY and WORKER.
+ */
+const CHILD = `
+const { Worker } = await import('node:worker_threads');
+(await import(process.env.BG_MODULE)).keepBackgroundThreadsLow((p) => console.log('PROBLEM ' + p));
+console.log('READY');
+setTimeout(() => {
+  new Worker('setInterval(() => {}, 1000)', { eval: true }).unref();
+  console.log('WORKER');
+}, 300);
+setInterval(() => {}, 1000);
+`;
+
+const linux = existsSync('/proc/self/task');
+if (!linux) console.log('background-threads test skipped: no /proc/self/task (not Linux)');
+
+describe.skipIf(!linux)('background threads at a lower priority (provider/background-threads.ts)', () => {
+  it('lowers every thread but the main one, and threads started later by the next sweep', async () => {
+    const mod = join(packageRoot(), 'dist', 'provider', 'background-threads.js');
+    const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD], {
+      env: { ...process.env, BG_MODULE: mod },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let out = '';
+      const seen = (word: string) =>
+        new Promise<void>((resolve, reject) => {
+          const check = () => {
+            if (out.includes(word)) resolve();
+          };
+          child.stdout!.on('data', (d) => {
+            out += d;
+            check();
+          });
+          child.once('exit', () => reject(new Error(`child exited before ${word}: ${out}`)));
+          check();
+        });
+      await seen('READY');
+      const pid = child.pid!;
+      const first = threadNice(pid);
+      expect(first.get(pid)).toBe(0);
+      const others = [...first].filter(([tid]) => tid !== pid);
+      // V8's platform workers at least.
+      expect(others.length).toBeGreaterThan(1);
+      for (const [, nice] of others) expect(nice).toBe(BACKGROUND_NICE);
+      await seen('WORKER');
+      const before = new Set(first.keys());
+      // The worker's threads start at the main thread's priority; within a sweep they are lowered.
+      await new Promise((r) => setTimeout(r, BACKGROUND_SWEEP_MS + 500));
+      const later = threadNice(pid);
+      const fresh = [...later].filter(([tid]) => !before.has(tid));
+      expect(fresh.length).toBeGreaterThan(0);
+      for (const [, nice] of fresh) expect(nice).toBe(BACKGROUND_NICE);
+      expect(later.get(pid)).toBe(0);
+      expect(out).not.toContain('PROBLEM');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
