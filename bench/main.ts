@@ -117,7 +117,7 @@ function progress(msg: string): void {
 
 export async function main(argv: string[]): Promise<number> {
   // The SshPtyProvider the scenarios measure runs in this process: it gets the relay's V8 flags,
-  // as in `ptyrelay serve` (relay/service/relay-v8.ts); BENCH_RELAY_V8_DEFAULTS=1 leaves V8 as it is.
+  // as in `ptyrelay serve` (relay/service/relay-v8.ts); BENCH_RELAY_V8_DEFAULTS=1 leaves V8 and thread priorities as they are.
   if (process.env.BENCH_RELAY_V8_DEFAULTS !== '1') tuneRelayV8();
   const opts = parseArgs(argv);
   const started = now();

@@ -19,7 +19,7 @@ interface RelayProcessArgs {
 }
 
 async function run(): Promise<void> {
-  // As `ptyrelay serve` does (relay/service/relay-v8.ts); BENCH_RELAY_V8_DEFAULTS=1 leaves V8 as it is (A/B).
+  // As `ptyrelay serve` does (relay/service/relay-v8.ts); BENCH_RELAY_V8_DEFAULTS=1 leaves V8 and thread priorities as they are (A/B).
   if (process.env.BENCH_RELAY_V8_DEFAULTS !== '1') tuneRelayV8();
   const args = JSON.parse(process.argv[2] ?? '{}') as RelayProcessArgs;
   // BENCH_RELAY_LOG=warn (or debug) shows the relay's own log on the bench's stderr.

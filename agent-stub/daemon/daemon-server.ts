@@ -1,8 +1,8 @@
 import { chmodSync, mkdirSync, unlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { socketAnswers } from '../../provider/daemon-launcher.js';
 import { keepBackgroundThreadsLow } from '../../provider/background-threads.js';
+import { socketAnswers } from '../../provider/daemon-launcher.js';
 import { assertPrivateRuntime } from '../../provider/private-dir.js';
 import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
