@@ -7,6 +7,7 @@ import {
   restoreUserMallocEnv,
 } from '../../provider/daemon-allocator.js';
 import { type LocalFixture, OutputCollector, startLocal } from '../support/local-daemon.js';
+import { niceOf } from '../support/thread-nice.js';
 
 /** The environment a process started with (glibc read its malloc settings from this). */
 function startEnv(pid: number): Map<string, string> {
@@ -71,17 +72,13 @@ describe('daemon allocator settings (issue 19)', () => {
     });
 
     it('its threads but the main one run at a lower priority; the shells it spawns at the user’s own', async () => {
-      const nice = (path: string) => {
-        const stat = readFileSync(path, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-      };
       const pid = fx.daemonPid;
       // The first sweep runs at the daemon's start; threads started since, within a sweep.
       await new Promise((r) => setTimeout(r, BACKGROUND_SWEEP_MS + 200));
       const tids = readdirSync(`/proc/${pid}/task`).map(Number);
       expect(tids.length).toBeGreaterThan(2);
       for (const tid of tids)
-        expect(nice(`/proc/${pid}/task/${tid}/stat`)).toBe(tid === pid ? 0 : BACKGROUND_NICE);
+        expect(niceOf(`/proc/${pid}/task/${tid}/stat`)).toBe(tid === pid ? 0 : BACKGROUND_NICE);
       const out = new OutputCollector(fx.provider);
       const r = await fx.provider.spawn({
         cols: 120,

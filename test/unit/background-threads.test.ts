@@ -1,19 +1,15 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BACKGROUND_NICE, BACKGROUND_SWEEP_MS } from '../../provider/background-threads.js';
 import { packageRoot } from '../../relay/stub-bundle.js';
+import { niceOf } from '../support/thread-nice.js';
 
-/** Nice value of each thread of `pid` (field 19 of /proc/PID/task/TID/stat), by thread id. */
+/** Nice value of each thread of `pid`, by thread id. */
 function threadNice(pid: number): Map<number, number> {
   const out = new Map<number, number>();
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
-    // The command may hold spaces and parentheses: fields are counted after its closing one.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out.set(Number(t), Number(fields[16]));
-  }
+  for (const t of readdirSync(`/proc/${pid}/task`)) out.set(Number(t), niceOf(`/proc/${pid}/task/${t}/stat`));
   return out;
 }
 
