@@ -148,6 +148,23 @@ describe('output history on disk', () => {
     await live.waitText('SEQ-DONE\r\n', 60_000);
     const head = live.nextSeq;
     const dir = join(daemonHistoryDir(stateDir(), fx.daemonPid), localId(r.id));
+    // The echo goes out before the log's write (and a dropped segment's unlink): wait until the
+    // files hold everything up to the live head and stopped changing, or the oldest file listed
+    // may be one the log has already let go of.
+    let listed = '';
+    let stable = 0;
+    await waitFor(
+      () => {
+        const now = segmentsOf(dir);
+        const last = now.at(-1);
+        stable = JSON.stringify(now) === listed ? stable + 1 : 0;
+        listed = JSON.stringify(now);
+        // Unchanged over five polls (~100 ms) and up to the head.
+        return stable >= 5 && last !== undefined && last.seq + last.size >= head;
+      },
+      10_000,
+      'the session log to reach the live head',
+    );
     const segs = segmentsOf(dir);
     const held = segs.reduce((n, s) => n + s.size, 0);
     expect(held).toBeLessThanOrEqual(1 * MiB);
