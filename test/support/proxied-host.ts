@@ -42,7 +42,7 @@ export async function startProxiedHost(
   );
   const dir = mkdtempSync(join(tmpdir(), `ptr-${tag}-`));
   chmodSync(dir, 0o755); // the generator runs as the sshd test user
-  return {
+  const fx: ProxiedHost = {
     sshd,
     proxy,
     provider,
@@ -50,17 +50,19 @@ export async function startProxiedHost(
     dir,
     async cleanup() {
       proxy.restore();
-      // Under a loaded full run the request can fail (the link still reconnecting after the
-      // faults): say so and end the daemon by its runtime dir, so the run leaves nothing behind.
-      await provider.shutdownDaemon('h').catch(async (err: unknown) => {
+      // The provider a test put in place last (a test may swap in a fresh one). The request can
+      // still fail (the link not back yet after the faults of a loaded run): say so and end the
+      // daemon by its runtime dir, so the run leaves nothing behind.
+      await fx.provider.shutdownDaemon('h').catch(async (err: unknown) => {
         console.log(`proxied host: shutdownDaemon failed (${String(err)}); killing its daemon`);
         await killDaemonsOf(runtimeDir);
       });
-      await provider.dispose();
+      await fx.provider.dispose();
       await proxy.close();
       await sshd.stop();
       home.cleanup();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  return fx;
 }
