@@ -37,6 +37,8 @@ export class TerminalIdAllocator {
   private highest = 0;
   private lastScan = Number.NEGATIVE_INFINITY;
   private warned = false;
+  /** Reservations the last prune looked at (stat), for tests: pruning stops at the first young one. */
+  lastPruneChecked = 0;
 
   /** `dir` is `<stateDir>/ids`, created 0700 on first use; `tag` is written into each reservation. */
   constructor(
@@ -97,13 +99,22 @@ export class TerminalIdAllocator {
     });
   }
 
-  /** Deletes reservations past the retention window, never the newest (`claimed` is newer still). */
+  /**
+   * Deletes reservations past the retention window, oldest first, and stops at the first one still
+   * inside it: numbers are claimed in increasing order, so the ones above it are younger still. A
+   * day's worth of young reservations (thousands, for a user whose agents open many terminals)
+   * then costs one stat instead of one each, on the spawn that triggered the scan. The newest is
+   * never deleted (`claimed` is newer still). A reservation out of order (a clock step) only waits
+   * for a later scan; nothing young is ever deleted, as each one is checked before its unlink.
+   */
   private prune(seen: { n: number; name: string }[], claimed: number, now: number): void {
-    for (const r of seen) {
-      if (r.n >= claimed) continue;
+    this.lastPruneChecked = 0;
+    for (const r of seen.filter((x) => x.n < claimed).sort((x, y) => x.n - y.n)) {
       const path = join(this.dir, r.name);
+      this.lastPruneChecked++;
       try {
-        if (now - statSync(path).mtimeMs > ID_RESERVATION_RETENTION_MS) unlinkSync(path);
+        if (now - statSync(path).mtimeMs <= ID_RESERVATION_RETENTION_MS) return;
+        unlinkSync(path);
       } catch (err) {
         // Another daemon pruned it first; anything else only delays pruning.
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {

@@ -63,6 +63,24 @@ describe('TerminalIdAllocator', () => {
     expect(nums).toEqual(Array.from({ length: procs * each }, (_, i) => i + 1));
   });
 
+  it('prunes oldest first and stops at the first reservation inside the window (one stat for a day of young ids)', () => {
+    const dir = freshDir();
+    mkdirSync(dir, { recursive: true });
+    const old = (Date.now() - ID_RESERVATION_RETENTION_MS - 60_000) / 1000;
+    for (let i = 1; i <= 2000; i++) writeFileSync(join(dir, String(i)), '');
+    for (let i = 1; i <= 5; i++) utimesSync(join(dir, String(i)), old, old);
+    // Out of order (a clock step): old, but above a young one; it waits for a later scan.
+    utimesSync(join(dir, '1500'), old, old);
+    const a = new TerminalIdAllocator(dir, 't');
+    expect(a.next()).toBe('pty-2001');
+    // Five old ones deleted, then the first young one (6) ends the prune.
+    expect(a.lastPruneChecked).toBe(6);
+    const left = readdirSync(dir).map(Number);
+    expect(left).toHaveLength(2001 - 5);
+    expect(Math.min(...left)).toBe(6);
+    expect(left).toContain(1500);
+  });
+
   it('prunes reservations past the retention window but keeps counting from the highest', () => {
     const dir = freshDir();
     mkdirSync(dir, { recursive: true });
