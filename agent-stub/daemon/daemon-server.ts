@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, unlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
-import { keepBackgroundThreadsLow } from '../../provider/background-threads.js';
+import { dirname, join } from 'node:path';
+import { keepBackgroundThreadsLow, sliceAddonPath } from '../../provider/background-threads.js';
 import { socketAnswers } from '../../provider/daemon-launcher.js';
 import { assertPrivateRuntime } from '../../provider/private-dir.js';
 import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
@@ -107,8 +107,9 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const startedAt = Date.now();
   const model = new ScreenModelHost();
   // Keystrokes and echoes run on the main thread; compiles, GC helpers and screen models can wait.
-  const stopNice = keepBackgroundThreadsLow((problem) =>
-    log('background threads keep their priority', { problem }),
+  const stopNice = keepBackgroundThreadsLow(
+    (problem) => log('background thread tuning incomplete', { problem }),
+    process.argv[1] ? sliceAddonPath(dirname(process.argv[1])) : undefined,
   );
   const trimAddon = heapTrimAddon();
   if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });

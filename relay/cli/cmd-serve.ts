@@ -45,7 +45,8 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     'insecure-listen': { type: 'boolean' },
   },
   async run(args) {
-    tuneRelayV8();
+    const tuning: string[] = [];
+    tuneRelayV8((problem) => tuning.push(problem));
     const config = loadConfig(args.values.config as string | undefined);
     if (args.values.listen) config.listen = parseListen(args.values.listen as string);
     const cert = args.values['tls-cert'] as string | undefined;
@@ -56,6 +57,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     // Log lines wait until the service is up: `--json`'s line comes first on stdout.
     const logOut = new HeldOutput();
     const log = createLogger({ destination: logOut });
+    for (const problem of tuning) log.info({ problem }, 'background thread tuning incomplete');
     const token = loadOrCreateToken();
     if (token.warning) {
       log.warn({ path: token.path }, token.warning);

@@ -42,8 +42,11 @@ export interface StubArtifacts {
 }
 
 const PTY_NODE_PATH = 'node_modules/node-pty/build/Release/pty.node';
-/** The optional heap-trim addon, beside the bundle as the daemon looks for it (agent-stub/native/heap-trim.ts). */
-const TRIM_ADDON_PATH = 'native/malloc-trim.node';
+/**
+ * The optional addons, beside the bundle where the daemon looks for them: heap trimming
+ * (agent-stub/native/heap-trim.ts) and the background threads' slice (provider/background-threads.ts).
+ */
+const ADDON_PATHS = ['native/malloc-trim.node', 'native/sched-slice.node'];
 /** node-pty's loader (lib/utils.js loadNativeModule) looks in build/Release first. */
 const PTY_LIB_DIR = 'node_modules/node-pty/lib';
 const EXECUTABLE_MODE = 0o755;
@@ -178,13 +181,15 @@ function fileEntry(path: string, source: string, mode: number): StubArtifactFile
 }
 
 /**
- * The heap-trim addon built beside `stub` (scripts/build-native.mjs), when it is there and for the
- * platform's CPU: it is built for this machine only, and a host of another CPU runs without it.
+ * The addons built beside `stub` (scripts/build-native.mjs), each when it is there and for the
+ * platform's CPU: they are built for this machine only, and a host of another CPU runs without them.
  */
-function trimAddonFiles(stub: string, platform: StubPlatform): StubArtifactFile[] {
-  const path = join(dirname(stub), TRIM_ADDON_PATH);
-  if (!existsSync(path) || elfMachine(path) !== ELF_MACHINE[platform]) return [];
-  return [fileEntry(TRIM_ADDON_PATH, path, EXECUTABLE_MODE)];
+function addonFiles(stub: string, platform: StubPlatform): StubArtifactFile[] {
+  return ADDON_PATHS.flatMap((rel) => {
+    const path = join(dirname(stub), rel);
+    if (!existsSync(path) || elfMachine(path) !== ELF_MACHINE[platform]) return [];
+    return [fileEntry(rel, path, EXECUTABLE_MODE)];
+  });
 }
 
 const cache = new Map<StubPlatform, { key: string; artifacts: StubArtifacts }>();
@@ -230,8 +235,8 @@ export function collectStubArtifacts(platform: StubPlatform, stub = stubBundlePa
     if (a && (!b || compareVersions(parseVersion(a), parseVersion(b)) < 0)) pick = i;
   }
   const native = candidates[pick]!;
-  const trimAddon = join(dirname(stub), TRIM_ADDON_PATH);
-  const key = statKey([stub, native.path, ptyPkgPath, ...(existsSync(trimAddon) ? [trimAddon] : [])]);
+  const addons = ADDON_PATHS.map((rel) => join(dirname(stub), rel)).filter((p) => existsSync(p));
+  const key = statKey([stub, native.path, ptyPkgPath, ...addons]);
   const hit = cache.get(platform);
   if (hit?.key === key) return hit.artifacts;
 
@@ -245,7 +250,7 @@ export function collectStubArtifacts(platform: StubPlatform, stub = stubBundlePa
       : []),
     ...runtimeLibFiles(libDir).map((f) => fileEntry(`${PTY_LIB_DIR}/${f}`, join(libDir, f), REGULAR_MODE)),
     fileEntry(PTY_NODE_PATH, native.path, EXECUTABLE_MODE),
-    ...trimAddonFiles(stub, platform),
+    ...addonFiles(stub, platform),
   ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const sha12 = createHash('sha256')
     .update(manifestJson({ platform, version, files }))

@@ -1,6 +1,8 @@
+import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
-import { keepBackgroundThreadsLow } from '../../provider/background-threads.js';
+import { keepBackgroundThreadsLow, sliceAddonPath } from '../../provider/background-threads.js';
 import { INTERACTIVE_TIER_UP_FLAG } from '../../provider/v8-tier-up.js';
+import { packageRoot } from '../stub-bundle.js';
 
 /**
  * V8 flags for a process that runs the relay service (`ptyrelay serve`, the bench's relay), set
@@ -31,12 +33,14 @@ let tuned = false;
 
 /**
  * Applies {@link RELAY_V8_FLAGS} to this process and keeps its threads other than the main one
- * (V8's compilers and GC helpers, libuv's pool) at a lower priority (provider/background-threads.ts),
- * once; later calls do nothing.
+ * (V8's compilers and GC helpers, libuv's pool) at a lower priority and a long slice
+ * (provider/background-threads.ts), once; later calls do nothing. `onProblem` hears why any of
+ * that could not be done (no slice addon, a refusal).
  */
-export function tuneRelayV8(): void {
+export function tuneRelayV8(onProblem?: (problem: string) => void): void {
   if (tuned) return;
   tuned = true;
   for (const flag of RELAY_V8_FLAGS) setFlagsFromString(flag);
-  keepBackgroundThreadsLow();
+  // The slice addon is built beside the stub bundle (scripts/build-native.mjs).
+  keepBackgroundThreadsLow(onProblem, sliceAddonPath(join(packageRoot(), 'dist', 'stub')));
 }

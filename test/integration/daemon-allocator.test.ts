@@ -1,13 +1,22 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BACKGROUND_NICE, BACKGROUND_SWEEP_MS } from '../../provider/background-threads.js';
+import {
+  BACKGROUND_NICE,
+  BACKGROUND_SLICE_NS,
+  BACKGROUND_SWEEP_MS,
+  sliceAddonPath,
+} from '../../provider/background-threads.js';
 import {
   DAEMON_MALLOC_ENV,
   daemonProcessEnv,
   restoreUserMallocEnv,
 } from '../../provider/daemon-allocator.js';
+import { stubBundlePath } from '../../relay/stub-bundle.js';
 import { type LocalFixture, OutputCollector, startLocal } from '../support/local-daemon.js';
-import { niceOf } from '../support/thread-nice.js';
+import { niceOf, sliceOf, slicesUnseen } from '../support/thread-nice.js';
+
+const SLICE_ADDON = sliceAddonPath(dirname(stubBundlePath()));
 
 /** The environment a process started with (glibc read its malloc settings from this). */
 function startEnv(pid: number): Map<string, string> {
@@ -79,16 +88,32 @@ describe('daemon allocator settings (issue 19)', () => {
       expect(tids.length).toBeGreaterThan(2);
       for (const tid of tids)
         expect(niceOf(`/proc/${pid}/task/${tid}/stat`)).toBe(tid === pid ? 0 : BACKGROUND_NICE);
+      // And ask for the long slice (the addon ships beside the stub), the main thread keeping the kernel's default.
+      const unseen = existsSync(SLICE_ADDON) ? slicesUnseen() : 'no sched-slice addon built (no C compiler)';
+      if (unseen) console.log(`daemon threads' slices not checked: ${unseen}`);
+      else
+        for (const tid of tids) {
+          const ns = sliceOf(`/proc/${pid}/task/${tid}/sched`);
+          if (tid === pid) expect(ns).toBeLessThan(BACKGROUND_SLICE_NS);
+          else expect(ns).toBe(BACKGROUND_SLICE_NS);
+        }
       const out = new OutputCollector(fx.provider);
       const r = await fx.provider.spawn({
         cols: 120,
         rows: 24,
         command: 'sh',
-        args: ['-c', 'echo "NICE=$(cut -d" " -f19 /proc/$$/stat)"; sleep 30'],
+        args: [
+          '-c',
+          'echo "NICE=$(cut -d" " -f19 /proc/$$/stat) SLICE=$(grep se.slice /proc/$$/sched 2>/dev/null | tr -dc 0-9)"; sleep 30',
+        ],
         env: { HOME: fx.home },
       });
       out.bind(r.id);
-      await out.waitText('NICE=0');
+      const line = await out.waitText(/NICE=\S+ SLICE=\d*\r?\n/);
+      expect(line).toContain('NICE=0 ');
+      // The shell keeps the kernel's slice too (it forks from the main thread).
+      const shellSlice = Number(/SLICE=(\d*)/.exec(line)?.[1] || Number.NaN);
+      if (!unseen) expect(shellSlice).toBeLessThan(BACKGROUND_SLICE_NS);
       await fx.provider.shutdown(r.id, { immediate: true });
     });
 

@@ -90,25 +90,28 @@ describe.skipIf(!available(LOCAL))('collectStubArtifacts', () => {
     expect(a.minGlibc).toMatch(/^2\.\d+$/);
   });
 
-  it('ships the heap-trim addon beside the bundle when the build made one for this CPU', () => {
-    const addon = join(dirname(stubBundlePath()), 'native', 'malloc-trim.node');
-    if (!existsSync(addon)) {
-      console.log('heap-trim addon not built here (no C compiler at build time): nothing to ship');
-      return;
-    }
-    const f = collectStubArtifacts(LOCAL).files.find((x) => x.path === 'native/malloc-trim.node');
-    expect(f?.source).toBe(addon);
-    expect(f?.mode).toBe(0o755);
-  });
+  it.each(['malloc-trim', 'sched-slice'])(
+    'ships the %s addon beside the bundle when the build made one for this CPU',
+    (name) => {
+      const addon = join(dirname(stubBundlePath()), 'native', `${name}.node`);
+      if (!existsSync(addon)) {
+        console.log(`${name} addon not built here (no C compiler at build time): nothing to ship`);
+        return;
+      }
+      const f = collectStubArtifacts(LOCAL).files.find((x) => x.path === `native/${name}.node`);
+      expect(f?.source).toBe(addon);
+      expect(f?.mode).toBe(0o755);
+    },
+  );
 
   it('gives each platform its own binary and dir', () => {
     const arm = available('linux-arm64');
     const x64 = available('linux-x64');
     if (!arm || !x64) return; // Offline build: only the local arch is deployable.
     expect(arm.dirName).not.toBe(x64.dirName);
-    // The heap-trim addon is built for this machine's CPU only: the other platform ships without it.
-    const trim = (a: StubArtifacts) => a.files.some((f) => f.path === 'native/malloc-trim.node');
-    expect(trim(LOCAL === 'linux-x64' ? arm : x64)).toBe(false);
+    // The addons are built for this machine's CPU only: the other platform ships without them.
+    const addons = (a: StubArtifacts) => a.files.filter((f) => f.path.startsWith('native/'));
+    expect(addons(LOCAL === 'linux-x64' ? arm : x64)).toEqual([]);
     const bin = (a: StubArtifacts) => a.files.find((f) => f.path === PTY_NODE)!;
     expect(bin(arm).sha256).not.toBe(bin(x64).sha256);
     expect(readFileSync(bin(arm).source).readUInt16LE(18)).toBe(0xb7); // EM_AARCH64
