@@ -54,6 +54,23 @@ describe('daemon allocator settings (issue 19)', () => {
       process.env.MALLOC_TRIM_THRESHOLD_ = '777';
       fx = await startLocal();
     });
+    /** Runs `script` in a shell of the daemon, waits for its output to match `expected`, ends it; returns the output. */
+    async function shellSays(script: string, expected: string | RegExp): Promise<string> {
+      const out = new OutputCollector(fx.provider);
+      const r = await fx.provider.spawn({
+        cols: 120,
+        rows: 24,
+        command: 'sh',
+        args: ['-c', `${script}; sleep 30`],
+        env: { HOME: fx.home },
+      });
+      out.bind(r.id);
+      try {
+        return await out.waitText(expected);
+      } finally {
+        await fx.provider.shutdown(r.id, { immediate: true });
+      }
+    }
     afterAll(async () => {
       if (saved === undefined) delete process.env.MALLOC_TRIM_THRESHOLD_;
       else process.env.MALLOC_TRIM_THRESHOLD_ = saved;
@@ -63,21 +80,11 @@ describe('daemon allocator settings (issue 19)', () => {
     it('the daemon starts with them, and the shells it spawns do not inherit them', async () => {
       const env = startEnv(fx.daemonPid);
       for (const [k, v] of Object.entries(DAEMON_MALLOC_ENV)) expect(env.get(k)).toBe(v);
-      const out = new OutputCollector(fx.provider);
-      const r = await fx.provider.spawn({
-        cols: 120,
-        rows: 24,
-        command: 'sh',
-        args: [
-          '-c',
-          // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
-          'echo "T=${MALLOC_TRIM_THRESHOLD_-unset} S=${PTYRELAY_USER_MALLOC_ENV-unset}"; sleep 30',
-        ],
-        env: { HOME: fx.home },
-      });
-      out.bind(r.id);
-      await out.waitText('T=777 S=unset');
-      await fx.provider.shutdown(r.id, { immediate: true });
+      await shellSays(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
+        'echo "T=${MALLOC_TRIM_THRESHOLD_-unset} S=${PTYRELAY_USER_MALLOC_ENV-unset}"',
+        'T=777 S=unset',
+      );
     });
 
     it('its threads but the main one run at a lower priority; the shells it spawns at the user’s own', async () => {
@@ -97,24 +104,14 @@ describe('daemon allocator settings (issue 19)', () => {
           if (tid === pid) expect(ns).toBeLessThan(BACKGROUND_SLICE_NS);
           else expect(ns).toBe(BACKGROUND_SLICE_NS);
         }
-      const out = new OutputCollector(fx.provider);
-      const r = await fx.provider.spawn({
-        cols: 120,
-        rows: 24,
-        command: 'sh',
-        args: [
-          '-c',
-          'echo "NICE=$(cut -d" " -f19 /proc/$$/stat) SLICE=$(grep se.slice /proc/$$/sched 2>/dev/null | tr -dc 0-9)"; sleep 30',
-        ],
-        env: { HOME: fx.home },
-      });
-      out.bind(r.id);
-      const line = await out.waitText(/NICE=\S+ SLICE=\d*\r?\n/);
+      const line = await shellSays(
+        'echo "NICE=$(cut -d" " -f19 /proc/$$/stat) SLICE=$(grep se.slice /proc/$$/sched 2>/dev/null | tr -dc 0-9)"',
+        /NICE=\S+ SLICE=\d*\r?\n/,
+      );
       expect(line).toContain('NICE=0 ');
       // The shell keeps the kernel's slice too (it forks from the main thread).
       const shellSlice = Number(/SLICE=(\d*)/.exec(line)?.[1] || Number.NaN);
       if (!unseen) expect(shellSlice).toBeLessThan(BACKGROUND_SLICE_NS);
-      await fx.provider.shutdown(r.id, { immediate: true });
     });
 
     it("the daemon runs with V8's memory flags (a small young generation, --optimize-for-size), early tier-up and one V8 background thread", () => {
