@@ -37,6 +37,18 @@ export async function socketAnswers(path: string): Promise<boolean> {
 }
 
 /**
+ * TurboFan inlines callees into a function it optimizes until their bytecode adds up to this
+ * (V8's default: 920 bytes). Each optimization of the daemon is one job on its one V8 thread
+ * (`--v8-pool-size=1`), and while a job runs, a thread of the next keystroke (sshd, the tty's
+ * kworker, `cat`, the daemon's own main thread) that the kernel wakes on that core and does not
+ * let preempt it waits for the job's end (docs/benchmarks.md "Issue 17, ninth round"). With a
+ * quarter of the budget the jobs are shorter (`--trace-opt` over a typing run: p90 3.5 against
+ * 5.2 ms) and echoes 2 ms apart over 2.5 ms fewer (median 5 against 7.5 of 500, eleven
+ * alternated runs each).
+ */
+export const DAEMON_INLINING_FLAG = '--max-inlined-bytecode-size-cumulative=240';
+
+/**
  * V8 flags of the daemon process (both isolates: the main thread and the model worker).
  * - `--max-semi-space-size=2`: the data path allocates fast and keeps little (the rings are
  *   long-lived, everything else dies young): V8's default young generation (up to 3 × 16 MB)
@@ -56,12 +68,14 @@ export async function socketAnswers(path: string): Promise<boolean> {
  *   one they hold at most one core, and compile less in total: 1.9–2.4 s of compile per typing run
  *   against 3.4–5.1 s. The daemon's heaps are small (2 MB semi-spaces), so GC loses nothing it
  *   would notice; flood and memory targets unchanged (0.80× of `ssh -tt`, 178 MB for 50 × `yes`).
+ * - {@link DAEMON_INLINING_FLAG}: shorter compile jobs, so that one thread is off a core sooner.
  */
 const DAEMON_NODE_FLAGS = [
   '--max-semi-space-size=2',
   '--optimize-for-size',
   INTERACTIVE_TIER_UP_FLAG,
   '--v8-pool-size=1',
+  DAEMON_INLINING_FLAG,
 ];
 
 /**

@@ -114,7 +114,7 @@ describe('daemon allocator settings (issue 19)', () => {
       if (!unseen) expect(shellSlice).toBeLessThan(BACKGROUND_SLICE_NS);
     });
 
-    it("the daemon runs with V8's memory flags (a small young generation, --optimize-for-size), early tier-up and one V8 background thread", () => {
+    it("the daemon runs with V8's memory flags (a small young generation, --optimize-for-size), early tier-up, one V8 background thread and a small inlining budget", () => {
       const argv = readFileSync(`/proc/${fx.daemonPid}/cmdline`, 'utf8').split('\0');
       const script = argv.findIndex((a) => a.endsWith('stub.cjs'));
       expect(script).toBeGreaterThan(0);
@@ -123,6 +123,7 @@ describe('daemon allocator settings (issue 19)', () => {
         '--optimize-for-size',
         '--interrupt-budget=8192',
         '--v8-pool-size=1',
+        '--max-inlined-bytecode-size-cumulative=240',
       ]);
     });
   });
