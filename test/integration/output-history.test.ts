@@ -117,7 +117,16 @@ describe('output history on disk', () => {
     const head = live.nextSeq;
     expect(head).toBeGreaterThan(600 * KiB);
     const dir = join(daemonHistoryDir(stateDir(), fx.daemonPid), localId(r.id));
-    const segs = segmentsOf(dir);
+    // The log is written behind delivery: under load its last segments land after the output did.
+    const segs = await waitFor(
+      () => {
+        const all = segmentsOf(dir);
+        const last = all.at(-1);
+        return last && last.seq + last.size >= head ? all : undefined;
+      },
+      10_000,
+      'the log to hold all the output',
+    );
     expect(segs.length).toBeGreaterThan(8);
     expect(statSync(join(stateDir(), 'history')).mode & 0o777).toBe(0o700);
     expect(statSync(dirname2(dir)).mode & 0o777).toBe(0o700);
