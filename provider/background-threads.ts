@@ -1,6 +1,7 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { join } from 'node:path';
+import { loadNativeAddon } from './native-addon.js';
 
 /**
  * Nice value of a process's threads other than its main one (V8's compiler and GC workers,
@@ -49,16 +50,7 @@ export function sliceAddonPath(stubDir: string): string {
 
 /** Loads the addon; `problem` says why there is none (absent, or failed to load). */
 export function loadSliceAddon(path: string | undefined): { addon?: SliceAddon; problem?: string } {
-  if (!path || !existsSync(path)) return { problem: `no sched-slice addon${path ? ` at ${path}` : ''}` };
-  const mod = { exports: {} as Partial<SliceAddon> };
-  try {
-    process.dlopen(mod, path);
-  } catch (err) {
-    return { problem: `${path} did not load: ${(err as Error).message}` };
-  }
-  return typeof mod.exports.setSlice === 'function'
-    ? { addon: mod.exports as SliceAddon }
-    : { problem: `${path} has no setSlice()` };
+  return loadNativeAddon<SliceAddon>(path, ['setSlice'], `no sched-slice addon${path ? ` at ${path}` : ''}`);
 }
 
 /** errno of a thread that has ended. */

@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { loadNativeAddon } from '../../provider/native-addon.js';
 
 /**
  * glibc heap trimming through the optional `native/malloc-trim.node` addon that ships next to the
@@ -25,21 +25,11 @@ let loaded: { addon?: HeapTrimAddon; problem?: string } | undefined;
 
 /** Loads the addon once per thread; `problem` says why there is none (absent, or failed to load). */
 export function heapTrimAddon(path = heapTrimAddonPath()): { addon?: HeapTrimAddon; problem?: string } {
-  if (loaded) return loaded;
-  if (!path || !existsSync(path)) {
-    loaded = { problem: 'no malloc-trim addon next to the stub' };
-    return loaded;
-  }
-  const mod = { exports: {} as Partial<HeapTrimAddon> };
-  try {
-    process.dlopen(mod, path);
-    loaded =
-      typeof mod.exports.trim === 'function' && typeof mod.exports.trimAsync === 'function'
-        ? { addon: mod.exports as HeapTrimAddon }
-        : { problem: `${path} has no trim() and trimAsync()` };
-  } catch (err) {
-    loaded = { problem: `${path} did not load: ${(err as Error).message}` };
-  }
+  loaded ??= loadNativeAddon<HeapTrimAddon>(
+    path,
+    ['trim', 'trimAsync'],
+    'no malloc-trim addon next to the stub',
+  );
   return loaded;
 }
 
