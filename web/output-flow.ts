@@ -38,7 +38,8 @@ export interface FlowSink {
 
 type Item =
   | { kind: 'data'; bytes: Uint8Array; endSeq: number; replay: boolean }
-  | { kind: 'text'; text: string; replay: boolean };
+  | { kind: 'text'; text: string; replay: boolean }
+  | { kind: 'call'; fn: () => void };
 
 /**
  * The only writer of a terminal view. Output is queued and handed to xterm piece by piece (the
@@ -84,6 +85,12 @@ export class OutputFlow {
     this.pump();
   }
 
+  /** Runs `fn` once everything queued so far is parsed (dropped, like the output, by a restart). */
+  afterParsed(fn: () => void): void {
+    this.queue.push({ kind: 'call', fn });
+    this.pump();
+  }
+
   /** Output up to `seq` that is not drawn (background tail, data gap) counts as consumed. */
   skip(seq: number): void {
     this.parsedSeq = Math.max(this.parsedSeq, seq);
@@ -104,6 +111,12 @@ export class OutputFlow {
     if (this.busy || this.disposed) return;
     const item = this.queue[0];
     if (!item) return;
+    if (item.kind === 'call') {
+      this.queue.shift();
+      item.fn();
+      this.pump();
+      return;
+    }
     let piece: Item = item;
     if (item.kind === 'data' && !item.replay && item.bytes.length > PIECE_BYTES) {
       piece = {

@@ -265,6 +265,10 @@ export class TerminalPane {
     if (snapshot.cols !== this.term.cols || snapshot.rows !== this.term.rows)
       this.term.resize(snapshot.cols, snapshot.rows);
     this.flow.writeText(snapshot.data, true);
+    // The snapshot is drawn at the size the terminal had on its host, which may be from before
+    // this pane was last resized (shown in a split, the resize not yet arrived): the view then
+    // goes back to its pane's size (sent on to the host if it is not the size last sent).
+    this.flow.afterParsed(() => this.refit());
   }
 
   private showExit(code: number | undefined): void {

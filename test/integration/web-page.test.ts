@@ -170,6 +170,20 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
         throw err;
       });
     expect(await page.locator('.pane:not([hidden])').count()).toBe(2);
+    // Each terminal is refitted to its half: a screen wider than its pane would put the pane's
+    // scrollbar where a click on the screen lands (seen once in the full suite, under load).
+    await waitFor(
+      async () => {
+        for (const id of [a!, b]) {
+          const pane = await page.locator(`.pane[data-terminal="${id}"]`).boundingBox();
+          const screen = await page.locator(`.pane[data-terminal="${id}"] .xterm-screen`).boundingBox();
+          if (!pane || !screen || screen.x + screen.width > pane.x + pane.width + 1) return false;
+        }
+        return true;
+      },
+      15_000,
+      'both terminals fitted to their panes after the split',
+    );
     await typeLine(page, a!, 'yes');
     // The flood is visible in the overview as an output rate.
     await waitFor(

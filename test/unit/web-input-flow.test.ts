@@ -117,4 +117,21 @@ describe('OutputFlow (the only writer of a view; acks as xterm parses)', () => {
     flow.skip(5000);
     expect(acks).toEqual([5000]);
   });
+
+  it('runs a call queued after a snapshot once the snapshot is parsed, not before; a restart drops it', async () => {
+    const term = new SlowTerm();
+    const flow = new OutputFlow(term, undefined, { ack: () => {}, pause: () => {} });
+    const seen: number[] = [];
+    flow.writeText('x'.repeat(40 * 1024));
+    flow.afterParsed(() => seen.push(term.written));
+    expect(seen).toEqual([]);
+    await term.parseAll();
+    // The snapshot's text went over whole (text is not cut into pieces) and was parsed first.
+    expect(seen).toEqual([40 * 1024]);
+    flow.writeText('stale');
+    flow.afterParsed(() => seen.push(-1));
+    flow.restart(0);
+    await term.parseAll();
+    expect(seen).toEqual([40 * 1024]);
+  });
 });
