@@ -170,8 +170,9 @@ describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
         throw err;
       });
     expect(await page.locator('.pane:not([hidden])').count()).toBe(2);
-    // Each terminal is refitted to its half: a screen wider than its pane would put the pane's
-    // scrollbar where a click on the screen lands (seen once in the full suite, under load).
+    // Each terminal is fitted to its half. The one shown again used to keep the width of its
+    // foreground snapshot (its size before the split): its screen then ran under the pane's
+    // scrollbar, where a click on the screen's centre landed during the flood below.
     await waitFor(
       async () => {
         for (const id of [a!, b]) {
