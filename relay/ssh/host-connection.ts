@@ -12,6 +12,7 @@ import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
 import { socketError, timeoutError } from './connect-cause.js';
 import { parseJumpChain, parseJumpSpec, type ResolvedHost, resolveHost } from './host-config.js';
+import { keepaliveOnlyWhenSilent } from './idle-keepalive.js';
 import {
   appendKnownHost,
   fingerprintSha256,
@@ -261,11 +262,13 @@ export async function connectSsh(
     off();
     sock.off('data', heard);
   }
+  const stopKeepaliveWatch = keepaliveOnlyWhenSilent(client, sock, h.keepaliveIntervalMs);
   return {
     client,
     host: h,
     jump,
     close() {
+      stopKeepaliveWatch();
       client.end();
       sock.destroy();
       jump?.close();
