@@ -27,6 +27,7 @@ import type {
 import { Emitter } from '../emitter.js';
 import { PtyRelayError } from '../errors.js';
 import { AckScheduler } from '../flow/ack-scheduler.js';
+import { inputBytes } from '../input-bytes.js';
 import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
 import { relayHistoryPageSchema } from '../wire/history-messages.js';
 import { ClientInputQueue } from './client-input.js';
@@ -228,7 +229,7 @@ export class RelayClient implements IPtyProvider {
 
   async write(id: string, data: string | Uint8Array): Promise<void> {
     this.check();
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    const bytes = inputBytes(data);
     // First contact must succeed before input can be queued; later outages queue it.
     if (!this.link.hasConnected || this.link.state.state === 'lost') await this.link.whenConnected();
     return this.input.submit(id, bytes);

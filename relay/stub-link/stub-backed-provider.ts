@@ -6,6 +6,7 @@
  * links carry reach listeners through StubEventFanout (stub-event-fanout.ts), which also guards
  * incarnations and credits delivered bytes.
  */
+
 import type {
   AgentReadOptions,
   AgentReadResult,
@@ -30,6 +31,7 @@ import type {
   Unsubscribe,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { inputBytes } from '../../provider/input-bytes.js';
 import {
   agentReadResultSchema,
   agentSendResultSchema,
@@ -116,7 +118,7 @@ export abstract class StubBackedProvider extends StubLinks implements IPtyProvid
 
   async write(id: string, data: string | Uint8Array, opts: PtyWriteOptions = {}): Promise<void> {
     let { host, localId } = this.resolve(id);
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    const bytes = inputBytes(data);
     const link = this.hostLink(host);
     // First contact must succeed before input can be queued; later outages queue it.
     if (link.state.state === 'idle' || link.state.state === 'connecting') await link.get();
