@@ -16,8 +16,8 @@ interface KeepaliveRestart {
  * Why it matters for typing: the reply is the one message of another type in a stream of channel
  * data. The relay's optimized receive path (ssh2's `decrypt` with its message dispatch inlined) is
  * specialized on the channel-data handler, and the first reply after that threw it away in the
- * middle of a burst of keys: a deoptimization and a 5 ms recompile on a 2-core host, the cluster
- * of late echoes in the bench (docs/benchmarks.md, eleventh round).
+ * middle of a burst of keys: a deoptimization and a 5 ms recompile, late echoes in the bench on a
+ * 2-core host (docs/benchmarks.md, eleventh round).
  *
  * Returns a stop function; the watch also ends when the socket closes. Without ssh2's member
  * (another ssh2 version) nothing changes: ssh2 keeps its own timing.

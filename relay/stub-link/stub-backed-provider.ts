@@ -6,7 +6,6 @@
  * links carry reach listeners through StubEventFanout (stub-event-fanout.ts), which also guards
  * incarnations and credits delivered bytes.
  */
-
 import type {
   AgentReadOptions,
   AgentReadResult,
