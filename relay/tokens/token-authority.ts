@@ -27,6 +27,7 @@ export interface TokenAuthorityOptions {
  */
 export class TokenAuthority {
   readonly audit: InputAudit;
+  /** Records of the tokens seen so far: watched by the poll so a revoke ends their connections. */
   private readonly cache = new Map<string, TokenRecord>();
   private readonly ended = new Emitter<Set<string>>();
   private readonly used = new Map<string, number>();
@@ -53,17 +54,21 @@ export class TokenAuthority {
     const id = scopedTokenId(presented);
     const store = this.opts.store;
     if (!id || !store) return undefined;
-    let record = this.cache.get(id);
-    if (!record) {
-      try {
-        record = store.read(id);
-      } catch (err) {
-        this.opts.log?.warn({ tokenId: id, err: (err as Error).message }, 'token record unreadable; refused');
-        return undefined;
-      }
-      if (!record) return undefined;
-      this.cache.set(id, record);
+    // Read from the store on every authentication (one small file per connection or MCP request),
+    // not from the cache: a token revoked a moment ago is refused at once, not after the next poll.
+    let record: TokenRecord | undefined;
+    try {
+      record = store.read(id);
+    } catch (err) {
+      this.opts.log?.warn({ tokenId: id, err: (err as Error).message }, 'token record unreadable; refused');
+      return undefined;
     }
+    if (!record) {
+      // Revoked since the last poll: end what it opened now too.
+      if (this.cache.has(id)) this.refresh(now);
+      return undefined;
+    }
+    this.cache.set(id, record);
     if (!tokenHashMatches(presented, record.sha256)) return undefined;
     if (record.expiresAt !== undefined && record.expiresAt <= now) return undefined;
     this.noteUsed(id, now);

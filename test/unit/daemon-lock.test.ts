@@ -124,8 +124,12 @@ describe('daemon pid lock', () => {
       const identity = processIdentity(pid);
       expect(identity).toBeDefined();
       expect(identityAlive(identity!)).toBe(true);
-      process.kill(pid, 'SIGKILL');
+      // Kill only once the shell has become `sleep`: a shell still running would reap the child.
       const deadline = Date.now() + 5000;
+      const execed = () => readFileSync(`/proc/${parent.pid}/cmdline`, 'utf8') === 'sleep\x0030\x00';
+      while (!execed() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect(execed()).toBe(true);
+      process.kill(pid, 'SIGKILL');
       const state = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
       while (state() !== 'Z' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       expect(state()).toBe('Z');

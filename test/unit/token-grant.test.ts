@@ -174,6 +174,9 @@ describe('the token store', () => {
       expect(auth.authenticate(undefined)).toBeUndefined();
       expect(auth.authenticate('ptr_000000000000_' + 'A'.repeat(43))).toBeUndefined();
       store.revoke('a');
+      // Refused at once, before any poll: a new connection is checked against the store as it is.
+      expect(auth.authenticate(a.token, now + 1)).toBeUndefined();
+      expect(ended).toEqual([a.record.id]);
       auth.refresh(now + 1);
       expect(ended).toEqual([a.record.id]);
       auth.refresh(now + 1000);
