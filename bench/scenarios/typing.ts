@@ -1,5 +1,5 @@
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
-import { type EchoTarget, nodePtyTarget, providerTarget, RAW_CAT } from '../lib/echo-target.js';
+import { type EchoTarget, nodePtyTarget, providerTarget, RAW_CAT, warmHarness } from '../lib/echo-target.js';
 import { type BenchEnv, localProvider, sshArgs } from '../lib/env.js';
 import { startBenchRelay } from '../lib/relay.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
@@ -49,6 +49,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
     targets.push(nodePtyTarget('node-pty local', 'sh', ['-c', RAW_CAT]));
     targets.push(await providerTarget('RelayClient over WebSocket', relay.client, 'h'));
     for (const t of targets) await t.waitReady();
+    await warmHarness(pasteText(0));
     const record = (mode: string, label: string, xs: (number | undefined)[]) => {
       const key = `${mode}|${label}`;
       if (!latencies.has(key)) latencies.set(key, []);
