@@ -27,6 +27,7 @@ export interface ReadinessSession {
   /** The session's output: the RAM tail and, while it is healthy, the log (a send's output may outgrow the tail). */
   readonly history: SendHistory;
   readonly atPrompt: boolean;
+  /** Exit code of the last command that finished, until the next one starts. */
   readonly lastExitCode: number | undefined;
   write(data: Uint8Array): void;
   watch(w: SessionWatcher): () => void;
@@ -103,7 +104,9 @@ export function runSend(
   const startSeq = s.history.head;
   const idleMs = req.idleMs ?? cfg.inferredIdleMs;
   let promptSeen = typed ? false : s.atPrompt;
-  let exitCode = typed || !s.atPrompt ? undefined : s.lastExitCode;
+  // Not `atPrompt` alone: bash writes a command's end and its next prompt in two writes, and a
+  // wait that starts between them must still report the code when the prompt comes.
+  let exitCode = typed ? undefined : s.lastExitCode;
   let lastOutputAt = startedAt;
   let hitAt: number | undefined;
 

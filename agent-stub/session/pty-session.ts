@@ -126,7 +126,7 @@ export class PtySession {
   readonly ttyPath: string | undefined;
   /** Shell integration's last word was a prompt (no command started since). */
   atPrompt = false;
-  /** Exit code of the last command shell integration reported finished. */
+  /** Exit code of the last command shell integration reported finished, until the next one starts. */
   lastExitCode: number | undefined;
   private readonly exitWaiters: Array<() => void> = [];
   private readonly exitListeners: Array<() => void> = [];
@@ -355,8 +355,10 @@ export class PtySession {
     for (const f of res.facts) {
       const fact = f.fact;
       if (fact.type === 'promptStart' || fact.type === 'promptEnd') this.atPrompt = true;
-      else if (fact.type === 'commandStarted') this.atPrompt = false;
-      else if (fact.type === 'commandFinished') this.lastExitCode = fact.exitCode;
+      else if (fact.type === 'commandStarted') {
+        this.atPrompt = false;
+        this.lastExitCode = undefined;
+      } else if (fact.type === 'commandFinished') this.lastExitCode = fact.exitCode;
       for (const w of this.watchers) w.fact(fact);
       if (fact.type === 'promptStart' || fact.type === 'promptEnd') continue;
       if (fact.type === 'title') this.title = fact.title;
