@@ -6,8 +6,9 @@ import { DEFAULT_READINESS } from '../../provider/readiness-config.js';
 /**
  * A send of empty text (the "wait") that starts between a command's end and the next prompt.
  * bash writes the two in separate writes, so the daemon can read them in separate turns and a
- * wait can start in between (CI saw `signal INT` then an empty send end without the 130). The
- * order is forced here with a session of facts only; the real shell runs in the agent suites.
+ * wait can start in between (a run of the suite saw `signal INT` then an empty send end without
+ * the 130). The order is forced here with a session of facts only; the real shell runs in
+ * agent-wait-exit-code.test.ts and the agent suites.
  */
 function session(atPrompt: boolean, lastExitCode: number | undefined) {
   const watchers = new Set<SessionWatcher>();
