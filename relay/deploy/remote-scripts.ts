@@ -245,16 +245,17 @@ function checkDir(o) {
     return classify(e);
   }
   try {
+    // noexec first: more room would not help a dir that cannot run what is put there.
+    if (o.exec) {
+      const r = require('child_process').spawnSync(probe, [], { stdio: 'ignore' });
+      if (r.error && (r.error.code === 'EACCES' || r.error.code === 'EPERM'))
+        return { problem: 'DIR_NOEXEC', errno: r.error.code, message: 'cannot run programs from it (mounted noexec?)' };
+    }
     if (fs.statfsSync) {
       const s = fs.statfsSync(o.dir);
       const free = Number(s.bavail) * Number(s.bsize);
       if (free < o.needBytes)
         return { problem: 'DISK_FULL', message: free + ' bytes free, ' + o.needBytes + ' needed' };
-    }
-    if (o.exec) {
-      const r = require('child_process').spawnSync(probe, [], { stdio: 'ignore' });
-      if (r.error && (r.error.code === 'EACCES' || r.error.code === 'EPERM'))
-        return { problem: 'DIR_NOEXEC', errno: r.error.code, message: 'cannot run programs from it (mounted noexec?)' };
     }
     return { ok: true };
   } finally {

@@ -50,10 +50,10 @@ describe.skipIf(!available)("the stub's dirs: read-only, full, noexec", () => {
   const providers: SshPtyProvider[] = [];
 
   /** Mounts a small tmpfs owned by the user at ~/<name> with extra options (ro, noexec). */
-  function tmpfs(name: string, opts: string[]): string {
+  function tmpfs(name: string, opts: string[], size = TMPFS_SIZE): string {
     const dir = join(u.home, name);
     mkdirSync(dir, { recursive: true });
-    const o = [`size=${TMPFS_SIZE}`, `uid=${u.uid}`, `gid=${u.gid}`, 'mode=0700', ...opts].join(',');
+    const o = [`size=${size}`, `uid=${u.uid}`, `gid=${u.gid}`, 'mode=0700', ...opts].join(',');
     execFileSync('mount', ['-t', 'tmpfs', '-o', o, 'ptyrelay-t21', dir]);
     mounts.push(dir);
     return dir;
@@ -68,7 +68,8 @@ describe.skipIf(!available)("the stub's dirs: read-only, full, noexec", () => {
     const full = tmpfs('full', []);
     // Fill it: dd stops at ENOSPC (exit status 1), which is the point.
     spawnSync('dd', ['if=/dev/zero', `of=${join(full, 'filler')}`, 'bs=64k'], { stdio: 'ignore' });
-    tmpfs('noexec', ['noexec']);
+    // Too small for the install as well: noexec is what the user must hear of first.
+    tmpfs('noexec', ['noexec'], '256k');
   });
 
   afterAll(async () => {
