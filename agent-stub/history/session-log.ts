@@ -1,15 +1,19 @@
 import { close, promises as fsp, open, rm, unlink, writev } from 'node:fs';
 import { join } from 'node:path';
+import { QuietTimer } from '../flow/quiet-timer.js';
 import { LineIndex } from './line-index.js';
 
 /** One write (a writev of the queued chunks) to a segment file takes at most this much. */
 const WRITE_MAX_BYTES = 1024 * 1024;
 /**
- * Appends smaller than a write wait this long for company: typing costs one disk write per
- * pause instead of one per key, and the write (a thread-pool hand-off) never competes with the
- * echo it came with. A crash loses at most this much of the log; the RAM ring still holds it.
+ * Appends smaller than a write wait for company until the output pauses this long, or
+ * WRITE_MAX_DELAY_MS after the first of them at the latest: typing costs one disk write per pause
+ * instead of one every few keys (a fixed 10 ms wait wrote every fifth key at one key per 2 ms),
+ * and the write (a thread-pool hand-off and its completion) never competes with the echoes of a
+ * burst. A crash of the daemon loses at most WRITE_MAX_DELAY_MS of the log.
  */
 export const WRITE_DELAY_MS = 10;
+export const WRITE_MAX_DELAY_MS = 100;
 /**
  * When a write ends, at least this much queued goes out at once; less waits for the delay. A
  * flood's next write used to take whatever one PTY read had added meanwhile (4 KiB): one write and
@@ -84,7 +88,12 @@ export class SessionLog {
   private onIdle: (() => void)[] = [];
   /** Writes issued to the segment files (for tests and the bench). */
   writes = 0;
-  private writeTimer: NodeJS.Timeout | undefined;
+  private readonly writeTimer = new QuietTimer(
+    WRITE_DELAY_MS,
+    WRITE_MAX_DELAY_MS,
+    () => this.writeNext(),
+    true,
+  );
   private readonly index: LineIndex;
 
   constructor(
@@ -205,7 +214,7 @@ export class SessionLog {
 
   /** Resolves once every queued byte is on disk (or the log failed). For tests and the bench. */
   flushed(): Promise<void> {
-    if (this.writeTimer) this.writeNow();
+    if (this.writeTimer.armed) this.writeNow();
     if (!this.writing && this.queued === 0) return Promise.resolve();
     return new Promise((r) => this.onIdle.push(r));
   }
@@ -256,13 +265,9 @@ export class SessionLog {
 
   /** A write now when a full one is queued (or one is in flight: its end writes more), else soon. */
   private scheduleWrite(): void {
-    if (this.writing || this.writeTimer) return;
-    if (this.queued >= WRITE_MAX_BYTES) {
-      this.writeNext();
-      return;
-    }
-    this.writeTimer = setTimeout(() => this.writeNow(), WRITE_DELAY_MS);
-    this.writeTimer.unref();
+    if (this.writing) return;
+    if (this.queued >= WRITE_MAX_BYTES) this.writeNow();
+    else this.writeTimer.poke();
   }
 
   private writeNow(): void {
@@ -271,8 +276,7 @@ export class SessionLog {
   }
 
   private cancelWrite(): void {
-    clearTimeout(this.writeTimer);
-    this.writeTimer = undefined;
+    this.writeTimer.cancel();
   }
 
   /** One write in flight at a time, oldest queued bytes first. */

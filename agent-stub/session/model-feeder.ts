@@ -1,3 +1,5 @@
+import { QuietTimer } from '../flow/quiet-timer.js';
+
 /** Pending output above this is a flood: feed the model in spaced batches and skip what cannot matter. */
 const FLOOD_BYTES = 64 * 1024;
 /** A flood's pending output is copied into slabs of this size (above glibc's 128 KiB mmap threshold). */
@@ -25,11 +27,14 @@ const LAZY_FLOOD_INTERVAL_MS = 5000;
 /** A backlog above this is not kept small by skipping: feed it at the eager pace. */
 const LAZY_BACKLOG_BYTES = 4 * 1024 * 1024;
 /**
- * Output below a flood waits this long before it goes to the model's worker: a keystroke's echo
- * then leaves the daemon without a worker hand-off before it, and typing wakes the worker once
- * per pause, not per key. A snapshot or read flushes first, so the model is never read stale.
+ * Output below a flood goes to the model's worker once it pauses this long, or SETTLE_MAX_MS
+ * after it began at the latest: a keystroke's echo then leaves the daemon without a worker
+ * hand-off before it, and typing wakes the worker once per pause, not every few keys (at one key
+ * per 2 ms a fixed 5 ms wait woke it, and its reply woke the daemon, every 2–3 keys). A snapshot
+ * or read flushes first, so the model is never read stale.
  */
 export const SETTLE_MS = 5;
+export const SETTLE_MAX_MS = 100;
 /** Pending output the model may hold before the PTY is paused (only reached with escape-heavy floods). */
 export const MODEL_PENDING_HARD_LIMIT = 32 * 1024 * 1024;
 /**
@@ -112,8 +117,8 @@ export class ModelFeeder {
   private lastBatchMs = 0;
   private timer: NodeJS.Timeout | undefined;
   private lazyTimer = false;
-  /** The timer is the short wait of small output (SETTLE_MS). */
-  private settling = false;
+  /** The wait of small output (SETTLE_MS, SETTLE_MAX_MS). */
+  private readonly settle = new QuietTimer(SETTLE_MS, SETTLE_MAX_MS, () => this.flush());
   /** Pushes so far, and when the lazy wait started: tells a paused flood from a running one. */
   private pushes = 0;
   private pushesAtCheck = 0;
@@ -148,11 +153,11 @@ export class ModelFeeder {
       this.checkedAt = this.pendingBytes;
     }
     if (this.inFlightUntil < 0 && !this.timer) {
-      if (this.pendingBytes < FLOOD_BYTES) this.settle();
-      else this.schedule();
-    } else if (this.settling && this.pendingBytes >= FLOOD_BYTES) {
-      this.cancelTimer();
-      this.schedule();
+      if (this.pendingBytes < FLOOD_BYTES) this.settle.poke();
+      else {
+        this.settle.cancel();
+        this.schedule();
+      }
     } else if (this.lazyTimer && this.pendingBytes > LAZY_BACKLOG_BYTES) {
       this.trySkip();
       this.checkedAt = this.pendingBytes;
@@ -207,8 +212,8 @@ export class ModelFeeder {
     this.inFlightUntil = -1;
     this.lastBatchMs = Date.now() - this.batchStartedAt;
     if (this.pendingBytes === 0) return;
-    if (this.pendingBytes < FLOOD_BYTES) this.flush();
-    else this.schedule();
+    if (this.pendingBytes >= FLOOD_BYTES) this.schedule();
+    else this.settle.poke();
   }
 
   /** Send everything now (before a snapshot, which queues behind it in the worker). */
@@ -232,16 +237,7 @@ export class ModelFeeder {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.lazyTimer = false;
-    this.settling = false;
-  }
-
-  private settle(): void {
-    this.settling = true;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.settling = false;
-      this.flush();
-    }, SETTLE_MS);
+    this.settle.cancel();
   }
 
   private schedule(): void {

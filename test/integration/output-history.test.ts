@@ -318,7 +318,13 @@ describe('output history: host-wide cap and lifecycle', () => {
         heads.push({ id: r.id, head: live.nextSeq, live });
       }
       const ddir = daemonHistoryDir(stateDir(), fx.daemonPid);
-      await waitFor(() => duBytes(ddir) <= 640 * KiB, 5000, 'the logs to fit the host-wide cap');
+      // Every session's log reached the disk (the last write waits for the output to pause), within the cap.
+      await waitFor(
+        () =>
+          heads.every((h) => segmentsOf(join(ddir, localId(h.id))).length > 0) && duBytes(ddir) <= 640 * KiB,
+        5000,
+        'the logs on disk and within the host-wide cap',
+      );
       // The first session lost its oldest segments; the last one still replays from 0.
       expect(segmentsOf(join(ddir, localId(heads[0].id)))[0].seq).toBeGreaterThan(0);
       expect(segmentsOf(join(ddir, localId(heads[2].id)))[0].seq).toBe(0);

@@ -1,5 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
-import { MAX_FREE_SLABS, ModelFeeder, SETTLE_MS } from '../../agent-stub/session/model-feeder.js';
+import {
+  MAX_FREE_SLABS,
+  ModelFeeder,
+  SETTLE_MAX_MS,
+  SETTLE_MS,
+} from '../../agent-stub/session/model-feeder.js';
 
 function harness(retained: number) {
   const posted: { seq: number; data: string }[] = [];
@@ -151,7 +156,7 @@ describe('ModelFeeder', () => {
     }
   });
 
-  it('posts small output after a short settle (never before the echo leaves) and waits for progress before the next batch', () => {
+  it('posts small output once it settles (never before the echo leaves) and waits for progress before the next batch', () => {
     const { f, posted } = harness(100);
     f.push(0, Buffer.from('a'));
     f.push(1, Buffer.from('b'));
@@ -163,11 +168,41 @@ describe('ModelFeeder', () => {
     f.push(2, Buffer.from('cd'));
     vi.advanceTimersByTime(SETTLE_MS);
     expect(posted).toEqual([{ seq: 0, data: 'ab' }]);
+    // The model is done with the first batch: the rest settles too before it goes.
     f.progress(2);
+    expect(posted).toEqual([{ seq: 0, data: 'ab' }]);
+    vi.advanceTimersByTime(SETTLE_MS);
     expect(posted).toEqual([
       { seq: 0, data: 'ab' },
       { seq: 2, data: 'cd' },
     ]);
+  });
+
+  it('wakes the model once per pause of keys typed 2 ms apart, and at least every SETTLE_MAX_MS of a trickle', () => {
+    const { f, posted } = harness(100);
+    // A burst of 40 keys 2 ms apart (80 ms): nothing goes to the worker between two keys.
+    for (let i = 0; i < 40; i++) {
+      f.push(i, Buffer.from('k'));
+      vi.advanceTimersByTime(2);
+    }
+    expect(posted).toEqual([]);
+    vi.advanceTimersByTime(SETTLE_MS);
+    expect(posted).toEqual([{ seq: 0, data: 'k'.repeat(40) }]);
+    f.progress(40);
+    // Output that never pauses (a key every 2 ms for a second) still reaches the model every
+    // SETTLE_MAX_MS (+ one settle after its progress), never later.
+    let done = 1;
+    for (let i = 40; i < 540; i++) {
+      f.push(i, Buffer.from('k'));
+      vi.advanceTimersByTime(2);
+      // The model parses each batch at once.
+      for (; done < posted.length; done++) f.progress(posted[done]!.seq + posted[done]!.data.length);
+    }
+    const batches = posted.slice(1);
+    expect(batches.length).toBeGreaterThanOrEqual(Math.floor(1000 / SETTLE_MAX_MS) - 1);
+    expect(batches.length).toBeLessThanOrEqual(Math.ceil(1000 / SETTLE_MAX_MS) + 1);
+    // No batch holds more than SETTLE_MAX_MS of keys (one per 2 ms).
+    for (const b of batches) expect(b.data.length).toBeLessThanOrEqual(SETTLE_MAX_MS / 2 + SETTLE_MS);
   });
 
   it('skips plain text that would scroll out of the model, keeping seq exact', () => {

@@ -2,10 +2,16 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { resolveHistoryLimits } from '../../agent-stub/history/history-limits.js';
-import { SessionLog, type SessionLogOwner, WRITE_DELAY_MS } from '../../agent-stub/history/session-log.js';
+import {
+  SessionLog,
+  type SessionLogOwner,
+  WRITE_DELAY_MS,
+  WRITE_MAX_DELAY_MS,
+} from '../../agent-stub/history/session-log.js';
 
+const realSetTimeout = globalThis.setTimeout;
 const root = mkdtempSync(join(tmpdir(), 'ptr-seglog-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
@@ -105,6 +111,45 @@ describe('SessionLog', () => {
     await new Promise((r) => setTimeout(r, WRITE_DELAY_MS * 5));
     const [file] = readdirSync(dir);
     expect(statSync(join(dir, file!)).size).toBe(6);
+    log.destroy();
+  });
+
+  it('keys typed 2 ms apart reach the disk once the burst pauses, and a trickle every WRITE_MAX_DELAY_MS', async () => {
+    const { log } = freshLog(1 << 30, 1 << 30);
+    // Timers and the clock are fake; the file system's callbacks come back on real loop turns.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const turns = async (n: number) => {
+      for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+    };
+    // A real millisecond (the fake clock stands still meanwhile): a write's completion is back.
+    const realMs = () => new Promise((r) => realSetTimeout(r, 1));
+    try {
+      // 40 keys 2 ms apart (80 ms): no write is issued between two keys of the burst.
+      for (let i = 0; i < 40; i++) {
+        log.append(Buffer.from('k'));
+        vi.advanceTimersByTime(2);
+        await turns(2);
+      }
+      expect(log.writes).toBe(0);
+      vi.advanceTimersByTime(WRITE_DELAY_MS);
+      for (let i = 0; i < 1000 && log.writes === 0; i++) await turns(1);
+      expect(log.writes).toBe(1);
+      // Output that never pauses (a key every 2 ms for 1 s) still reaches the disk about every
+      // WRITE_MAX_DELAY_MS: ~10 writes, where a fixed WRITE_DELAY_MS after each write made ~100.
+      for (let t = 0; t < 1000; t += 2) {
+        log.append(Buffer.from('k'));
+        vi.advanceTimersByTime(2);
+        await realMs();
+      }
+      const trickleWrites = log.writes - 1;
+      // (Without the cap it would never write while the output flows.)
+      expect(trickleWrites).toBeGreaterThanOrEqual(1000 / (WRITE_MAX_DELAY_MS + 50));
+      expect(trickleWrites).toBeLessThanOrEqual(1000 / WRITE_MAX_DELAY_MS + 1);
+    } finally {
+      vi.useRealTimers();
+    }
+    await log.flushed();
+    expect((await log.read(0, log.head))?.toString()).toBe('k'.repeat(540));
     log.destroy();
   });
 
