@@ -263,7 +263,7 @@ export class SessionLog {
     if (fd !== undefined) close(fd, () => {});
   }
 
-  /** A write now when a full one is queued (or one is in flight: its end writes more), else soon. */
+  /** A write now when a full one is queued (or one is in flight: its end writes more), else once the output pauses. */
   private scheduleWrite(): void {
     if (this.writing) return;
     if (this.queued >= WRITE_MAX_BYTES) this.writeNow();

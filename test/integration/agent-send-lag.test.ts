@@ -1,13 +1,8 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runSend } from '../../agent-stub/readiness/send-waiter.js';
 import { probeSupported } from '../../agent-stub/readiness/tty-wait-probe.js';
-import { ScreenModelHost } from '../../agent-stub/session/screen-model.js';
-import { SessionRegistry } from '../../agent-stub/session/session-registry.js';
 import { DEFAULT_READINESS } from '../../provider/readiness-config.js';
-import { stubBundlePath } from '../../relay/stub-bundle.js';
+import { inProcessSessions } from '../support/in-process-sessions.js';
 
 const supported = probeSupported();
 if (!supported)
@@ -24,34 +19,12 @@ const STARVED_MS = 1500;
  * the command's facts) still sit unread in the kernel.
  */
 describe.skipIf(!supported)('an agent send in a starved daemon', { timeout: 60_000 }, () => {
-  let root: string;
-  let model: ScreenModelHost;
-  let registry: SessionRegistry;
-  beforeAll(() => {
-    root = mkdtempSync(join(tmpdir(), 'ptr-send-lag-'));
-    mkdirSync(join(root, 'home'));
-    // Slow startup (the send is typed before the first prompt) and a PS0 that keeps the shell
-    // busy without output after it read the line.
-    writeFileSync(join(root, 'home', '.bashrc'), `sleep 1\nPS0='$(sleep 0.3)'\n`);
-    model = new ScreenModelHost(stubBundlePath());
-    const limits = { ringBytes: 1 << 20, scrollbackRows: 1000, creditWindow: 256 * 1024 };
-    registry = new SessionRegistry(model, limits, join(root, 'shell'));
-  });
-  afterAll(async () => {
-    await registry?.shutdownAll();
-    await model?.dispose();
-    rmSync(root, { recursive: true, force: true });
-  });
+  // Slow startup (the send is typed before the first prompt) and a PS0 that keeps the shell
+  // busy without output after it read the line.
+  const sessions = inProcessSessions('ptr-send-lag-', `sleep 1\nPS0='$(sleep 0.3)'\n`);
 
   it('does not end at a prompt whose successor /proc sees before the output is read', async () => {
-    const home = join(root, 'home');
-    const { session } = registry.spawn({
-      cols: 120,
-      rows: 30,
-      command: 'bash',
-      cwd: home,
-      env: { HOME: home },
-    });
+    const session = sessions.spawnBash();
     let starved = false;
     const off = session.watch({
       output: () => {},
