@@ -223,6 +223,9 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
     if (oldBatcher) {
       await oldBatcher.listProcesses();
       const oldPid = oldBatcher.linkInfo('h')?.daemonPid;
+      // Ended with the scenario, it is a zombie without a command line when the others' CPU is
+      // summed (its parent is init, which reaps late), so its runtime dir cannot mark it then.
+      if (oldPid) env.ownPids.add(oldPid);
       variants.push(() => viaSshProvider(OLD_BATCHER, oldBatcher, oldPid));
     }
     if (want('node-pty')) variants.push(() => viaNodePty(file, verify));
