@@ -224,7 +224,7 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       await oldBatcher.listProcesses();
       const oldPid = oldBatcher.linkInfo('h')?.daemonPid;
       // Ended with the scenario, it is a zombie without a command line when the others' CPU is
-      // summed (its parent is init, which reaps late), so its runtime dir cannot mark it then.
+      // summed (its parent is init, which may not have reaped it yet), so its runtime dir cannot mark it.
       if (oldPid) env.ownPids.add(oldPid);
       variants.push(() => viaSshProvider(OLD_BATCHER, oldBatcher, oldPid));
     }
