@@ -92,13 +92,15 @@ export class StubClient {
   writes = 0;
   /** Chunks received (over SSH: one per channel data packet). */
   reads = 0;
+  /** Input frames sent (keystrokes, pastes). */
+  inputFrames = 0;
   private parts: Uint8Array[] = [];
   private turnArmed = false;
   /** The daemon's hello (protocol, build id, pid). */
   readonly ready: Promise<HelloMessage>;
   private readonly decoder = new FrameDecoder();
   private readonly pending = new Map<number, Pending>();
-  private readonly pings = new Map<number, (rttMs: number) => void>();
+  private readonly pings = new Map<number, { answered: () => void; lost: (e: PtyRelayError) => void }>();
   private nextPing = 1;
   private nextRid = 1;
   private isClosed = false;
@@ -185,6 +187,7 @@ export class StubClient {
   /** Sends one input frame; the daemon answers with `inputAck` (see InputChannel). */
   sendInputFrame(inputSeq: number, id: string, data: Uint8Array): void {
     if (this.isClosed) return;
+    this.inputFrames++;
     this.onExpectAnswer();
     this.put(encodeInputFrame(id, inputSeq, data));
   }
@@ -207,14 +210,14 @@ export class StubClient {
     this.close();
   }
 
-  /** Heartbeat probe; resolves with the round-trip time. */
+  /** Heartbeat probe; resolves with the round-trip time, rejects when the link closes first. */
   ping(): Promise<number> {
     if (this.isClosed) return Promise.reject(new PtyRelayError('LINK_CLOSED', 'stub link is closed'));
     const n = this.nextPing++;
     const t0 = performance.now();
     this.onExpectAnswer();
-    return new Promise((resolve) => {
-      this.pings.set(n, () => resolve(performance.now() - t0));
+    return new Promise((resolve, reject) => {
+      this.pings.set(n, { answered: () => resolve(performance.now() - t0), lost: reject });
       this.put(encodeJsonFrame({ t: 'ping', n }));
     });
   }
@@ -258,6 +261,7 @@ export class StubClient {
       p.reject(err);
     }
     this.pending.clear();
+    for (const p of this.pings.values()) p.lost(err);
     this.pings.clear();
     this.stream.destroy();
     this.closed.emit(err);
@@ -318,7 +322,7 @@ export class StubClient {
         break;
       case 'pong': {
         const n = typeof m.n === 'number' ? m.n : 0;
-        this.pings.get(n)?.(0);
+        this.pings.get(n)?.answered();
         this.pings.delete(n);
         break;
       }
