@@ -120,6 +120,37 @@ export function lowerBackgroundThreads(opts: SweepOptions = {}): SweepResult {
   return result;
 }
 
+/** The thread ids of `/proc/self/task` as one string, or undefined where it cannot be read. */
+function threadList(): string | undefined {
+  try {
+    return readdirSync('/proc/self/task').join(',');
+  } catch {
+    return undefined; // the sweep itself reports why
+  }
+}
+
+/**
+ * A sweep of this process's threads ({@link lowerBackgroundThreads}) that does nothing, and
+ * returns undefined, while the process has the same threads as after its last clean sweep.
+ *
+ * The thread list changes rarely (a worker starts or ends); a full sweep every second made the
+ * sweep itself hot enough for V8 to optimize it with the keystroke path's early tier-up
+ * (v8-tier-up.ts): a 7.3 ms TurboFan compile on a compiler thread a minute into typing, then a
+ * deoptimization and another compile later (`--trace-opt --trace-deopt` of the typing bench,
+ * docs/benchmarks.md, "Issue 17, sixteenth round"). The check that runs instead is one directory
+ * read.
+ */
+export function createThreadSweep(slice?: SweepOptions['slice']): () => SweepResult | undefined {
+  let clean: string | undefined;
+  return () => {
+    const list = threadList();
+    if (list !== undefined && list === clean) return undefined;
+    const r = lowerBackgroundThreads({ slice });
+    clean = r.failed === 0 && !r.problem ? list : undefined;
+    return r;
+  };
+}
+
 /**
  * Keeps this process's background threads at {@link BACKGROUND_NICE} and, when the addon at
  * `sliceAddon` loads, at {@link BACKGROUND_SLICE_NS}: a sweep now and every
@@ -134,9 +165,10 @@ export function keepBackgroundThreadsLow(
   if (loaded.problem) onProblem?.(`background threads keep the default slice: ${loaded.problem}`);
   const slice = loaded.addon ? { addon: loaded.addon, done: new Set<number>() } : undefined;
   let told = false;
+  const sweepIfChanged = createThreadSweep(slice);
   const sweep = () => {
-    const r = lowerBackgroundThreads({ slice });
-    if (r.problem && !told) {
+    const r = sweepIfChanged();
+    if (r?.problem && !told) {
       told = true;
       onProblem?.(r.problem);
     }

@@ -40,6 +40,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
   const targets: EchoTarget[] = [];
   const latencies = new Map<string, number[]>();
   const timeouts = new Map<string, number>();
+  const recorded: [string, (number | undefined)[]][] = [];
   /** Per paste of each target: when each chunk of its echo came back (ms) and its size. */
   const pasteChunks = new Map<string, [number, number][][]>();
   try {
@@ -50,13 +51,11 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
     targets.push(await providerTarget('RelayClient over WebSocket', relay.client, 'h'));
     for (const t of targets) await t.waitReady();
     await warmHarness(pasteText(0));
+    // Only kept while the keys run, counted after: a loop over each burst's figures here became
+    // hot enough for V8 to compile it (2.2 ms on a compiler thread) in the middle of the 2 ms phase
+    // (docs/benchmarks.md, "Issue 17, sixteenth round").
     const record = (mode: string, label: string, xs: (number | undefined)[]) => {
-      const key = `${mode}|${label}`;
-      if (!latencies.has(key)) latencies.set(key, []);
-      for (const x of xs) {
-        if (x === undefined) timeouts.set(key, (timeouts.get(key) ?? 0) + 1);
-        else latencies.get(key)!.push(x);
-      }
+      recorded.push([`${mode}|${label}`, xs]);
     };
     await sleep(100);
     for (let i = 0; i < (MODES.has('closed') ? WARMUP + samples : 0); i++) {
@@ -90,6 +89,13 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
       }
     }
   } finally {
+    for (const [key, xs] of recorded) {
+      if (!latencies.has(key)) latencies.set(key, []);
+      for (const x of xs) {
+        if (x === undefined) timeouts.set(key, (timeouts.get(key) ?? 0) + 1);
+        else latencies.get(key)!.push(x);
+      }
+    }
     for (const t of targets) await t.close();
     await relay.close();
     await local.shutdownDaemon().catch(() => {});

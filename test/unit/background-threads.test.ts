@@ -33,6 +33,21 @@ setTimeout(() => {
 setInterval(() => {}, 1000);
 `;
 
+/**
+ * A fresh node process that sweeps by hand: twice with the same threads, then after starting a
+ * worker. Prints each sweep's result (`null` when it did nothing).
+ */
+const SWEEPS_CHILD = `
+const { Worker } = await import('node:worker_threads');
+const sweep = (await import(process.env.BG_MODULE)).createThreadSweep();
+const out = [sweep(), sweep()];
+new Worker('setInterval(() => {}, 1000)', { eval: true }).unref();
+await new Promise((r) => setTimeout(r, 300));
+out.push(sweep(), sweep());
+console.log(JSON.stringify(out.map((r) => r ?? null)));
+process.exit(0);
+`;
+
 const ADDON = sliceAddonPath(join(packageRoot(), 'dist', 'stub'));
 const linux = existsSync('/proc/self/task');
 if (!linux) console.log('background-threads test skipped: no /proc/self/task (not Linux)');
@@ -92,5 +107,24 @@ describe.skipIf(!linux)('background threads at a lower priority (provider/backgr
     } finally {
       child.kill('SIGKILL');
     }
+  });
+
+  it('sweeps only when the process has threads it did not have at its last clean sweep', async () => {
+    const mod = join(packageRoot(), 'dist', 'provider', 'background-threads.js');
+    const child = spawn(process.execPath, ['--input-type=module', '-e', SWEEPS_CHILD], {
+      env: { ...process.env, BG_MODULE: mod },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(0);
+    const [first, same, afterWorker, sameAgain] = JSON.parse(out) as ({ lowered: number } | null)[];
+    // V8's platform workers at least, lowered by the first sweep.
+    expect(first?.lowered).toBeGreaterThan(1);
+    expect(same).toBeNull();
+    // The worker's threads start at the main thread's priority: the next sweep runs and lowers them.
+    expect(afterWorker?.lowered).toBeGreaterThan(0);
+    expect(sameAgain).toBeNull();
   });
 });
