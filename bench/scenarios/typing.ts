@@ -24,11 +24,85 @@ const P99_MARGIN_MS = 1;
 /** `BENCH_TYPING_MODES=2ms,paste` runs only those modes (closed, 2ms, 30ms, paste), for a quick look at one. */
 const MODES = new Set((process.env.BENCH_TYPING_MODES ?? 'closed,2ms,30ms,paste').split(','));
 
-/** 4 KiB of printable text, different per paste so no echo is mistaken for another. */
+/**
+ * 4 KiB of printable text, different per paste so no echo is mistaken for another. One flat string
+ * (joined, not 4096 `+=`): a string built a character at a time is a chain of 4096 pieces that the
+ * first writer flattens, and the texts, made before the first key, would have the target typed
+ * first pay ~0.7 ms per paste to walk a chain the GC had since moved to the old generation.
+ */
 function pasteText(n: number): string {
-  let s = '';
-  while (s.length < PASTE_BYTES) s += String.fromCharCode(0x21 + ((s.length * 7 + n) % 94));
-  return s;
+  const chars: string[] = [];
+  for (let i = 0; i < PASTE_BYTES; i++) chars.push(String.fromCharCode(0x21 + ((i * 7 + n) % 94)));
+  return chars.join('');
+}
+
+/** Where a phase keeps each burst's latencies: `mode|label`, then the figures. */
+type Keep = (key: string, xs: (number | undefined)[]) => void;
+
+/*
+ * The measuring loops, one small function per mode. V8 compiles a loop that runs long while its
+ * function is on the stack (on-stack replacement) as a part of that function: with every mode's
+ * loop in the scenario's one function, it was a 50 ms job on V8's thread at the hundredth paste,
+ * in the process that is the relay the scenario measures (docs/benchmarks.md, "Issue 17, sixteenth
+ * round"). The figures are only kept here and counted after the last key, for the same reason.
+ */
+
+/** Keys one at a time, each after the previous echo, round-robin over the targets. */
+async function typeOneAtATime(targets: EchoTarget[], samples: number, keep: Keep): Promise<void> {
+  for (let i = 0; i < WARMUP + samples; i++) {
+    const ch = String.fromCharCode(0x61 + (i % 26));
+    // Round-robin: every target sees the same moment of the machine, within a few ms.
+    for (const t of targets) {
+      const xs = await t.burst(ch, 0);
+      if (i >= WARMUP) keep(`closed|${t.label}`, xs);
+      await sleep(GAP_MS + Math.random() * 4);
+    }
+  }
+}
+
+/** Bursts of keys `spacing` ms apart, not waiting for echoes, a burst per target in turn. */
+async function typeBursts(
+  targets: EchoTarget[],
+  spacing: (typeof SPACINGS_MS)[number],
+  samples: number,
+  keep: Keep,
+): Promise<void> {
+  const keys = BURST_KEYS[spacing];
+  const rounds = Math.ceil(samples / keys);
+  for (let r = 0; r < rounds; r++) {
+    let text = '';
+    for (let i = 0; i < keys; i++) text += String.fromCharCode(0x61 + ((r + i) % 26));
+    for (const t of targets) {
+      keep(`${spacing}ms|${t.label}`, await t.burst(text, spacing));
+      await sleep(20);
+    }
+  }
+}
+
+/** Each text pasted into every target in turn; `pasted` gets each paste's echo chunks. */
+async function pasteEach(
+  targets: EchoTarget[],
+  texts: string[],
+  keep: Keep,
+  pasted: [string, [number, number][]][],
+): Promise<void> {
+  for (const text of texts) {
+    for (const t of targets) {
+      keep(`paste|${t.label}`, [await t.paste(text)]);
+      pasted.push([t.label, t.lastPasteChunks]);
+      await sleep(20);
+    }
+  }
+}
+
+/** Per target, each paste's chunks with their times rounded to µs. */
+function pasteChunks(pasted: [string, [number, number][]][]): Map<string, [number, number][][]> {
+  const out = new Map<string, [number, number][][]>();
+  for (const [label, chunks] of pasted) {
+    if (!out.has(label)) out.set(label, []);
+    out.get(label)!.push(chunks.map(([at, n]) => [round(at, 3), n]));
+  }
+  return out;
 }
 
 export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): Promise<ScenarioResult> {
@@ -40,9 +114,13 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
   const targets: EchoTarget[] = [];
   const latencies = new Map<string, number[]>();
   const timeouts = new Map<string, number>();
+  // Only kept while the keys run, counted after the last (see typeOneAtATime).
   const recorded: [string, (number | undefined)[]][] = [];
-  /** Per paste of each target: when each chunk of its echo came back (ms) and its size. */
-  const pasteChunks = new Map<string, [number, number][][]>();
+  const keep: Keep = (key, xs) => recorded.push([key, xs]);
+  /** Each paste's target and chunks (when each chunk of its echo came back, ms, and its size). */
+  const pasted: [string, [number, number][]][] = [];
+  const pastes = MODES.has('paste') ? Math.max(10, Math.round(samples * PASTES_PER_SAMPLE)) : 0;
+  const pasteTexts = Array.from({ length: pastes }, (_, n) => pasteText(n));
   try {
     targets.push(await providerTarget('SshPtyProvider', provider, 'h'));
     targets.push(nodePtyTarget('ssh -tt', 'ssh', [...sshArgs(env.sshd), RAW_CAT]));
@@ -51,43 +129,11 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
     targets.push(await providerTarget('RelayClient over WebSocket', relay.client, 'h'));
     for (const t of targets) await t.waitReady();
     await warmHarness(pasteText(0));
-    // Only kept while the keys run, counted after: a loop over each burst's figures here became
-    // hot enough for V8 to compile it (2.2 ms on a compiler thread) in the middle of the 2 ms phase
-    // (docs/benchmarks.md, "Issue 17, sixteenth round").
-    const record = (mode: string, label: string, xs: (number | undefined)[]) => {
-      recorded.push([`${mode}|${label}`, xs]);
-    };
     await sleep(100);
-    for (let i = 0; i < (MODES.has('closed') ? WARMUP + samples : 0); i++) {
-      const ch = String.fromCharCode(0x61 + (i % 26));
-      // Round-robin: every target sees the same moment of the machine, within a few ms.
-      for (const t of targets) {
-        const xs = await t.burst(ch, 0);
-        if (i >= WARMUP) record('closed', t.label, xs);
-        await sleep(GAP_MS + Math.random() * 4);
-      }
-    }
-    for (const spacing of SPACINGS_MS.filter((s) => MODES.has(`${s}ms`))) {
-      const keys = BURST_KEYS[spacing];
-      const rounds = Math.ceil(samples / keys);
-      for (let r = 0; r < rounds; r++) {
-        let text = '';
-        for (let i = 0; i < keys; i++) text += String.fromCharCode(0x61 + ((r + i) % 26));
-        for (const t of targets) {
-          record(`${spacing}ms`, t.label, await t.burst(text, spacing));
-          await sleep(20);
-        }
-      }
-    }
-    const pastes = MODES.has('paste') ? Math.max(10, Math.round(samples * PASTES_PER_SAMPLE)) : 0;
-    for (let n = 0; n < pastes; n++) {
-      for (const t of targets) {
-        record('paste', t.label, [await t.paste(pasteText(n))]);
-        if (!pasteChunks.has(t.label)) pasteChunks.set(t.label, []);
-        pasteChunks.get(t.label)!.push(t.lastPasteChunks.map(([at, n]) => [round(at, 3), n]));
-        await sleep(20);
-      }
-    }
+    if (MODES.has('closed')) await typeOneAtATime(targets, samples, keep);
+    for (const spacing of SPACINGS_MS.filter((s) => MODES.has(`${s}ms`)))
+      await typeBursts(targets, spacing, samples, keep);
+    await pasteEach(targets, pasteTexts, keep, pasted);
   } finally {
     for (const [key, xs] of recorded) {
       if (!latencies.has(key)) latencies.set(key, []);
@@ -237,7 +283,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
       pasteBytes: PASTE_BYTES,
       stats,
       raw: Object.fromEntries([...latencies].map(([k, xs]) => [k, xs.map((x) => round(x, 3))])),
-      pasteChunks: Object.fromEntries(pasteChunks),
+      pasteChunks: Object.fromEntries(pasteChunks(pasted)),
     },
     errors,
     durationMs: now() - t0,

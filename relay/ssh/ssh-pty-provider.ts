@@ -230,9 +230,8 @@ export class SshPtyProvider extends StubBackedProvider {
       });
       log.info({ via: channel.via, uploaded: deploy.uploaded, ms: Date.now() - t0 }, 'host ready');
       if (this.opts.warmUp !== false)
-        warmUpLink(client, this.opts.warmUp ?? processWarmUpBudget).then(
-          (r) => (r.pings > 0 ? log.info(r, 'link warm-up') : log.debug(r, 'link warm-up')),
-          (err: unknown) => log.warn({ err: String(err) }, 'link warm-up failed'),
+        void warmUpLink(client, this.opts.warmUp ?? processWarmUpBudget).then((r) =>
+          r.pings > 0 ? log.info(r, 'link warm-up') : log.debug(r, 'link warm-up'),
         );
       return client;
     } catch (err) {
