@@ -114,7 +114,7 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
   const targets: EchoTarget[] = [];
   const latencies = new Map<string, number[]>();
   const timeouts = new Map<string, number>();
-  // Only kept while the keys run, counted after the last (see typeOneAtATime).
+  // Only kept while the keys run, counted after the last (see the note above typeOneAtATime).
   const recorded: [string, (number | undefined)[]][] = [];
   const keep: Keep = (key, xs) => recorded.push([key, xs]);
   /** Each paste's target and chunks (when each chunk of its echo came back, ms, and its size). */

@@ -28,9 +28,9 @@ async function rawCat(p: SshPtyProvider): Promise<{ id: string; text: () => stri
   return { id, text: () => text };
 }
 
-/** The relay's "link warm-up" record, once logged. */
+/** The relay's first "link warm-up" record, once logged. */
 const warmUpRecord = (lines: () => Record<string, unknown>[]) =>
-  lines().find((l) => l.msg === 'link warm-up') as { pings: number; end: string } | undefined;
+  lines().find((l) => l.msg === 'link warm-up') as { pings: number; end: string; ms: number } | undefined;
 
 /**
  * A fresh relay puts a run of stub pings through its first SSH link before anyone types, so V8's
@@ -74,5 +74,17 @@ describe.skipIf(!available)('SSH link warm-up', () => {
     expect(rec.pings).toBeGreaterThan(0);
     await sleep(300);
     expect(1_000_000 - budget.left).toBe(rec.pings);
+  });
+
+  it('ends at once when the link drops under it (the ping in flight fails, it does not hang)', async () => {
+    const budget = { left: 1_000_000 };
+    const captured = capturedLog();
+    fx = await startProxiedHost('warmup-drop', {}, { warmUp: budget, log: captured.log });
+    fx.proxy.delay(10);
+    await fx.provider.spawn({ host: 'h', cols: 80, rows: 24, command: 'cat' });
+    fx.proxy.cut();
+    const rec = await waitFor(() => warmUpRecord(captured.lines), 5000, 'the warm-up record');
+    expect(rec.end).toBe('closed');
+    expect(rec.ms).toBeLessThan(2000);
   });
 });

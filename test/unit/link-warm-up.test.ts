@@ -16,7 +16,7 @@ function fakeLink(rtt: (n: number) => number = () => 0.3) {
     isOpen: true,
     inputFrames: 0,
     sent: 0,
-    /** Called before each ping answers: a test may write or close here. */
+    /** Called before each ping answers: a test may count input or close the link here. */
     onPing: (_n: number) => {},
     ping(): Promise<number> {
       if (!this.isOpen) return Promise.reject(new Error('closed'));
