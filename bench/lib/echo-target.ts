@@ -156,7 +156,7 @@ const WARM_BURST = 50;
 const WARM_PASTES = 40;
 
 /**
- * Echoes of five kinds, as many as the scenario's targets: the measuring code's call to `write`
+ * Echoes of six kinds, as many as the scenario's targets: the measuring code's call to `write`
  * sees as many different functions in the warm-up as later, so V8 does not throw away what it
  * optimized for one function when the real targets come (it did with a single echo).
  */
@@ -166,6 +166,7 @@ const WARM_ECHOES: Array<(t: EchoTarget) => (data: string) => void> = [
   (t) => (d) => process.nextTick(() => t.feed(d)),
   (t) => (d) => setTimeout(() => t.feed(d), 0),
   (t) => (d) => void Promise.resolve(d).then((x) => t.feed(x)),
+  (t) => (d) => setImmediate(() => process.nextTick(() => t.feed(d))),
 ];
 
 /**

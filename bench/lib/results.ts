@@ -10,6 +10,11 @@ export interface Row {
   reference?: { label: string; value: number | null };
   better: 'higher' | 'lower';
   target?: { text: string; met: boolean | null };
+  /**
+   * A target's criterion applied to the reference against a second copy of itself in the same run
+   * (an A/A control, e.g. OpenSSH against OpenSSH): whether the machine alone would have missed it.
+   */
+  control?: { text: string; held: boolean | null };
   note?: string;
   /** Leave out of results.svg (correctness counts, not performance). */
   noPlot?: boolean;
@@ -46,6 +51,10 @@ export function fmt(v: number | null | undefined, unit = ''): string {
 }
 
 function targetCell(r: Row): string {
+  if (r.control) {
+    const mark = r.control.held === null ? '?' : r.control.held ? 'held' : 'failed';
+    return `A/A control: ${r.control.text} ${mark}`;
+  }
   if (!r.target) return '';
   const mark = r.target.met === null ? '?' : r.target.met ? 'met' : 'MISSED';
   return `${r.target.text} ${mark}`;

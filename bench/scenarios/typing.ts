@@ -21,6 +21,12 @@ const PASTES_PER_SAMPLE = 0.4;
 /** Within the budget of issue 17: p50 ≤ ssh + 0.5 ms, p99 ≤ ssh + 1 ms at every spacing. */
 const P50_MARGIN_MS = 0.5;
 const P99_MARGIN_MS = 1;
+/**
+ * A second `ssh -tt` connection, typed in the modes with a relative target (2 ms, 30 ms, paste) right
+ * after the first: OpenSSH against itself, at the same moments of the machine. Its rows say how far
+ * two identical clients' tails differ in one run, which is how much of a miss is the machine's.
+ */
+const CONTROL = 'ssh -tt, second connection';
 /** `BENCH_TYPING_MODES=2ms,paste` runs only those modes (closed, 2ms, 30ms, paste), for a quick look at one. */
 const MODES = new Set((process.env.BENCH_TYPING_MODES ?? 'closed,2ms,30ms,paste').split(','));
 
@@ -124,13 +130,19 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
   try {
     targets.push(await providerTarget('SshPtyProvider', provider, 'h'));
     targets.push(nodePtyTarget('ssh -tt', 'ssh', [...sshArgs(env.sshd), RAW_CAT]));
+    targets.push(nodePtyTarget(CONTROL, 'ssh', [...sshArgs(env.sshd), RAW_CAT]));
     targets.push(await providerTarget('LocalPtyProvider', local));
     targets.push(nodePtyTarget('node-pty local', 'sh', ['-c', RAW_CAT]));
     targets.push(await providerTarget('RelayClient over WebSocket', relay.client, 'h'));
     for (const t of targets) await t.waitReady();
     await warmHarness(pasteText(0));
     await sleep(100);
-    if (MODES.has('closed')) await typeOneAtATime(targets, samples, keep);
+    if (MODES.has('closed'))
+      await typeOneAtATime(
+        targets.filter((t) => t.label !== CONTROL),
+        samples,
+        keep,
+      );
     for (const spacing of SPACINGS_MS.filter((s) => MODES.has(`${s}ms`)))
       await typeBursts(targets, spacing, samples, keep);
     await pasteEach(targets, pasteTexts, keep, pasted);
@@ -199,6 +211,28 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
       better: 'lower',
     };
   };
+  /**
+   * The A/A control: the second `ssh -tt` connection against the first under the p99 target's
+   * margin, both ways (either of two identical clients may be the one that caught a stall): not a
+   * target of ours, it says whether the machine alone breaks the criterion in this run.
+   */
+  const controlRow = (mode: string, what: string): Row => {
+    const v = p(CONTROL, 'p99', mode);
+    const ref = p('ssh -tt', 'p99', mode);
+    return {
+      scenario: 'typing',
+      metric: `${what} p99, OpenSSH against itself (A/A control)`,
+      unit: 'ms',
+      subject: CONTROL,
+      value: v,
+      reference: { label: 'ssh -tt', value: ref },
+      better: 'lower',
+      control: {
+        text: `the two within ${P99_MARGIN_MS} ms of each other`,
+        held: v === null || ref === null ? null : Math.abs(v - ref) <= P99_MARGIN_MS,
+      },
+    };
+  };
   const relayRow = (mode: string, what: string): Row => ({
     scenario: 'typing',
     metric: `${what} p50`,
@@ -265,11 +299,14 @@ export async function typingScenario(env: BenchEnv, provider: SshPtyProvider): P
     },
     ...rateRows('2ms', 'keystrokes 2 ms apart: echo'),
     warmRow('2ms', 'keystrokes 2 ms apart: echo'),
+    controlRow('2ms', 'keystrokes 2 ms apart: echo'),
     relayRow('2ms', 'keystrokes 2 ms apart: echo'),
     ...rateRows('30ms', 'keystrokes 30 ms apart: echo'),
     warmRow('30ms', 'keystrokes 30 ms apart: echo'),
+    controlRow('30ms', 'keystrokes 30 ms apart: echo'),
     relayRow('30ms', 'keystrokes 30 ms apart: echo'),
     ...rateRows('paste', `${PASTE_BYTES / 1024} KiB paste: whole echo`),
+    controlRow('paste', `${PASTE_BYTES / 1024} KiB paste: whole echo`),
     relayRow('paste', `${PASTE_BYTES / 1024} KiB paste: whole echo`),
   ];
   return {
