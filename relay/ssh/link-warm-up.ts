@@ -7,11 +7,11 @@
  * session. On a 2-core host the compiler thread then holds the core the echo's next hop (the
  * PTY's `cat`, the tty's kworker) is woken on, and the echoes at two points of the run come
  * 1–2 ms late while the other core idles (`--trace-opt` and a scheduler trace of the typing
- * bench: docs/benchmarks.md, "Issue 17, fifteenth round" and "sixteenth round"). Stub pings are channel data both ways, the
- * same SSH message as a keystroke and its echo, so a run of them gets those compiles done while
- * the link is still idle. Typing bench, 8 alternated runs each way: echoes over 1.2 ms at the
- * compile pair (keys ~262 and ~287 of the 2 ms bursts) 13 without, 1 with; one-at-a-time p99
- * 2.08–4.35 ms (median 2.7) against 2.48–3.68 ms (median 3.05).
+ * bench: docs/benchmarks.md, "Issue 17, fifteenth round" and "sixteenth round"). Stub pings are
+ * channel data both ways, the same SSH message as a keystroke and its echo, so a run of them gets
+ * those compiles done while the link is still idle. Typing bench, 8 alternated runs each way:
+ * echoes over 1.2 ms at the compile pair (keys ~262 and ~287 of the 2 ms bursts) 13 without, 1
+ * with; one-at-a-time p99 2.08–4.35 ms (median 2.7) against 2.48–3.68 ms (median 3.05).
  *
  * One ping at a time, so each is one SSH packet each way (frames of one turn share a write), and
  * a long or busy link carries few of them: the run ends after {@link WARM_UP_MAX_MS} (on a 50 ms
