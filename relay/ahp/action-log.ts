@@ -7,6 +7,18 @@ export const DEFAULT_REPLAY_BYTES = 8 * 1024 * 1024;
 /** Fixed per-envelope overhead added to the payload size estimate. */
 const ENVELOPE_OVERHEAD_BYTES = 128;
 
+/**
+ * Where a new log's seqs start: the wall clock in microseconds. A `lastSeenServerSeq` means
+ * something only to the process that issued it; a relay that restarted must never have issued the
+ * same number, or a reconnect would replay its own unrelated envelopes as the ones the client
+ * missed. Every later process starts above every seq an earlier one issued unless that one averaged
+ * more than one envelope per microsecond over its life (or the clock stepped back further than it
+ * lived). 2^53 µs is the year 2255.
+ */
+export function freshSeqBase(): number {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
+}
+
 /** One logged envelope and who may see it. */
 export interface LogEntry {
   envelope: ActionEnvelope;
@@ -44,7 +56,7 @@ export function entryText(entry: LogEntry, log?: ActionLog): string {
 }
 
 /**
- * Assigns server sequence numbers (strictly increasing, starting at 1) and keeps a bounded ring
+ * Assigns server sequence numbers (strictly increasing, from `base + 1`) and keeps a bounded ring
  * of the most recent envelopes so a reconnecting client can be replayed exactly, or told that
  * it must take snapshots because the gap is no longer held.
  */
@@ -54,14 +66,17 @@ export class ActionLog {
   /** Index of the oldest live entry in `entries` (compacted lazily). */
   private start = 0;
   private bytes = 0;
-  private seq = 0;
+  private seq: number;
 
   constructor(
     private readonly maxActions = DEFAULT_REPLAY_ACTIONS,
     private readonly maxBytes = DEFAULT_REPLAY_BYTES,
-  ) {}
+    base = freshSeqBase(),
+  ) {
+    this.seq = base;
+  }
 
-  /** The last assigned server seq (0 before any action). */
+  /** The last assigned server seq (the base before any action). */
   get serverSeq(): number {
     return this.seq;
   }
@@ -122,7 +137,8 @@ export class ActionLog {
 
   /**
    * Every entry after `afterSeq`, oldest first; undefined when some of them were already
-   * evicted (or `afterSeq` is from the future, e.g. a previous server process).
+   * evicted or never issued by this log (`afterSeq` below its base or above its last seq: another
+   * server process's).
    */
   since(afterSeq: number): LogEntry[] | undefined {
     if (!Number.isInteger(afterSeq) || afterSeq < 0 || afterSeq > this.seq) return undefined;

@@ -32,7 +32,7 @@ const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('PeerSet backpressure', () => {
   it('holds a connection above the high watermark and catches it up in order below the low one', async () => {
-    const log = new ActionLog(1000, 1 << 20);
+    const log = new ActionLog(1000, 1 << 20, 0);
     const peers = new PeerSet(log, { high: 100, low: 10 });
     const { conn, sent } = fakeConn('x');
     const p = peers.add(conn as unknown as RpcConnection);
@@ -56,7 +56,7 @@ describe('PeerSet backpressure', () => {
   });
 
   it('closes a connection whose missed envelopes left the log (4008)', async () => {
-    const log = new ActionLog(100, 1 << 20);
+    const log = new ActionLog(100, 1 << 20, 0);
     const peers = new PeerSet(log, { high: 100, low: 10 });
     const { conn } = fakeConn('y');
     peers.add(conn as unknown as RpcConnection).subscriptions.add('ch');
@@ -69,7 +69,7 @@ describe('PeerSet backpressure', () => {
   });
 
   it('resynchronizes a connection whose missed envelopes left the log, for its client only', async () => {
-    const log = new ActionLog(100, 1 << 20);
+    const log = new ActionLog(100, 1 << 20, 0);
     const peers = new PeerSet(log, { high: 100, low: 10 });
     const late = fakeConn('late');
     const other = fakeConn('other');

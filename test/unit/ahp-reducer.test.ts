@@ -153,7 +153,7 @@ describe('protocol version negotiation', () => {
 
 describe('ActionLog', () => {
   it('numbers envelopes strictly increasing and replays what it still holds', () => {
-    const log = new ActionLog(3, 1 << 20);
+    const log = new ActionLog(3, 1 << 20, 0);
     for (let i = 0; i < 5; i++) log.append('c', { type: 'terminal/data', data: String(i) });
     expect(log.serverSeq).toBe(5);
     expect(log.since(2)?.map((e) => e.envelope.serverSeq)).toEqual([3, 4, 5]);
@@ -163,7 +163,7 @@ describe('ActionLog', () => {
   });
   it('evicts by bytes too', () => {
     // Each data string counts twice its length (V8's two-byte worst case) plus 128.
-    const log = new ActionLog(1000, 1000);
+    const log = new ActionLog(1000, 1000, 0);
     log.append('c', { type: 'terminal/data', data: 'x'.repeat(300) });
     log.append('c', { type: 'terminal/data', data: 'y'.repeat(300) });
     expect(log.since(0)).toBeUndefined();
