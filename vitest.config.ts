@@ -9,6 +9,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Documented on every supported Node line; tests that check what is collectable call gc().
+    execArgv: ['--expose-gc'],
     fileParallelism: true,
     maxWorkers: 2,
   },

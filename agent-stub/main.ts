@@ -152,7 +152,6 @@ async function main(argv: string[]): Promise<void> {
         inferredIdleMs: numFlag(args, '--agent-idle-ms'),
         maxReadBytes: numFlag(args, '--max-read-bytes'),
       },
-      batching: flag(args, '--output-batching') === 'timer' ? 'timer' : 'backpressure',
       history: {
         enabled: historyFlag(args),
         segmentBytes: numFlag(args, '--history-segment-bytes'),

@@ -10,7 +10,6 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../relay/log.js';
-import { tuneRelayV8 } from '../relay/service/relay-v8.js';
 import type { SshPtyProvider } from '../relay/ssh/ssh-pty-provider.js';
 import { packageRoot, stubBundlePath } from '../relay/stub-bundle.js';
 import { startSshd } from '../test/support/sshd.js';
@@ -79,7 +78,7 @@ function parseArgs(argv: string[]): BenchOptions {
     else if (a === '--flood-mb') opts.floodMb = positiveInt(a, argv[++i]);
     else
       throw new Error(
-        `unknown argument ${a} (use --quick, --only a,b, --out DIR, --flood-variants ssh,ssh-provider,ssh-provider-timer,node-pty,local-provider,relay-client, --flood-rounds N, --flood-mb N, --profile-stub DIR)`,
+        `unknown argument ${a} (use --quick, --only a,b, --out DIR, --flood-variants ssh,ssh-aa,ssh-provider,node-pty,local-provider,relay-client, --flood-rounds N, --flood-mb N, --profile-stub DIR)`,
       );
   }
   for (const s of opts.only ?? []) {
@@ -116,9 +115,6 @@ function progress(msg: string): void {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  // The SshPtyProvider the scenarios measure runs in this process: it gets the relay's V8 flags,
-  // as in `ptyrelay serve` (relay/service/relay-v8.ts); BENCH_RELAY_V8_DEFAULTS=1 leaves V8 and thread priorities as they are.
-  if (process.env.BENCH_RELAY_V8_DEFAULTS !== '1') tuneRelayV8();
   const opts = parseArgs(argv);
   const started = now();
   const machine = machineInfo(packageRoot());

@@ -7,7 +7,6 @@
 import { createLogger } from '../relay/log.js';
 import { createPtyExtension } from '../relay/service/pty-extension.js';
 import { startRelayServer } from '../relay/service/relay-server.js';
-import { tuneRelayV8 } from '../relay/service/relay-v8.js';
 import type { HostRouter } from '../relay/service/rpc-types.js';
 import { TerminalRegistry } from '../relay/service/terminal-registry.js';
 import { type SshHostConfig, SshPtyProvider } from '../relay/ssh/ssh-pty-provider.js';
@@ -19,8 +18,6 @@ interface RelayProcessArgs {
 }
 
 async function run(): Promise<void> {
-  // As `ptyrelay serve` does (relay/service/relay-v8.ts); BENCH_RELAY_V8_DEFAULTS=1 leaves V8 and thread priorities as they are (A/B).
-  if (process.env.BENCH_RELAY_V8_DEFAULTS !== '1') tuneRelayV8();
   const args = JSON.parse(process.argv[2] ?? '{}') as RelayProcessArgs;
   // BENCH_RELAY_LOG=warn (or debug) shows the relay's own log on the bench's stderr.
   const log = createLogger({ level: process.env.BENCH_RELAY_LOG ?? 'silent', fd: 2 });

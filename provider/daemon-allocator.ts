@@ -5,7 +5,7 @@
  * the system when freed, and a heap's free top goes back past 128 KiB. Left to adjust itself,
  * glibc raised the mmap threshold to the largest buffer freed so far, and those buffers came from
  * the heaps, where they stayed. 50 idle sessions that each wrote 10 MiB: 223 MB without, 152 MB
- * with (docs/benchmarks.md; MALLOC_ARENA_MAX=2 on top gave 168 MB: the model worker then shared
+ * with (MALLOC_ARENA_MAX=2 on top gave 168 MB: the model worker then shared
  * the main heap, its rows pinning the PTY's freed read buffers). glibc reads these variables once,
  * when the process starts; the daemon then takes them out of its environment again (and puts back
  * the user's own values), so the shells it spawns never see them.

@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { daemonProcessEnv } from './daemon-allocator.js';
+import { PtyRelayError } from './errors.js';
 import { assertPrivateRuntime } from './private-dir.js';
 import {
   bundleBuildId,
@@ -11,7 +12,6 @@ import {
   daemonSocketPath,
   listDaemonSockets,
 } from './stub-paths.js';
-import { INTERACTIVE_TIER_UP_FLAG } from './v8-tier-up.js';
 
 /** How long a freshly started daemon may take to accept connections. */
 const START_TIMEOUT_MS = 10_000;
@@ -37,52 +37,17 @@ export async function socketAnswers(path: string): Promise<boolean> {
 }
 
 /**
- * TurboFan inlines callees into a function it optimizes until their bytecode adds up to this
- * (V8's default: 920 bytes). Each optimization of the daemon is one job on its one V8 thread
- * (`--v8-pool-size=1`). A thread of the next keystroke (sshd, the tty's kworker, `cat`, the
- * daemon's own main thread) that wakes on that core while a job runs, and that the kernel does not
- * let preempt it (one not due), waits for the job's end (docs/benchmarks.md "Issue 17, ninth
- * round"). With a quarter of the budget the jobs are shorter (`--trace-opt` over a typing run:
- * p90 3.5 against 5.2 ms), and fewer echoes 2 ms apart took over 2.5 ms: median 6 against 8 of
- * 500 over eleven alternated runs each (2 ms p99 median 2.53 against 3.10 ms); flood unchanged.
- */
-export const DAEMON_INLINING_FLAG = '--max-inlined-bytecode-size-cumulative=240';
-
-/**
- * V8 flags of the daemon process (both isolates: the main thread and the model worker).
- * - `--max-semi-space-size=2`: the data path allocates fast and keeps little (the rings are
- *   long-lived, everything else dies young): V8's default young generation (up to 3 × 16 MB)
- *   would mostly hold garbage in the daemon's RSS.
- * - `--optimize-for-size`: V8 lets the old generation grow to a multiple of what is live before
- *   it collects; under 45 flooding background sessions the model worker's old space reached
- *   60 MB with 20 MB live. With the flag V8 grows it less and compacts it back (50 × `yes`:
- *   stub RSS peak 234 → 183 MB). No cost measured to a `cat` flood or to echo latency; a
- *   flood the model must parse in full (one long line) ran ~8 % slower (docs/benchmarks.md).
- * - {@link INTERACTIVE_TIER_UP_FLAG}: the keystroke path is optimized early (v8-tier-up.ts).
- * - `--v8-pool-size=1`: one V8 background thread instead of four. The daemon's background
- *   threads are V8's optimizing compiler (~90 % of their time while typing) and its concurrent
- *   GC. With four, two compile jobs of 2–14 ms each could hold both cores of a 2-core host at
- *   once, and the next keystroke's hops (sshd, the daemon, the tty's kworker, `cat`) queued
- *   behind them: during the bench's 2 ms bursts those threads had 30–37 % of both cores' time
- *   while an echo took over 4 ms (scheduler trace, docs/benchmarks.md "Issue 17, fifth round"). With
- *   one they hold at most one core, and compile less in total: 1.9–2.4 s of compile per typing run
- *   against 3.4–5.1 s. The daemon's heaps are small (2 MB semi-spaces), so GC loses nothing it
- *   would notice; flood and memory targets unchanged (0.80× of `ssh -tt`, 178 MB for 50 × `yes`).
- * - {@link DAEMON_INLINING_FLAG}: shorter compile jobs, so that one thread is off a core sooner.
- */
-const DAEMON_NODE_FLAGS = [
-  '--max-semi-space-size=2',
-  '--optimize-for-size',
-  INTERACTIVE_TIER_UP_FLAG,
-  '--v8-pool-size=1',
-  DAEMON_INLINING_FLAG,
-];
-
-/**
  * Connects to the user's daemon, starting it detached (own session, stdio to its log file) when
  * none answers. Used by `stub.js connect` and by the local provider. The runtime dir must be
  * private (DIR_INSECURE otherwise): a socket there that another user could have put in place
  * is never spoken to.
+ *
+ * The daemon's command line is `node STUB daemon …` with no node options: it is started by
+ * whichever node the host has (18 to 26), and an option one line accepts another may refuse.
+ *
+ * @throws PtyRelayError DAEMON_START_FAILED as soon as the started process exits without serving
+ *   (its stderr, the node and its version in `details`), or when nothing answers within
+ *   {@link START_TIMEOUT_MS}.
  */
 export async function connectOrStartDaemon(
   stubFile: string,
@@ -96,21 +61,26 @@ export async function connectOrStartDaemon(
   assertPrivateRuntime(runtimeDir, socketPath);
   const first = await tryConnect(socketPath);
   if (first) return first;
-  const logFd = openSync(daemonLogPath(runtimeDir), 'a', 0o600);
-  const child = spawn(
-    nodePath,
-    [...DAEMON_NODE_FLAGS, stubFile, 'daemon', '--runtime-dir', runtimeDir, ...extraArgs],
-    {
-      detached: true,
-      stdio: ['ignore', logFd, logFd],
-      env: daemonProcessEnv(process.env),
-    },
-  );
+  const logPath = daemonLogPath(runtimeDir);
+  const logFd = openSync(logPath, 'a', 0o600);
+  const logStart = fstatSync(logFd).size;
+  const child = spawn(nodePath, [stubFile, 'daemon', '--runtime-dir', runtimeDir, ...extraArgs], {
+    detached: true,
+    stdio: ['ignore', logFd, logFd],
+    env: daemonProcessEnv(process.env),
+  });
   child.unref();
   closeSync(logFd); // the child has its own copy
+  const failed = new Promise<StartFailure>((resolve) => {
+    child.once('error', (err) => resolve({ spawnError: err.message }));
+    // An exit with 0 is a daemon that found another one serving: that one answers below.
+    child.once('exit', (code, signal) => {
+      if (code !== 0) resolve({ code, signal });
+    });
+  });
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    const failure = await Promise.race([failed, sleep(POLL_MS)]);
     const s = await tryConnect(socketPath);
     if (s) {
       try {
@@ -121,11 +91,87 @@ export async function connectOrStartDaemon(
       }
       return s;
     }
+    if (failure) throw startFailed(nodePath, logPath, logStart, failure);
   }
   // Given up on: a daemon that came up later would serve nobody until its idle exit.
   child.kill('SIGTERM');
-  throw new Error(`daemon did not start within ${START_TIMEOUT_MS} ms (log: ${daemonLogPath(runtimeDir)})`);
+  throw startFailed(nodePath, logPath, logStart, { timedOut: true });
 }
+
+/** How a started daemon failed to serve. */
+interface StartFailure {
+  code?: number | null;
+  signal?: NodeJS.Signals | null;
+  spawnError?: string;
+  timedOut?: boolean;
+}
+
+/** Most of a daemon's stderr kept in the error (its first lines say why). */
+const STDERR_KEEP_BYTES = 4096;
+
+/**
+ * The typed error of a daemon that did not start: its own stderr (what it wrote to the log since
+ * this launcher opened it), the first line of it in the message, and the node that ran it.
+ */
+function startFailed(nodePath: string, logPath: string, logStart: number, f: StartFailure): PtyRelayError {
+  const stderr = readFrom(logPath, logStart, STDERR_KEEP_BYTES);
+  const firstLine = stderr
+    .split('\n')
+    .find((l) => l.trim() !== '')
+    ?.trim();
+  const nodeVersion = versionOf(nodePath);
+  const how = f.timedOut
+    ? `nothing answered within ${START_TIMEOUT_MS} ms`
+    : f.spawnError
+      ? `it could not be run (${f.spawnError})`
+      : f.signal
+        ? `it was killed by ${f.signal}`
+        : `it exited with status ${f.code}`;
+  return new PtyRelayError(
+    'DAEMON_START_FAILED',
+    `the stub daemon did not start: ${how}${firstLine ? `: ${firstLine}` : ''} (node ${nodeVersion} at ${nodePath})`,
+    {
+      stderr,
+      node: nodePath,
+      nodeVersion,
+      log: logPath,
+      ...(f.timedOut ? { timedOut: true } : { exitCode: f.code ?? null, signal: f.signal ?? null }),
+    },
+  );
+}
+
+/** Up to `max` bytes of `path` from `offset` (what a process wrote since), as text. */
+function readFrom(path: string, offset: number, max: number): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const buf = Buffer.alloc(max);
+    const n = readSync(fd, buf, 0, max, offset);
+    return buf.subarray(0, n).toString('utf8');
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** `node --version` of the binary at `nodePath` ('unknown' when it does not say). */
+function versionOf(nodePath: string): string {
+  if (nodePath === process.execPath) return process.version;
+  try {
+    return (
+      execFileSync(nodePath, ['--version'], {
+        encoding: 'utf8',
+        timeout: 2000,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim() || 'unknown'
+    );
+  } catch {
+    return 'unknown';
+  }
+}
+
+const sleep = (ms: number): Promise<undefined> => new Promise((r) => setTimeout(() => r(undefined), ms));
 
 /**
  * Ends the daemon this launcher started when another one answered (a concurrent starter's won).

@@ -1,8 +1,7 @@
-// Compiles the daemon's optional native addons with the system C compiler (`cc`, or $CC):
+// Compiles the daemon's optional native addon with the system C compiler (`cc`, or $CC):
 //   agent-stub/native/malloc-trim.c -> dist/stub/native/malloc-trim.node (heap trimming)
-//   agent-stub/native/sched-slice.c -> dist/stub/native/sched-slice.node (long slices for background threads)
-// Each is optional: without a compiler, or off Linux, the build says so and goes on, and the
-// daemon and relay run without that addon (docs/benchmarks.md, issues 19 and 17).
+// It is optional: without a compiler, or off Linux, the build says so and goes on, and the
+// daemon runs without it (glibc's MALLOC_TRIM_THRESHOLD_ alone, docs/flow-control.md).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,10 +10,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const outDir = path.join(root, 'dist', 'stub', 'native');
 const cc = process.env.CC || 'cc';
-const ADDONS = [
-  { name: 'malloc-trim', without: 'the daemon will run without heap trimming' },
-  { name: 'sched-slice', without: 'background threads will keep the default time slice' },
-];
+const ADDONS = [{ name: 'malloc-trim', without: 'the daemon will run without heap trimming' }];
 
 if (process.platform !== 'linux') {
   console.log(`build-native: skipped on ${process.platform} (the addons are Linux-only)`);
@@ -26,9 +22,7 @@ for (const { name, without } of ADDONS) {
   const out = path.join(outDir, `${name}.node`);
   const tmp = `${out}.${process.pid}.tmp`;
   try {
-    // No stack protector: the addons then need only long-standing glibc symbols (GLIBC_2.2.5),
-    // so they load on any glibc host the stub supports.
-    execFileSync(cc, ['-shared', '-fPIC', '-O2', '-Wall', '-fno-stack-protector', '-o', tmp, source], {
+    execFileSync(cc, ['-shared', '-fPIC', '-O2', '-Wall', '-o', tmp, source], {
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     fs.renameSync(tmp, out);

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { dataFrameIds, encodeDataFrameHeadFrom } from '../../provider/wire/frame-codec.js';
 import type { PtySession } from '../session/pty-session.js';
-import { type BatchingMode, OutputBatcher, TimerOutputBatcher } from './output-batcher.js';
+import { OutputBatcher } from './output-batcher.js';
 
 /** Socket output buffered beyond this pauses the sessions feeding this connection. */
 export const SOCKET_HIGH_WATER = 4 * 1024 * 1024;
@@ -45,14 +45,12 @@ export class ConnectionOutput {
   constructor(
     private readonly socket: Socket,
     private readonly hooks: OutputHooks,
-    mode: BatchingMode = 'backpressure',
     /** Milliseconds, monotonic (tests pass a fake clock). */
     clock: () => number = () => performance.now(),
   ) {
     const send = (s: PtySession, seq: number, chunks: readonly Uint8Array[], bytes: number) =>
       this.dataFrame(s, seq, chunks, bytes);
-    this.batcher =
-      mode === 'timer' ? new TimerOutputBatcher(send) : new OutputBatcher(send, () => this.armTurn(), clock);
+    this.batcher = new OutputBatcher(send, () => this.armTurn(), clock);
     socket.on('drain', () => this.unblock());
   }
 

@@ -1,7 +1,6 @@
 import { chmodSync, mkdirSync, unlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { dirname, join } from 'node:path';
-import { keepBackgroundThreadsLow, sliceAddonPath } from '../../provider/background-threads.js';
+import { join } from 'node:path';
 import { socketAnswers } from '../../provider/daemon-launcher.js';
 import { assertPrivateRuntime } from '../../provider/private-dir.js';
 import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
@@ -17,7 +16,6 @@ import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';
 import { acquirePidLock, releasePidLock } from './daemon-lock.js';
 import { HeapTrimmer } from './heap-trimmer.js';
-import type { BatchingMode } from './output-batcher.js';
 import { StubRequestHandler } from './request-handler.js';
 import { StubConnection } from './stub-connection.js';
 import { TerminalIdAllocator } from './terminal-id-allocator.js';
@@ -50,8 +48,6 @@ export interface DaemonOptions {
   buildId?: string;
   /** Agent send tuning (flags --agent-poll-ms, --agent-prompt-grace-ms, --agent-idle-ms, --max-read-bytes). */
   readiness?: Partial<ReadinessConfig>;
-  /** `--output-batching timer`: the old 4 ms batcher, for the bench's A/B only. */
-  batching?: BatchingMode;
   /** Output history on disk (flags --history, --history-*-bytes, --history-free-percent, --tail-bytes). */
   history?: Partial<HistoryLimits>;
 }
@@ -106,11 +102,6 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const idleExitMs = opts.idleExitMs ?? DEFAULT_IDLE_EXIT_MS;
   const startedAt = Date.now();
   const model = new ScreenModelHost();
-  // Keystrokes and echoes run on the main thread; compiles, GC helpers and screen models can wait.
-  const stopNice = keepBackgroundThreadsLow(
-    (problem) => log('background thread tuning incomplete', { problem }),
-    process.argv[1] ? sliceAddonPath(dirname(process.argv[1])) : undefined,
-  );
   const trimAddon = heapTrimAddon();
   if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
   const { addon } = trimAddon;
@@ -165,7 +156,6 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     log('daemon exiting', { reason });
     clearTimeout(idleTimer);
     trimmer.stop();
-    stopNice();
     server?.close();
     for (const c of connections) c.close();
     await registry.shutdownAll();
@@ -236,7 +226,6 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       inputLedger,
       keepTailMin: limits.keepTailMin,
       pendingCap: limits.pendingCap,
-      batching: opts.batching,
       totalBuffered: () => {
         let n = 0;
         for (const c of connections) n += c.buffered;

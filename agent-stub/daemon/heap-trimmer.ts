@@ -37,9 +37,7 @@ export interface HeapTrimmerOptions {
  * is never quiet, each time RSS grew by TRIM_GROWTH_BYTES since the last trim. An idle daemon never
  * trims, and typing one key at a time (a few milliseconds of CPU a second) does not count as busy;
  * keys 2 ms apart (14–47 ms a second) can, and a daemon that crosses the line back and forth trims
- * every ~2 s, 0.1–0.6 ms on the pool each (docs/benchmarks.md, "Issue 17, fourteenth round"). The
- * trim runs on libuv's pool, one at a time. The model worker trims on its own after it drops scrollback
- * (idle-gc.ts).
+ * every ~2 s, 0.1–0.6 ms on the pool each. The trim runs on libuv's pool, one at a time.
  */
 export class HeapTrimmer {
   private readonly rss: () => number;

@@ -24,7 +24,7 @@ export const FULL_READ_HOLD_MS = 2;
  * a screen redraw) is held only for this many passes of the event loop's poll, then sent. A full
  * read does not prove more is waiting: a 4 KiB paste comes back from `cat` as 4095 + 1 bytes
  * that the daemon often reads as one 4096-byte chunk, the whole echo, which FULL_READ_HOLD_MS
- * then held for 2 ms (the paste p99 of issue 17: a cluster of pastes at +2 ms). Output the
+ * then held for 2 ms (a cluster of pastes at +2 ms in the typing bench). Output the
  * kernel already has arrives within these passes; a stream's refills come later, and it has
  * FULL_READ_HOLD_MS once it streams.
  */
@@ -44,11 +44,6 @@ export const STREAM_GAP_MS = 5;
  * (a batch that held a full read is sent by the short read that ends the kernel's backlog).
  */
 export const STREAM_HOLD_MS = 4;
-/** The timer of the `timer` mode (the batcher before issue 17), kept for the bench's A/B only. */
-export const LEGACY_BATCH_WINDOW_MS = 4;
-
-/** How output is merged: `backpressure` (the product) or `timer` (the old 4 ms window, bench A/B). */
-export type BatchingMode = 'backpressure' | 'timer';
 
 /** Sends `chunks` (together `bytes` long) of `s`, starting at `seq`, as one DATA frame. */
 export type SendBatch = (s: PtySession, seq: number, chunks: readonly Uint8Array[], bytes: number) => void;
@@ -269,56 +264,5 @@ export class OutputBatcher {
   private sendOne(s: PtySession, p: Pending): void {
     this.pending.delete(s);
     this.send(s, p.seq, p.chunks, p.bytes);
-  }
-}
-
-/**
- * The batcher before issue 17: the first chunk after a quiet period at once, later chunks within
- * LEGACY_BATCH_WINDOW_MS held for that timer. It delays an echo that follows another within
- * 4 ms; it stays only so the bench can measure old against new in one run (`--output-batching timer`).
- */
-export class TimerOutputBatcher extends OutputBatcher {
-  private timer: NodeJS.Timeout | undefined;
-  private lastSend = Number.NEGATIVE_INFINITY;
-
-  constructor(
-    send: SendBatch,
-    private readonly now: () => number = () => performance.now(),
-  ) {
-    super(
-      (s, seq, chunks, bytes) => {
-        this.lastSend = this.now();
-        send(s, seq, chunks, bytes);
-      },
-      () => {},
-    );
-  }
-
-  override push(s: PtySession, seq: number, data: Uint8Array): void {
-    const quiet = !this.timer && !this.hasPending && this.now() - this.lastSend >= LEGACY_BATCH_WINDOW_MS;
-    super.push(s, seq, data);
-    if (quiet) this.flush();
-    else if (this.hasPending) this.timer ??= setTimeout(() => this.flush(), LEGACY_BATCH_WINDOW_MS);
-  }
-
-  override turnEnded(): void {}
-
-  /** Its timer sends full reads too: no hold, no peek. */
-  protected override armHold(): void {}
-
-  protected override armPeek(): void {}
-
-  override drained(): void {}
-
-  override flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    super.flush();
-  }
-
-  override dispose(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    super.dispose();
   }
 }

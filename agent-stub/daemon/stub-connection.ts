@@ -18,7 +18,6 @@ import type { PtySession, SessionSink } from '../session/pty-session.js';
 import { BackgroundDelivery } from './background-delivery.js';
 import { ConnectionOutput } from './connection-output.js';
 import { HistoryCatchUp } from './history-catch-up.js';
-import type { BatchingMode } from './output-batcher.js';
 import { type HandlerOutput, REPLIED, type StubRequestHandler } from './request-handler.js';
 
 /** How long a link that broke the protocol stays half-closed for its peer to read the error. */
@@ -41,8 +40,6 @@ export interface ConnectionContext {
   keepTailMin: number;
   /** Daemon-wide cap on output buffered in connection sockets. */
   pendingCap: number;
-  /** How live output is merged (`timer` only for the bench's A/B of the old batcher). */
-  batching?: BatchingMode;
   totalBuffered(): number;
   log(msg: string, extra?: Record<string, unknown>): void;
 }
@@ -80,19 +77,15 @@ export class StubConnection implements SessionSink {
       },
       ctx.keepTailMin,
     );
-    this.out = new ConnectionOutput(
-      socket,
-      {
-        blocked: () => {
-          for (const s of this.attached) s.gate.hold(this.gateReason);
-        },
-        unblocked: () => {
-          for (const s of this.attached) s.gate.release(this.gateReason);
-        },
-        overCap: () => ctx.totalBuffered() > ctx.pendingCap,
+    this.out = new ConnectionOutput(socket, {
+      blocked: () => {
+        for (const s of this.attached) s.gate.hold(this.gateReason);
       },
-      ctx.batching,
-    );
+      unblocked: () => {
+        for (const s of this.attached) s.gate.release(this.gateReason);
+      },
+      overCap: () => ctx.totalBuffered() > ctx.pendingCap,
+    });
     this.catchUp = new HistoryCatchUp({
       send: (s, seq, d) => this.sendData(s, seq, d),
       buffered: () => this.out.buffered,

@@ -1,5 +1,4 @@
 import type { OutputHistory } from '../history/output-history.js';
-import { collectGarbageSoon } from './idle-gc.js';
 import type { ToModel } from './model-protocol.js';
 import { ModelEvents } from './model-rebuild.js';
 
@@ -146,7 +145,6 @@ export class ModelScrollback {
       return;
     }
     this.host.post({ kind: 'grow', sid: this.host.sid, steps: planner.finish() });
-    collectGarbageSoon();
   }
 }
 

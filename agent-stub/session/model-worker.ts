@@ -1,6 +1,5 @@
 import { parentPort } from 'node:worker_threads';
 import { pageLines } from '../readiness/read-page.js';
-import { collectGarbageSoon } from './idle-gc.js';
 import type { FromModel, ToModel } from './model-protocol.js';
 import { rebuildModel, sameScreen } from './model-rebuild.js';
 import { TerminalModel } from './terminal-model.js';
@@ -72,7 +71,6 @@ export function runModelWorker(): void {
         break;
       case 'shrink':
         e.model.shrink();
-        collectGarbageSoon();
         break;
       case 'unshrink':
         e.model.unshrink();
@@ -132,7 +130,6 @@ export function runModelWorker(): void {
             live.unshrink();
           }
           send({ kind: 'grown', sid, adopted });
-          collectGarbageSoon();
           const held = e.held ?? [];
           e.held = undefined;
           for (const h of held) handle(h);

@@ -12,25 +12,6 @@ const SNAPSHOT_TIMEOUT_MS = 15_000;
 const MODEL_YOUNG_GENERATION_MB = 8;
 
 /**
- * Detaches a throwaway buffer, once per thread. Moving a buffer to the worker (a joined batch of
- * output, `post` with a transfer list) detaches it here, and V8's optimized code assumes, until
- * the first detach in the isolate, that none ever happens: on that first one it throws away every
- * optimized function that touched a typed array (Buffer reads and writes, timers, `nextTick`, the
- * streams, the frame codec: about 50 of the daemon's hot functions in one go) and compiles them
- * again. The first joined batch came with the first output that arrived in several chunks before
- * the model was fed, which is keys typed 2 ms apart: that wave of compiles landed in the middle of
- * typing (`--trace-deopt`, docs/benchmarks.md "Issue 17, fourteenth round"). Done before anything
- * is optimized, it costs nothing and the code is compiled once, with the check.
- */
-let detachSettled = false;
-export function settleDetachAssumption(): void {
-  if (detachSettled) return;
-  detachSettled = true;
-  const throwaway = new ArrayBuffer(1);
-  structuredClone(throwaway, { transfer: [throwaway] });
-}
-
-/**
  * Owns the one worker thread that runs every session's headless terminal. The worker is this
  * same bundle file (process.argv[1]) started with a marker in workerData.
  */
@@ -41,9 +22,7 @@ export class ScreenModelHost {
   private readonly progress = new Map<string, (seq: number) => void>();
   private readonly grown = new Map<string, (adopted: boolean) => void>();
 
-  constructor(private readonly entryFile: string = process.argv[1]) {
-    settleDetachAssumption();
-  }
+  constructor(private readonly entryFile: string = process.argv[1]) {}
 
   /** `transfer`: buffers of `m` that move to the worker (the sender must not use them again). */
   post(m: ToModel, transfer?: ArrayBuffer[]): void {

@@ -2,8 +2,6 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 
 export const now = (): number => performance.now();
 
@@ -285,14 +283,11 @@ export function cpuDeltaByComm(
   );
 }
 
-let gcFn: (() => void) | undefined;
-/** A full garbage collection of this process (flag enabled at runtime, no node option needed). */
+/** A full garbage collection of this process (`npm run bench` starts node with --expose-gc). */
 export function collectGarbage(): void {
-  if (!gcFn) {
-    v8.setFlagsFromString('--expose-gc');
-    gcFn = vm.runInNewContext('gc') as () => void;
-  }
-  gcFn();
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('the bench needs node --expose-gc (npm run bench passes it)');
+  gc();
 }
 
 /** A process's command line, arguments joined by spaces ('' when gone). */

@@ -2,7 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import * as pty from 'node-pty';
 import type { IPtyProvider } from '../../provider/contract.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
-import { type BenchEnv, hostConfig, localProvider, sshArgs, sshProvider } from '../lib/env.js';
+import { type BenchEnv, localProvider, sshArgs } from '../lib/env.js';
 import { expectedPrefixSha256, type FloodFile, generateFloodFile } from '../lib/flood-file.js';
 import { runCommandStream, runProviderStream, type StreamStats } from '../lib/pty-run.js';
 import { startBenchRelay } from '../lib/relay.js';
@@ -44,10 +44,10 @@ interface FloodRun {
   settleMs?: number;
 }
 
-/** The flood variant that runs the batcher before issue 17 (`--output-batching timer`). */
-const OLD_BATCHER = 'SshPtyProvider, old 4 ms batcher';
-/** Paired rounds of new ÷ old batching whose median is at least this count as no drop (noise ±0.15 per round). */
-const NO_DROP_RATIO = 0.95;
+/** A second `ssh -tt` in each round: OpenSSH against itself, the run's A/A spread. */
+const SSH_AA = 'ssh -tt (A/A)';
+/** Flood target: each provider at least this share of its reference, medians of the same run. */
+const FLOOD_TARGET_RATIO = 0.9;
 
 function toRun(variant: string, s: StreamStats, file: FloodFile, hash: Hash | undefined): FloodRun {
   const streamMs = s.tLast - s.tFirst;
@@ -196,20 +196,14 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
   const want = (v: string) => !env.opts.floodVariants || env.opts.floodVariants.has(v);
   const local = want('local-provider') ? await localProvider(env) : undefined;
   const relay = want('relay-client') ? await startBenchRelay(env) : undefined;
-  // The batcher before issue 17 (4 ms timer), in a daemon of its own, for the A/B in this run.
-  const oldBatcher = want('ssh-provider-timer')
-    ? sshProvider(
-        env,
-        { h: hostConfig(env.sshd) },
-        { daemonArgs: ['--runtime-dir', `${env.runtimeDir}-timer`, '--output-batching', 'timer'] },
-      )
-    : undefined;
   const runs: FloodRun[] = [];
   try {
     await provider.listProcesses();
     const daemonPid = provider.linkInfo('h')?.daemonPid;
     const variants: Array<() => Promise<FloodRun>> = [];
     if (want('ssh')) variants.push(() => viaSsh(env, file, verify));
+    if (want('ssh-aa'))
+      variants.push(async () => ({ ...(await viaSsh(env, file, verify)), variant: SSH_AA }));
     /** A flood through an SSH provider, with its daemon's and sshd's CPU and the link's packets. */
     const viaSshProvider = async (variant: string, p: SshPtyProvider, pid: number | undefined) => {
       const before = cpuSnapshot(env, pid);
@@ -220,14 +214,6 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       return run;
     };
     if (want('ssh-provider')) variants.push(() => viaSshProvider('SshPtyProvider', provider, daemonPid));
-    if (oldBatcher) {
-      await oldBatcher.listProcesses();
-      const oldPid = oldBatcher.linkInfo('h')?.daemonPid;
-      // Ended with the scenario, it is a zombie without a command line when the others' CPU is
-      // summed (its parent is init, which may not have reaped it yet), so its runtime dir cannot mark it.
-      if (oldPid) env.ownPids.add(oldPid);
-      variants.push(() => viaSshProvider(OLD_BATCHER, oldBatcher, oldPid));
-    }
     if (want('node-pty')) variants.push(() => viaNodePty(file, verify));
     if (local) variants.push(() => viaProvider('LocalPtyProvider', local, undefined, file, verify));
     if (relay)
@@ -259,8 +245,6 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       }
     }
   } finally {
-    await oldBatcher?.shutdownDaemon('h').catch(() => {});
-    await oldBatcher?.dispose();
     await relay?.close();
     await local?.shutdownDaemon().catch(() => {});
     await local?.dispose();
@@ -307,23 +291,19 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       value: med('SshPtyProvider'),
       reference: { label: 'ssh -tt', value: med('ssh -tt') },
       better: 'higher',
-      target: { text: '≥ 0.8× ssh -tt', met: ratioAtLeast(med('SshPtyProvider'), med('ssh -tt'), 0.8) },
+      target: {
+        text: `≥ ${FLOOD_TARGET_RATIO}× ssh -tt`,
+        met: ratioAtLeast(med('SshPtyProvider'), med('ssh -tt'), FLOOD_TARGET_RATIO),
+      },
     },
     {
       scenario: 'flood',
-      metric: `${label} throughput: batching A/B`,
+      metric: `${label} throughput: A/A control`,
       unit: 'MB/s',
-      subject: 'SshPtyProvider',
-      value: med('SshPtyProvider'),
-      reference: { label: OLD_BATCHER, value: med(OLD_BATCHER) },
+      subject: SSH_AA,
+      value: med(SSH_AA),
+      reference: { label: 'ssh -tt', value: med('ssh -tt') },
       better: 'higher',
-      target: {
-        text: `no drop (median of paired rounds ≥ ${NO_DROP_RATIO}×)`,
-        met: (() => {
-          const r = roundRatios('SshPtyProvider', OLD_BATCHER);
-          return r ? r.median >= NO_DROP_RATIO : null;
-        })(),
-      },
     },
     {
       scenario: 'flood',
@@ -333,6 +313,10 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       value: med('LocalPtyProvider'),
       reference: { label: 'node-pty local', value: med('node-pty local') },
       better: 'higher',
+      target: {
+        text: `≥ ${FLOOD_TARGET_RATIO}× node-pty`,
+        met: ratioAtLeast(med('LocalPtyProvider'), med('node-pty local'), FLOOD_TARGET_RATIO),
+      },
     },
     {
       scenario: 'flood',
@@ -364,6 +348,10 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       value: med('RelayClient over WebSocket'),
       reference: { label: 'ssh -tt', value: med('ssh -tt') },
       better: 'higher',
+      target: {
+        text: `≥ ${FLOOD_TARGET_RATIO}× ssh -tt`,
+        met: ratioAtLeast(med('RelayClient over WebSocket'), med('ssh -tt'), FLOOD_TARGET_RATIO),
+      },
     },
   ];
   return {
@@ -375,21 +363,17 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       sha256Verified: verify,
       notes,
       medianMbPerSec: Object.fromEntries(
-        ['ssh -tt', 'SshPtyProvider', OLD_BATCHER, 'node-pty local', 'LocalPtyProvider'].map((v) => [
-          v,
-          med(v),
-        ]),
+        ['ssh -tt', SSH_AA, 'SshPtyProvider', 'node-pty local', 'LocalPtyProvider'].map((v) => [v, med(v)]),
       ),
       bestMbPerSec: Object.fromEntries(
         ['ssh -tt', 'SshPtyProvider', 'node-pty local', 'LocalPtyProvider'].map((v) => [v, best(v)]),
       ),
       /** Spread of the per-round ratios: how much one round can say on this machine. */
       roundRatiosToSsh: {
+        [SSH_AA]: roundRatios(SSH_AA),
         SshPtyProvider: roundRatios('SshPtyProvider'),
         'RelayClient over WebSocket': roundRatios('RelayClient over WebSocket'),
       },
-      /** New batching (backpressure and full PTY reads) against the old 4 ms timer, per round. */
-      roundRatiosToOldBatcher: roundRatios('SshPtyProvider', OLD_BATCHER),
       runs,
     },
     errors,

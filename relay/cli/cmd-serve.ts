@@ -5,7 +5,6 @@ import { loadConfig } from '../service/config.js';
 import { createHostKeyExtension } from '../service/host-key-extension.js';
 import { createPtyExtension } from '../service/pty-extension.js';
 import { startRelayServer } from '../service/relay-server.js';
-import { tuneRelayV8 } from '../service/relay-v8.js';
 import { TerminalRegistry } from '../service/terminal-registry.js';
 import { loadOrCreateToken } from '../service/token.js';
 import { TokenAuthority } from '../tokens/token-authority.js';
@@ -45,8 +44,6 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     'insecure-listen': { type: 'boolean' },
   },
   async run(args) {
-    const tuning: string[] = [];
-    tuneRelayV8((problem) => tuning.push(problem));
     const config = loadConfig(args.values.config as string | undefined);
     if (args.values.listen) config.listen = parseListen(args.values.listen as string);
     const cert = args.values['tls-cert'] as string | undefined;
@@ -57,7 +54,6 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     // Log lines wait until the service is up: `--json`'s line comes first on stdout.
     const logOut = new HeldOutput();
     const log = createLogger({ destination: logOut });
-    for (const problem of tuning) log.info({ problem }, 'background thread tuning incomplete');
     const token = loadOrCreateToken();
     if (token.warning) {
       log.warn({ path: token.path }, token.warning);

@@ -42,11 +42,8 @@ export interface StubArtifacts {
 }
 
 const PTY_NODE_PATH = 'node_modules/node-pty/build/Release/pty.node';
-/**
- * The optional addons, beside the bundle where the daemon looks for them: heap trimming
- * (agent-stub/native/heap-trim.ts) and the background threads' slice (provider/background-threads.ts).
- */
-const ADDON_PATHS = ['native/malloc-trim.node', 'native/sched-slice.node'];
+/** The optional addon, beside the bundle where the daemon looks for it: heap trimming (agent-stub/native/heap-trim.ts). */
+const ADDON_PATHS = ['native/malloc-trim.node'];
 /** node-pty's loader (lib/utils.js loadNativeModule) looks in build/Release first. */
 const PTY_LIB_DIR = 'node_modules/node-pty/lib';
 const EXECUTABLE_MODE = 0o755;

@@ -34,7 +34,7 @@ export interface SshHostConfig {
   useAgent?: boolean;
   /** TCP connect + SSH handshake limit (default 30 s, or ConnectTimeout from ~/.ssh/config). */
   connectTimeoutMs?: number;
-  /** SSH keepalive interval (default 15 s, or ServerAliveInterval). */
+  /** SSH keepalive interval (ServerAliveInterval when unset; off when neither is set: the link-health probes find dead links). */
   keepaliveIntervalMs?: number;
   /** Where stub builds are installed on the host (default `$XDG_CACHE_HOME/ptyrelay` or `~/.cache/ptyrelay`). */
   installDir?: string;
@@ -84,8 +84,11 @@ export interface ResolvedHost {
  * it; long enough for a slow link's handshake, short enough that a wrong address is noticed soon.
  */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
-/** SSH keepalive; three unanswered ones drop the link (ssh2 keepaliveCountMax). */
-export const DEFAULT_KEEPALIVE_MS = 15_000;
+/**
+ * No SSH keepalive unless asked for (ServerAliveInterval, or the host's keepaliveIntervalMs), as
+ * OpenSSH: the relay's own link-health probes find dead links (docs/reconnect.md).
+ */
+export const DEFAULT_KEEPALIVE_MS = 0;
 const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
 
 /**

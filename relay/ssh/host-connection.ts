@@ -2,9 +2,9 @@ import type { LookupFunction } from 'node:net';
 import { connect as tcpConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ConnectConfig } from 'ssh2';
-import ssh2 from './ssh2-module.js';
+import ssh2 from 'ssh2';
 
-// ssh2 is CommonJS: its module object, loaded in ssh2-module.ts.
+// ssh2 is CommonJS: its module object.
 const { Client } = ssh2;
 type Client = InstanceType<typeof Client>;
 
@@ -12,7 +12,6 @@ import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../log.js';
 import { socketError, timeoutError } from './connect-cause.js';
 import { parseJumpChain, parseJumpSpec, type ResolvedHost, resolveHost } from './host-config.js';
-import { keepaliveOnlyWhenSilent } from './idle-keepalive.js';
 import {
   appendKnownHost,
   fingerprintSha256,
@@ -262,13 +261,11 @@ export async function connectSsh(
     off();
     sock.off('data', heard);
   }
-  const stopKeepaliveWatch = keepaliveOnlyWhenSilent(client, sock, h.keepaliveIntervalMs);
   return {
     client,
     host: h,
     jump,
     close() {
-      stopKeepaliveWatch();
       client.end();
       sock.destroy();
       jump?.close();

@@ -14,7 +14,6 @@ import { connectSsh, type SshConnection } from './host-connection.js';
 import { hostDaemonArgs } from './host-daemon-args.js';
 import { sshLost, withHostHint } from './host-errors.js';
 import { type HostKeyStatus, inspectHostKey, trustHostKey } from './host-key-trust.js';
-import { processWarmUpBudget, type WarmUpBudget, warmUpLink } from './link-warm-up.js';
 import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
 
 /**
@@ -50,11 +49,6 @@ export interface SshPtyProviderOptions {
   stubPath?: string;
   /** Name resolver for host names (default: the system's; tests inject one so no DNS query leaves). */
   lookup?: LookupFunction;
-  /**
-   * Pings for warming a fresh link's transport up (link-warm-up.ts): the process's budget by
-   * default, another budget (tests watch theirs), or `false` for none.
-   */
-  warmUp?: WarmUpBudget | false;
 }
 
 interface HostLink {
@@ -229,10 +223,6 @@ export class SshPtyProvider extends StubBackedProvider {
         message: `stub link up via ${channel.via} (daemon pid ${client.daemonHello?.pid})`,
       });
       log.info({ via: channel.via, uploaded: deploy.uploaded, ms: Date.now() - t0 }, 'host ready');
-      if (this.opts.warmUp !== false)
-        void warmUpLink(client, this.opts.warmUp ?? processWarmUpBudget).then((r) =>
-          r.pings > 0 ? log.info(r, 'link warm-up') : log.debug(r, 'link warm-up'),
-        );
       return client;
     } catch (err) {
       ssh.close();

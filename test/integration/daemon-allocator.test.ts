@@ -1,22 +1,11 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  BACKGROUND_NICE,
-  BACKGROUND_SLICE_NS,
-  BACKGROUND_SWEEP_MS,
-  sliceAddonPath,
-} from '../../provider/background-threads.js';
 import {
   DAEMON_MALLOC_ENV,
   daemonProcessEnv,
   restoreUserMallocEnv,
 } from '../../provider/daemon-allocator.js';
-import { stubBundlePath } from '../../relay/stub-bundle.js';
 import { type LocalFixture, OutputCollector, startLocal } from '../support/local-daemon.js';
-import { niceOf, sliceOf, slicesUnseen } from '../support/thread-nice.js';
-
-const SLICE_ADDON = sliceAddonPath(dirname(stubBundlePath()));
 
 /** The environment a process started with (glibc read its malloc settings from this). */
 function startEnv(pid: number): Map<string, string> {
@@ -85,46 +74,6 @@ describe('daemon allocator settings (issue 19)', () => {
         'echo "T=${MALLOC_TRIM_THRESHOLD_-unset} S=${PTYRELAY_USER_MALLOC_ENV-unset}"',
         'T=777 S=unset',
       );
-    });
-
-    it('its threads but the main one run at a lower priority; the shells it spawns at the user’s own', async () => {
-      const pid = fx.daemonPid;
-      // The first sweep runs at the daemon's start; threads started since, within a sweep.
-      await new Promise((r) => setTimeout(r, BACKGROUND_SWEEP_MS + 200));
-      const tids = readdirSync(`/proc/${pid}/task`).map(Number);
-      expect(tids.length).toBeGreaterThan(2);
-      for (const tid of tids)
-        expect(niceOf(`/proc/${pid}/task/${tid}/stat`)).toBe(tid === pid ? 0 : BACKGROUND_NICE);
-      // And ask for the long slice (the addon ships beside the stub), the main thread keeping the kernel's default.
-      const unseen = existsSync(SLICE_ADDON) ? slicesUnseen() : 'no sched-slice addon built (no C compiler)';
-      if (unseen) console.log(`daemon threads' slices not checked: ${unseen}`);
-      else
-        for (const tid of tids) {
-          const ns = sliceOf(`/proc/${pid}/task/${tid}/sched`);
-          if (tid === pid) expect(ns).toBeLessThan(BACKGROUND_SLICE_NS);
-          else expect(ns).toBe(BACKGROUND_SLICE_NS);
-        }
-      const line = await shellSays(
-        'echo "NICE=$(cut -d" " -f19 /proc/$$/stat) SLICE=$(grep se.slice /proc/$$/sched 2>/dev/null | tr -dc 0-9)"',
-        /NICE=\S+ SLICE=\d*\r?\n/,
-      );
-      expect(line).toContain('NICE=0 ');
-      // The shell keeps the kernel's slice too (it forks from the main thread).
-      const shellSlice = Number(/SLICE=(\d*)/.exec(line)?.[1] || Number.NaN);
-      if (!unseen) expect(shellSlice).toBeLessThan(BACKGROUND_SLICE_NS);
-    });
-
-    it("the daemon runs with V8's memory flags (a small young generation, --optimize-for-size), early tier-up, one V8 background thread and a small inlining budget", () => {
-      const argv = readFileSync(`/proc/${fx.daemonPid}/cmdline`, 'utf8').split('\0');
-      const script = argv.findIndex((a) => a.endsWith('stub.cjs'));
-      expect(script).toBeGreaterThan(0);
-      expect(argv.slice(1, script)).toEqual([
-        '--max-semi-space-size=2',
-        '--optimize-for-size',
-        '--interrupt-budget=8192',
-        '--v8-pool-size=1',
-        '--max-inlined-bytecode-size-cumulative=240',
-      ]);
     });
   });
 });

@@ -5,7 +5,6 @@ import { CONTROL_HOLD_MS, ConnectionOutput } from '../../agent-stub/daemon/conne
 import {
   BATCH_MAX_BYTES,
   FULL_READ_HOLD_MS,
-  LEGACY_BATCH_WINDOW_MS,
   PEEK_PASSES,
   PTY_FULL_READ_BYTES,
   STREAM_GAP_MS,
@@ -80,12 +79,11 @@ class FakeSocket extends EventEmitter {
   }
 }
 
-function setup(mode: 'backpressure' | 'timer' = 'backpressure', clock: () => number = () => Date.now()) {
+function setup(clock: () => number = () => Date.now()) {
   const socket = new FakeSocket();
   const out = new ConnectionOutput(
     socket as unknown as Socket,
     { blocked: () => {}, unblocked: () => {}, overCap: () => false },
-    mode,
     clock,
   );
   return { socket, out };
@@ -115,18 +113,6 @@ describe('ConnectionOutput and OutputBatcher', () => {
     }
     expect(socket.writes.map((w) => w.at)).toEqual(pushedAt);
     expect(socket.writes.map((w) => w.frames.length)).toEqual(pushedAt.map(() => 1));
-    out.close();
-  });
-
-  it('the old 4 ms batcher held the same burst back (what the first test guards against)', () => {
-    const { socket, out } = setup('timer');
-    for (let i = 0; i < 20; i++) {
-      out.data(A, i, Buffer.from([0x61 + i]));
-      settle();
-      vi.advanceTimersByTime(KEY_SPACING_MS);
-    }
-    vi.advanceTimersByTime(LEGACY_BATCH_WINDOW_MS);
-    expect(socket.writes.length).toBeLessThan(20);
     out.close();
   });
 

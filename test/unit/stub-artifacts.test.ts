@@ -90,7 +90,7 @@ describe.skipIf(!available(LOCAL))('collectStubArtifacts', () => {
     expect(a.minGlibc).toMatch(/^2\.\d+$/);
   });
 
-  it.each(['malloc-trim', 'sched-slice'])(
+  it.each(['malloc-trim'])(
     'ships the %s addon beside the bundle when the build made one for this CPU',
     (name) => {
       const addon = join(dirname(stubBundlePath()), 'native', `${name}.node`);
