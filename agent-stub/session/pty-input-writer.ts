@@ -1,11 +1,6 @@
 import { writeSync } from 'node:fs';
 import type * as pty from 'node-pty';
-
-/** node-pty's UnixTerminal internals this relies on (checked at run time; absent → async only). */
-interface UnixTerminalInternals {
-  fd?: number;
-  _writeStream?: { _writeQueue?: unknown[] };
-}
+import type { PtyInternals } from '../adapters/node-pty.js';
 
 /**
  * Input to a PTY. node-pty writes through libuv's thread pool (`fs.write`): a keystroke waits
@@ -14,23 +9,20 @@ interface UnixTerminalInternals {
  * written here, on the daemon's thread, whenever node-pty has nothing queued and the kernel
  * takes it at once (the master is non-blocking: a full tty buffer answers EAGAIN instead of
  * blocking); whatever is left (a paste larger than the tty's buffer) goes to node-pty's queued
- * writer, behind anything before it, so order is kept.
+ * writer, behind anything before it, so order is kept. Without node-pty's internals (another
+ * version, adapters/node-pty.ts) everything goes to node-pty's writer.
  */
 export class PtyInputWriter {
-  private readonly internals: UnixTerminalInternals;
-
-  constructor(private readonly proc: pty.IPty) {
-    // Not wire data: node-pty's UnixTerminal fields its typings do not export.
-    this.internals = proc as unknown as UnixTerminalInternals;
-  }
+  constructor(
+    private readonly proc: pty.IPty,
+    private readonly internals: PtyInternals | undefined,
+  ) {}
 
   write(data: Buffer): void {
-    const queue = this.internals._writeStream?._writeQueue;
-    const fd = this.internals.fd;
     let rest = data;
-    if (Array.isArray(queue) && queue.length === 0 && typeof fd === 'number') {
+    if (this.internals && this.internals.writeQueue().length === 0) {
       try {
-        rest = rest.subarray(writeSync(fd, rest));
+        rest = rest.subarray(writeSync(this.internals.fd, rest));
       } catch (err) {
         // EAGAIN: the tty's buffer is full; the queued writer retries. Anything else is
         // node-pty's to report, as it would without this path.

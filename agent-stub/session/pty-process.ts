@@ -10,6 +10,7 @@ import { constants as osConstants } from 'node:os';
 import * as pty from 'node-pty';
 import type { PtyExitInfo, ShutdownOptions } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import type { PtyInternals } from '../adapters/node-pty.js';
 import type { ProducerGate } from '../flow/producer-gate.js';
 import { descendantPids, foregroundGroup } from './proc-info.js';
 import type { SessionLaunch } from './pty-session.js';
@@ -98,27 +99,24 @@ export async function shutdownProcess(
  *   descriptor dry ourselves (non-blocking: it stops at EAGAIN/EIO, bounded by the kernel buffer).
  * What the drain reads goes to `output`, as the PTY's own output would.
  */
-export function keepOutputOnExit(proc: pty.IPty, gate: ProducerGate, output: (chunk: Buffer) => void): void {
-  type Sock = {
-    destroy: (e?: Error) => void;
-    destroyed?: boolean;
-    errored?: unknown;
-    readableEnded?: boolean;
-  };
-  const socket = (proc as unknown as { _socket?: Sock })._socket;
-  const fd = (proc as unknown as { _fd?: number })._fd;
-  if (!socket) return;
+export function keepOutputOnExit(
+  internals: PtyInternals | undefined,
+  gate: ProducerGate,
+  output: (chunk: Buffer) => void,
+): void {
+  if (!internals) return; // node-pty of another shape (adapters/node-pty.ts): its own behaviour
+  const { socket, fd } = internals;
   const destroy = socket.destroy.bind(socket);
   socket.destroy = (err?: Error) => {
     if (socket.destroyed) return destroy(err);
     if (socket.errored || socket.readableEnded || err) {
-      if (fd !== undefined) drainFd(fd, output);
+      drainFd(fd, output);
       return destroy(err);
     }
     gate.openForGood();
     setTimeout(() => {
       if (socket.destroyed) return;
-      if (fd !== undefined) drainFd(fd, output);
+      drainFd(fd, output);
       destroy();
     }, EXIT_DRAIN_GRACE_MS).unref();
   };

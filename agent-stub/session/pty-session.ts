@@ -16,6 +16,7 @@ import type {
   ShutdownOptions,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { ptyInternals } from '../adapters/node-pty.js';
 import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from '../flow/credit-window.js';
 import { ProducerGate } from '../flow/producer-gate.js';
 import { OutputHistory } from '../history/output-history.js';
@@ -163,9 +164,9 @@ export class PtySession {
     this.scanner = new FactScanner({ nonce: launch.nonce });
     this.proc = spawnPty(launch);
     this.pid = this.proc.pid;
-    // Not wire data: node-pty internals (the pts path it opened; absent on other platforms).
-    this.ttyPath = (this.proc as unknown as { ptsName?: string }).ptsName;
-    this.input = new PtyInputWriter(this.proc);
+    const internals = ptyInternals(this.proc);
+    this.ttyPath = internals?.ptsName;
+    this.input = new PtyInputWriter(this.proc, internals);
     this.gate = new ProducerGate(
       () => this.proc.pause(),
       () => this.proc.resume(),
@@ -193,7 +194,7 @@ export class PtySession {
       currentRows: () => this.rows,
     });
     this.scrollback = this.model.scrollback;
-    keepOutputOnExit(this.proc, this.gate, (chunk) => this.onOutput(chunk));
+    keepOutputOnExit(internals, this.gate, (chunk) => this.onOutput(chunk));
     // `encoding: null` makes node-pty emit Buffers; its typings still say string.
     this.proc.onData((d) => this.onOutput(d as unknown as Buffer));
     this.proc.onExit((e) => this.onProcessExit(e.exitCode, e.signal));

@@ -1,5 +1,5 @@
 import type { IBufferCell, IBufferLine } from '@xterm/headless';
-import { CELL_WORDS, CODEPOINT_MASK, COMBINED_FLAG, rowWords, widthOf } from './xterm-internals.js';
+import { CELL_WORDS, CODEPOINT_MASK, COMBINED_FLAG, rowWords, widthOf } from '../adapters/xterm-headless.js';
 
 /** SGR parameters (each prefixed with ';') that select the cell's colours and attributes. */
 export function sgrOf(cell: IBufferCell): string {

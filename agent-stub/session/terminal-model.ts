@@ -1,9 +1,9 @@
 import { SerializeAddon } from '@xterm/addon-serialize';
 import xtermHeadless, { type IMarker } from '@xterm/headless';
+import { checkXtermShape, plainAsciiRow } from '../adapters/xterm-headless.js';
 import { CompactScrollback } from './compact-scrollback.js';
 import { modelPlainLines } from './model-text.js';
 import { encodeRow, rowIsFull } from './row-encoder.js';
-import { plainAsciiRow } from './xterm-internals.js';
 
 const { Terminal } = xtermHeadless;
 
@@ -100,6 +100,7 @@ export class TerminalModel {
     this.pieceRows = compacting ? PIECE_ROWS : Number.MAX_SAFE_INTEGER;
     this.term = new Terminal({ cols, rows, scrollback: this.emulatorScrollback, allowProposedApi: true });
     this.term.loadAddon(this.serializer);
+    checkXtermShape(this.term);
     this.compact = new CompactScrollback(compacting ? scrollbackRows : 0);
     this.fullEmulatorScrollback = this.emulatorScrollback;
     this.fullStoredRows = this.compact.capacity;
