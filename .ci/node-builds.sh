@@ -3,7 +3,9 @@
 # between runs. Usage: .ci/node-builds.sh MAJOR...   prints "MAJOR DIR" per line, DIR holding
 # bin/node and include/ (the headers native builds use through npm_config_nodedir).
 set -euo pipefail
-CACHE=${PTYRELAY_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ptyrelay/node}
+# Root (CI) keeps them where the suites' throwaway users can run them too (/root is private).
+if [ "$(id -u)" = 0 ]; then DEFAULT_CACHE=/var/cache/ptyrelay/node; else DEFAULT_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/ptyrelay/node; fi
+CACHE=${PTYRELAY_NODE_CACHE:-$DEFAULT_CACHE}
 # Exact versions, one per supported line; bumped by hand.
 declare -A PINNED=([18]=18.20.8 [20]=20.20.2 [22]=22.23.5 [24]=24.22.3 [26]=26.12.1)
 case "$(uname -m)" in
@@ -12,6 +14,7 @@ case "$(uname -m)" in
   *) echo "node-builds: no official build package for $(uname -m)" >&2; exit 1 ;;
 esac
 mkdir -p "$CACHE"
+chmod 755 "$CACHE" "$(dirname "$CACHE")" 2>/dev/null || true
 for major in "$@"; do
   version=${PINNED[$major]:-}
   if [ -z "$version" ]; then echo "node-builds: no pinned version for Node $major" >&2; exit 1; fi
@@ -20,6 +23,7 @@ for major in "$@"; do
     tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX")
     (cd "$tmp" && npm pack --silent "$PKG@$version" >/dev/null && tar -xzf ./*.tgz)
     rm -rf "$dir"
+    chmod -R a+rX "$tmp/package"
     mv "$tmp/package" "$dir"
     rm -rf "$tmp"
   fi

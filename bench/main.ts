@@ -30,6 +30,7 @@ import {
 } from './lib/util.js';
 import { floodScenario } from './scenarios/flood.js';
 import { historyScenario } from './scenarios/history.js';
+import { idleMemoryScenario } from './scenarios/idle-memory.js';
 import { memoryScenario } from './scenarios/memory.js';
 import { reconnectScenario } from './scenarios/reconnect.js';
 import { scaleScenario } from './scenarios/scale.js';
@@ -41,6 +42,7 @@ import { webEchoScenario } from './scenarios/web-echo.js';
 
 // Memory first: the relay's RSS is this process's, and later scenarios leave their heap behind.
 const SCENARIOS = [
+  'idle-memory',
   'memory',
   'flood',
   'typing',
@@ -163,6 +165,7 @@ export async function main(argv: string[]): Promise<number> {
       typing: () => typingScenario(env, provider),
       'typing-hop': () => typingHopScenario(env),
       reconnect: () => reconnectScenario(env, provider),
+      'idle-memory': () => idleMemoryScenario(env),
       memory: () => memoryScenario(env, provider),
       scale: () => scaleScenario(env, provider),
       snapshot: () => snapshotScenario(env, provider),

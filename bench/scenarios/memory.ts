@@ -228,6 +228,19 @@ export async function memoryScenario(env: BenchEnv, provider: SshPtyProvider): P
     },
     {
       scenario: 'memory',
+      metric: `${n} × yes (${relay.backgrounded} bg): host memory`,
+      unit: 'MB',
+      subject: 'stub daemon RSS growth over its idle baseline',
+      value: round(relay.stubRssPeakMB - relay.baselineMB.stubRss, 1),
+      reference: { label: `${n} sshd sessions, PSS sum`, value: ssh.serverPssPeakMB },
+      better: 'lower',
+      target: {
+        text: '≤ the sshd sessions’ PSS sum',
+        met: relay.stubRssPeakMB - relay.baselineMB.stubRss <= ssh.serverPssPeakMB,
+      },
+    },
+    {
+      scenario: 'memory',
       metric: `${n} × yes (${relay.backgrounded} bg): data received`,
       unit: 'MB/s',
       subject: 'relay, all sessions',

@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Logger } from '../log.js';
 import { originAllowed, presentedToken } from '../service/auth.js';
 import type { Grant } from '../tokens/grant.js';
 import { TokenAuthority } from '../tokens/token-authority.js';
 import type { AgentOwner } from './agent-owner.js';
 import { AGENT_HEADER, MCP_PATH } from './mcp-constants.js';
-import { createTerminalMcpServer } from './mcp-tools.js';
 import type { TerminalToolService } from './terminal-tool-service.js';
 
 /** Largest JSON-RPC body accepted (a send's text is at most 1 MiB). */
@@ -30,6 +28,30 @@ export interface McpHttpOptions {
   allowedOrigins?: string[];
   version: string;
   log?: Logger;
+}
+
+/**
+ * The MCP SDK and the tools, loaded on the first request to /mcp: most relays never serve one,
+ * and the SDK (with its schemas) is several megabytes of an idle relay's memory.
+ */
+let mcpModules:
+  | Promise<{
+      Transport: typeof StreamableHTTPServerTransport;
+      isInitializeRequest: (body: unknown) => boolean;
+      createTerminalMcpServer: typeof import('./mcp-tools.js').createTerminalMcpServer;
+    }>
+  | undefined;
+function loadMcp() {
+  mcpModules ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+    import('./mcp-tools.js'),
+  ]).then(([http, types, tools]) => ({
+    Transport: http.StreamableHTTPServerTransport,
+    isInitializeRequest: types.isInitializeRequest,
+    createTerminalMcpServer: tools.createTerminalMcpServer,
+  }));
+  return mcpModules;
 }
 
 interface McpSession {
@@ -111,8 +133,9 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
     const named =
       (req.headers[AGENT_HEADER] as string | undefined) ?? url.searchParams.get('agent') ?? undefined;
     const owner = o.service.owner(named ? `agent:${named}` : `mcp:${randomUUID()}`);
-    const server = createTerminalMcpServer(o.service, owner, o.version, { grant, audit: auth.audit });
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    const mcp = await loadMcp();
+    const server = mcp.createTerminalMcpServer(o.service, owner, o.version, { grant, audit: auth.audit });
+    const transport: StreamableHTTPServerTransport = new mcp.Transport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         sessions.set(id, { transport, owner, tokenId: grant.tokenId, lastSeen: Date.now(), inFlight: 0 });
@@ -154,7 +177,7 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
       if (req.method === 'POST') {
         const body = await readJson(req);
         if (known) await forward(known, req, res, body);
-        else if (!sid && isInitializeRequest(body)) await open(req, res, body, grant);
+        else if (!sid && (await loadMcp()).isInitializeRequest(body)) await open(req, res, body, grant);
         else rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'initialize first');
         return true;
       }

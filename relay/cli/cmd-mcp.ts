@@ -97,7 +97,7 @@ async function embedded(configPath: string | undefined, agent: string | undefine
   const { createAgentService, packageVersion } = await import('../agents/agent-stack.js');
   const { createTerminalMcpServer } = await import('../agents/mcp-tools.js');
   const { createHostRouter } = await import('../service/host-router.js');
-  const router = createHostRouter(config, { log });
+  const router = await createHostRouter(config, { log });
   const service = createAgentService({ router, agents: config.agents, log: log.child({ ext: 'agents' }) });
   const owner = service.owner(agent ? `agent:${agent}` : `stdio:${process.pid}`);
   const server = createTerminalMcpServer(service, owner, packageVersion());

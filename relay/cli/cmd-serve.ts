@@ -62,7 +62,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     const auth = new TokenAuthority({ startupToken: token.token, store: new TokenStore(), log });
     // Loaded here: the SSH stack (ssh2) is only needed by the relay itself, not by client commands.
     const { createHostRouter } = await import('../service/host-router.js');
-    const router = createHostRouter(config, { log });
+    const router = await createHostRouter(config, { log });
     const registry = new TerminalRegistry();
     const { createAgentStack } = await import('../agents/agent-stack.js');
     const agents = createAgentStack({

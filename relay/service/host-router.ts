@@ -5,7 +5,7 @@ import { PtyRelayError } from '../../provider/errors.js';
 import { readinessDaemonArgs } from '../agents/agent-config.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
 import type { Logger } from '../log.js';
-import { SshPtyProvider } from '../ssh/ssh-pty-provider.js';
+import type { SshPtyProvider } from '../ssh/ssh-pty-provider.js';
 import { LOCAL_HOST, type RelayConfig } from './config.js';
 import { historyDaemonArgs } from './history-config.js';
 import type { HostRouter } from './rpc-types.js';
@@ -24,12 +24,13 @@ export interface HostRouterOptions {
 /**
  * Routes host names to providers: `local` to a LocalPtyProvider, every configured SSH host to
  * one shared SshPtyProvider. Daemons this relay starts keep `limits.ringBytes` of output per
- * session. Nothing connects until a host is first used.
+ * session. Nothing connects until a host is first used, and the SSH stack (ssh2) is loaded only
+ * when an SSH host is configured.
  */
-export function createHostRouter(
+export async function createHostRouter(
   config: RelayConfig,
   opts: HostRouterOptions = {},
-): HostRouter & { dispose(): Promise<void> } {
+): Promise<HostRouter & { dispose(): Promise<void> }> {
   const f = config.flowControl;
   const daemonArgs = [
     ...['--ring-bytes', String(config.limits.ringBytes)],
@@ -55,9 +56,9 @@ export function createHostRouter(
   });
   const sshNames = Object.keys(config.hosts);
   const progress = new Emitter<HostProgress>();
-  const ssh =
+  const ssh: SshPtyProvider | undefined =
     sshNames.length > 0
-      ? new SshPtyProvider({
+      ? new (await import('../ssh/ssh-pty-provider.js')).SshPtyProvider({
           link,
           hosts: config.hosts,
           log: opts.log?.child({ provider: 'ssh' }),

@@ -86,7 +86,7 @@ describe('fuzz: MCP tools over /mcp on a real relay', () => {
   let f: LocalFixture;
   let server: RelayServer;
   let stack: ReturnType<typeof createAgentStack>;
-  let router: ReturnType<typeof createHostRouter>;
+  let router: Awaited<ReturnType<typeof createHostRouter>>;
   let healthy: Client;
   let fuzz: Client;
   let healthyId: string;
@@ -105,7 +105,7 @@ describe('fuzz: MCP tools over /mcp on a real relay', () => {
   beforeAll(async () => {
     rmSync(MARKER, { force: true });
     f = await startLocal();
-    router = createHostRouter(validateConfig({}), { localRuntimeDir: f.runtimeDir });
+    router = await createHostRouter(validateConfig({}), { localRuntimeDir: f.runtimeDir });
     const registry = new TerminalRegistry();
     stack = createAgentStack({ router, registry, token: TOKEN });
     server = await startRelayServer({

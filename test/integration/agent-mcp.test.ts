@@ -94,13 +94,13 @@ describe('MCP tools through the SDK client', { timeout: 120_000 }, () => {
   let f: LocalFixture;
   let server: RelayServer;
   let stack: ReturnType<typeof createAgentStack>;
-  let router: ReturnType<typeof createHostRouter>;
+  let router: Awaited<ReturnType<typeof createHostRouter>>;
   let mcpUrl: URL;
 
   beforeAll(async () => {
     // A long idle threshold: on a loaded machine a slow bash start must not end a send early.
     f = await startLocal(['--agent-idle-ms', '20000']);
-    router = createHostRouter(validateConfig({ agents: { ownerGraceMs: 1500 } }), {
+    router = await createHostRouter(validateConfig({ agents: { ownerGraceMs: 1500 } }), {
       localRuntimeDir: f.runtimeDir,
     });
     const registry = new TerminalRegistry();

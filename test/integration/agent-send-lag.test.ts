@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { runSend } from '../../agent-stub/readiness/send-waiter.js';
 import { probeSupported } from '../../agent-stub/readiness/tty-wait-probe.js';
 import { DEFAULT_READINESS } from '../../provider/readiness-config.js';
+import { capability } from '../support/capabilities.js';
 import { inProcessSessions } from '../support/in-process-sessions.js';
 
-const supported = probeSupported();
-if (!supported)
-  console.warn(
-    `skipping the starved-daemon send test: no /proc probe on ${process.platform}/${process.arch}`,
-  );
+const supported = capability(
+  'proc-probe',
+  probeSupported() ? undefined : `no /proc tty-wait probe on ${process.platform}/${process.arch}`,
+);
 
 /** Long enough for the shell to read the typed line, run PS0's sleep and the command, and wait again. */
 const STARVED_MS = 1500;

@@ -5,7 +5,6 @@ import { hostFor, relayHome, remoteRuntimeDir, sshProvider } from '../support/ss
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
 const available = sshdAvailable();
-if (!available) console.warn('skipping agent terminals over SSH: /usr/sbin/sshd is not installed');
 
 describe.skipIf(!available)(
   'agent terminals on an SSH host (real OpenSSH sshd)',

@@ -2,11 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { runSend } from '../../agent-stub/readiness/send-waiter.js';
 import { probeSupported } from '../../agent-stub/readiness/tty-wait-probe.js';
 import { DEFAULT_READINESS } from '../../provider/readiness-config.js';
+import { capability } from '../support/capabilities.js';
 import { inProcessSessions } from '../support/in-process-sessions.js';
 
-const supported = probeSupported();
-if (!supported)
-  console.warn(`skipping the wait exit-code test: no /proc probe on ${process.platform}/${process.arch}`);
+const supported = capability(
+  'proc-probe',
+  probeSupported() ? undefined : `no /proc tty-wait probe on ${process.platform}/${process.arch}`,
+);
 
 /**
  * A wait (a send of empty text) reports the exit code of the last command only while no other

@@ -4,14 +4,14 @@ import { join } from 'node:path';
 import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
+import { allOf, rootAvailable } from '../support/capabilities.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
 import { hostFor, relayHome } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
-const available = sshdAvailable() && process.getuid?.() === 0;
-if (!available) console.warn('skipping attach-outage test: needs sshd and root (a throwaway login user)');
+const available = allOf(sshdAvailable(), rootAvailable('a throwaway login user'));
 
 const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
 /** A login user of this file's own (its daemon is nobody else's); removed after. */

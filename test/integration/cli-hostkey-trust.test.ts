@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
+import { allOf, rootAvailable } from '../support/capabilities.js';
 import { waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
 import { hostFor, relayHome } from '../support/ssh-fixture.js';
 import { generateKey, type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
-const available = sshdAvailable() && process.getuid?.() === 0;
-if (!available) console.warn('skipping host-key trust test: needs sshd and root (a throwaway login user)');
+const available = allOf(sshdAvailable(), rootAvailable('a throwaway login user'));
 
 const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
 /** A login user of this file's own (its daemon and stub install are nobody else's); removed after. */

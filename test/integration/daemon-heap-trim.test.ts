@@ -2,11 +2,14 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stubBundlePath } from '../../relay/stub-bundle.js';
+import { capability } from '../support/capabilities.js';
 import { type LocalFixture, startLocal, waitFor } from '../support/local-daemon.js';
 
 const ADDON = join(dirname(stubBundlePath()), 'native', 'malloc-trim.node');
-const built = existsSync(ADDON);
-if (!built) console.log(`daemon heap trim: skipped, ${ADDON} was not built (no C compiler at build time)`);
+const built = capability(
+  'malloc-trim',
+  existsSync(ADDON) ? undefined : `${ADDON} was not built (no C compiler at build time)`,
+);
 
 /** Issue 19: what a burst of output freed in the daemon's malloc heaps goes back to the system. */
 describe.skipIf(!built)('daemon heap trimming', () => {

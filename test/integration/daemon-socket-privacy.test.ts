@@ -82,9 +82,7 @@ describe("the daemon's runtime dir and socket", () => {
     }
   });
 
-  const users = shellUsersAvailable(['/bin/sh']);
-  if (!users.ok) console.log(`daemon-socket-privacy: another uid is not tried: ${users.reason}`);
-  describe.skipIf(!users.ok)('another uid', () => {
+  describe.skipIf(!shellUsersAvailable(['/bin/sh']).ok)('another uid', () => {
     let other: ShellUser;
     let fx: LocalFixture;
     beforeAll(async () => {

@@ -7,6 +7,7 @@ import { collectStubArtifacts, type StubPlatform } from '../../relay/deploy/stub
 import { StubDeployer } from '../../relay/deploy/stub-deployer.js';
 import type { SshHostConfig } from '../../relay/ssh/host-config.js';
 import { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
+import { allOf } from '../support/capabilities.js';
 import { capturedLog } from '../support/captured-log.js';
 import { connectTo } from '../support/deploy-hosts.js';
 import { type DropbearInstance, dropbearAvailable, startDropbear } from '../support/dropbear.js';
@@ -22,9 +23,10 @@ import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js'
 
 const SHELLS = { dash: '/bin/dash', fish: '/usr/bin/fish', tcsh: '/usr/bin/tcsh', bash: '/bin/bash' };
 const EXTERNAL_SFTP_SERVER = '/usr/lib/openssh/sftp-server';
-const users = shellUsersAvailable([...Object.values(SHELLS), EXTERNAL_SFTP_SERVER]);
-const available = sshdAvailable() && users.ok;
-if (!available) console.warn(`deploy-any-host tests skipped: ${users.reason ?? 'sshd not installed'}`);
+const available = allOf(
+  sshdAvailable(),
+  shellUsersAvailable([...Object.values(SHELLS), EXTERNAL_SFTP_SERVER]).ok,
+);
 const LOCAL_PLATFORM = `${process.platform}-${process.arch}` as StubPlatform;
 /** What a chatty rc file prints; the bytes of "Welc" once made an SFTP packet length of 1.4 GB. */
 const NOISE = 'Welcome to the build farm';

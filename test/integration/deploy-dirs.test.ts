@@ -9,6 +9,7 @@ import { describeLink } from '../../relay/cli/relay-connect.js';
 import { StubDeployer } from '../../relay/deploy/stub-deployer.js';
 import { DEPLOY_RETRY_STEPS_MS } from '../../relay/reconnect/deploy-backoff.js';
 import { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
+import { allOf } from '../support/capabilities.js';
 import { connectTo } from '../support/deploy-hosts.js';
 import {
   createShellUser,
@@ -19,9 +20,10 @@ import {
 import { hostFor, relayHome } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
-const users = shellUsersAvailable(['/bin/bash', '/usr/bin/mount', '/usr/bin/umount']);
-const available = sshdAvailable() && users.ok;
-if (!available) console.warn(`deploy-dirs tests skipped: ${users.reason ?? 'sshd not installed'}`);
+const available = allOf(
+  sshdAvailable(),
+  shellUsersAvailable(['/bin/bash', '/usr/bin/mount', '/usr/bin/umount']).ok,
+);
 /** Small enough to fill in a moment, large enough for tmpfs to mount. */
 const TMPFS_SIZE = '1m';
 /** First retry of a failed deploy, and the one after it (they grow). */

@@ -20,7 +20,7 @@ describe('history settings of the relay config reach the daemon', () => {
     const config = validateConfig({
       history: { segmentBytes: 64 * KiB, sessionBytes: 256 * KiB, tailBytes: 16 * KiB },
     });
-    const router = createHostRouter(config, { localRuntimeDir: join(root, 'run') });
+    const router = await createHostRouter(config, { localRuntimeDir: join(root, 'run') });
     const p = router.providerFor('local') as LocalPtyProvider;
     cleanups.push(async () => {
       await p.shutdownDaemon();

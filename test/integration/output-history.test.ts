@@ -10,6 +10,7 @@ import { encodeJsonFrame, FrameDecoder, FrameType } from '../../provider/wire/fr
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { stubBuildId } from '../../relay/stub-bundle.js';
+import { capability, rootAvailable } from '../support/capabilities.js';
 import { type LocalFixture, OutputCollector, startLocal, waitFor } from '../support/local-daemon.js';
 
 const KiB = 1024;
@@ -371,22 +372,20 @@ describe('output history: host-wide cap and lifecycle', () => {
 });
 
 describe('output history on a full disk', () => {
+  const root = rootAvailable('mounting a tmpfs for the full-disk test');
   let mnt: string | undefined;
-  let skipReason: string | undefined;
   const savedState = process.env.PTYRELAY_STATE_DIR;
   beforeAll(() => {
-    if (process.getuid?.() !== 0) skipReason = 'needs root to mount a tmpfs';
-    else {
-      mnt = mkdtempSync(join(tmpdir(), 'ptr-full-'));
-      try {
-        execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m,mode=0700', 'tmpfs', mnt]);
-      } catch (err) {
-        skipReason = `mount -t tmpfs failed: ${(err as Error).message}`;
-        rmSync(mnt, { recursive: true, force: true });
-        mnt = undefined;
-      }
+    if (!root) return;
+    mnt = mkdtempSync(join(tmpdir(), 'ptr-full-'));
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m,mode=0700', 'tmpfs', mnt]);
+    } catch (err) {
+      rmSync(mnt, { recursive: true, force: true });
+      mnt = undefined;
+      // Skips the test below, or fails the suite when `mount` is required.
+      capability('mount', `mount -t tmpfs failed: ${(err as Error).message}`);
     }
-    if (skipReason) console.log(`skipping the disk-full test: ${skipReason}`);
   });
   afterAll(() => {
     process.env.PTYRELAY_STATE_DIR = savedState;

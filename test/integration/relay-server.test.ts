@@ -20,7 +20,7 @@ describe('relay server with the real local provider', () => {
   let root: string;
   let home: string;
   let savedHome: string | undefined;
-  let router: ReturnType<typeof createHostRouter>;
+  let router: Awaited<ReturnType<typeof createHostRouter>>;
   let server: RelayServer;
   const clients: TestClient[] = [];
 
@@ -32,7 +32,7 @@ describe('relay server with the real local provider', () => {
     // The daemon started below inherits this environment: shells get an empty rc, a known prompt.
     savedHome = process.env.HOME;
     process.env.HOME = home;
-    router = createHostRouter(validateConfig({}), { localRuntimeDir: join(root, 'run') });
+    router = await createHostRouter(validateConfig({}), { localRuntimeDir: join(root, 'run') });
     server = await startRelayServer({
       listen: { host: '127.0.0.1', port: 0 },
       token: TOKEN,

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { get } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,14 +13,16 @@ import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
 import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
+import { capability, filesMissing } from '../support/capabilities.js';
 import { type LocalFixture, startLocal } from '../support/local-daemon.js';
 import { TEST_TOKEN } from '../support/relay-fixture.js';
 
 const OPENSSL = '/usr/bin/openssl';
 const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
-const missing = !existsSync(OPENSSL);
-if (missing)
-  console.log('relay-tls: skipped: openssl is not installed (needed to make a self-signed certificate)');
+const available = capability(
+  'openssl',
+  filesMissing([OPENSSL], 'needed to make a self-signed certificate; apt-get install openssl'),
+);
 
 /** A self-signed certificate for 127.0.0.1 and localhost, made for this test run. */
 function selfSigned(dir: string): { cert: string; key: string } {
@@ -79,7 +81,7 @@ function wsOutcome(url: string, opts: WebSocket.ClientOptions): Promise<string> 
   });
 }
 
-describe.skipIf(missing)('TLS and the listen address', { timeout: 120_000 }, () => {
+describe.skipIf(!available)('TLS and the listen address', { timeout: 120_000 }, () => {
   let dir: string;
   let tls: { cert: string; key: string };
   let ca: Buffer;

@@ -9,16 +9,21 @@ import {
   prepareShellLaunch,
   type ShellLaunchOptions,
 } from '../../agent-stub/shell/shell-integration.js';
+import { capability } from '../support/capabilities.js';
 
 const NONCE = 'n0nce4f2e';
 const TIMEOUT = 10_000;
 
-function findShell(name: string): string | undefined {
+/** Capability `bash` or `zsh`: the shell's path on PATH (undefined, printed or thrown when required, if none). */
+function findShell(name: 'bash' | 'zsh'): string | undefined {
+  let path: string | undefined;
   try {
-    return execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).trim() || undefined;
+    path = execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).trim() || undefined;
   } catch {
-    return undefined;
+    path = undefined;
   }
+  capability(name, path ? undefined : `${name} is not on PATH (apt-get install ${name})`);
+  return path;
 }
 
 const BASH = findShell('bash');

@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { shellJoin, shellQuote } from '../../relay/deploy/shell-quote.js';
+import { programsAvailable } from '../support/shell-users.js';
 
 /**
  * shellQuote through real shells: every word comes back as the exact argv entry, and nothing in it
@@ -89,8 +90,7 @@ describe('shellQuote through real shells', () => {
   });
 
   for (const shell of SHELLS) {
-    const missing = !existsSync(shell);
-    if (missing) console.log(`shell-quote: ${shell} is not installed; its round trip is skipped`);
+    const missing = !programsAvailable([shell]);
     it.skipIf(missing)(`${shell}: hostile words come back verbatim and nothing runs`, () => {
       const { argv, stderr } = roundTrip(shell, HOSTILE);
       expect(stderr).toBe('');

@@ -4,7 +4,6 @@ import { hostFor, relayHome, remoteRuntimeDir, sshProvider } from '../support/ss
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
 const available = sshdAvailable();
-if (!available) console.warn('skipping SSH keep-tail test: /usr/sbin/sshd is not installed');
 
 describe.skipIf(!available)('keep-tail thinning on the SSH path', () => {
   let sshd: SshdInstance;

@@ -6,7 +6,6 @@ import { type ProxiedHost, startProxiedHost } from '../support/proxied-host.js';
 import { sshdAvailable } from '../support/sshd.js';
 
 const available = sshdAvailable();
-if (!available) console.warn('skipping first-contact drop tests: /usr/sbin/sshd is not installed');
 
 /**
  * A host that lets us in and then drops the connection during setup (dropbear 2022.83's assertion

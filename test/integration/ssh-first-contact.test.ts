@@ -11,7 +11,6 @@ import { hostFor, relayHome, remoteRuntimeDir, sshProvider } from '../support/ss
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
 const available = sshdAvailable();
-if (!available) console.warn('skipping first-contact tests: /usr/sbin/sshd is not installed');
 
 /** A loopback port nobody listens on (bound, then closed). */
 function closedPort(): Promise<number> {

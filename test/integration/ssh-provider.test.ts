@@ -10,7 +10,6 @@ import { hostFor, relayHome, remoteRuntimeDir, sshProvider } from '../support/ss
 import { generateKey, type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
 const available = sshdAvailable();
-if (!available) console.warn('skipping SSH provider tests: /usr/sbin/sshd is not installed');
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   try {

@@ -10,7 +10,6 @@ import { hostFor, relayHome, remoteRuntimeDir, sshProvider } from '../support/ss
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
 const available = sshdAvailable();
-if (!available) console.warn('skipping SSH resume tests: /usr/sbin/sshd is not installed');
 const ROOT = join(import.meta.dirname, '..', '..');
 const FAST = { health: { deadAfterMs: 2000, probeIdleMs: 500 }, ladder: { steps: [100, 200, 400] } };
 

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPtyRelayError, type PtyRelayError } from '../../provider/errors.js';
 import { resolveHost, type SshHostConfig } from '../../relay/ssh/host-config.js';
 import { connectSsh } from '../../relay/ssh/host-connection.js';
+import { allOf } from '../support/capabilities.js';
 import {
   createShellUser,
   removeShellUser,
@@ -23,11 +24,9 @@ const PASSPHRASE = "pp '=ls' $HOME; touch ran-pp";
 /** Prints a file's content: the command's argv never holds the secret itself. */
 const CAT = 'process.stdout.write(require("node:fs").readFileSync(process.argv[1], "utf8"))';
 
-const users = shellUsersAvailable(['/bin/sh']);
-const why = !sshdAvailable() ? 'sshd is not installed' : !users.ok ? users.reason : undefined;
-if (why) console.log(`ssh-secret-commands: skipped: ${why}`);
+const available = allOf(sshdAvailable(), shellUsersAvailable(['/bin/sh']).ok);
 
-describe.skipIf(why !== undefined)('passwordCommand and passphraseCommand against a real sshd', () => {
+describe.skipIf(!available)('passwordCommand and passphraseCommand against a real sshd', () => {
   let user: ShellUser;
   let sshd: SshdInstance;
   let home: ReturnType<typeof relayHome>;

@@ -20,7 +20,6 @@ import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js'
 import { buildStub, type StubBuild } from '../support/stub-builds.js';
 
 const available = sshdAvailable();
-if (!available) console.warn('skipping SSH upgrade tests: /usr/sbin/sshd is not installed');
 /**
  * Each run deploys builds of its own (the run tag is in their bytes, so they get install dirs of
  * their own) and keeps its daemons and id counter in its own dirs: runs of other worktrees share the
@@ -87,7 +86,7 @@ describe.skipIf(!available)('upgrading over SSH keeps terminal ids', { timeout: 
 
   const startRelay = async (stub: StubBuild, port = 0): Promise<Relay> => {
     const config = validateConfig({ hosts: { h: hostFor(sshd) } });
-    const router = createHostRouter(config, {
+    const router = await createHostRouter(config, {
       localRuntimeDir: join(work, 'local-run'),
       stubPath: stub.path,
       daemonArgs: ['--runtime-dir', runtimeDir, '--state-dir', stateDir],

@@ -8,7 +8,6 @@ import { generateKey, type SshdInstance, sshdAvailable, startSshd } from '../sup
 
 const WORLD_WRITABLE_SOCKET_MODE = 0o777;
 const available = sshdAvailable();
-if (!available) console.warn('sshd-harness tests skipped: /usr/sbin/sshd or ssh-keygen not installed');
 
 interface Connected {
   conn: Client;

@@ -9,6 +9,7 @@ import { shellQuote } from '../../relay/deploy/shell-quote.js';
 import { collectStubArtifacts, type StubPlatform } from '../../relay/deploy/stub-artifacts.js';
 import { type DeployProgress, type DeployResult, StubDeployer } from '../../relay/deploy/stub-deployer.js';
 import { stubBuildId } from '../../relay/stub-bundle.js';
+import { allOf, rootAvailable } from '../support/capabilities.js';
 import {
   connectTo,
   DEPLOY_TEST_USER,
@@ -20,8 +21,9 @@ import {
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
 const available = sshdAvailable();
-if (!available) console.warn('stub-deploy tests skipped: /usr/sbin/sshd or ssh-keygen not installed');
 const isRoot = process.getuid?.() === 0;
+/** The NODE_MISSING suite logs in as a user of its own: creating one needs root. */
+const noNodeHost = allOf(available, rootAvailable('the NODE_MISSING test (a login user without node)'));
 const LOCAL_PLATFORM = `${process.platform}-${process.arch}` as StubPlatform;
 /** Fake stub dirs for GC: one with nothing running, one with a "daemon", one used a moment ago. */
 const FAKE_DEAD = 'stub-0.0.0-deadbeef0000';
@@ -343,8 +345,7 @@ describe.skipIf(!available)('StubDeployer against a real sshd', () => {
   });
 });
 
-describe.skipIf(!available || !isRoot)('StubDeployer on a host without node', () => {
-  if (available && !isRoot) console.warn('NODE_MISSING test skipped: creating a user needs root');
+describe.skipIf(!noNodeHost)('StubDeployer on a host without node', () => {
   let sshd: SshdInstance;
   let conn: Client;
 

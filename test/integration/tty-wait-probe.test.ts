@@ -1,11 +1,14 @@
 import * as pty from 'node-pty';
 import { afterEach, describe, expect, it } from 'vitest';
 import { probeSupported, probeTty, waitsOnTty } from '../../agent-stub/readiness/tty-wait-probe.js';
+import { capability, python3Available } from '../support/capabilities.js';
 import { waitFor } from '../support/local-daemon.js';
 
-const supported = probeSupported();
-if (!supported)
-  console.warn(`skipping the /proc tty probe tests: no probe on ${process.platform}/${process.arch}`);
+const supported = capability(
+  'proc-probe',
+  probeSupported() ? undefined : `no /proc tty-wait probe on ${process.platform}/${process.arch}`,
+);
+const python3 = python3Available();
 
 describe.skipIf(!supported)('the /proc tty-wait probe on real processes', { timeout: 30_000 }, () => {
   const started: pty.IPty[] = [];
@@ -31,16 +34,19 @@ describe.skipIf(!supported)('the /proc tty-wait probe on real processes', { time
     expect(probe.topWaits).toBe(true);
   });
 
-  it('a python3 REPL in pselect6 and a node REPL in epoll_wait wait for the tty', async () => {
-    const py = start('python3', ['-q']);
-    await waitFor(() => py.out().includes('>>>'), 10_000, 'python prompt');
-    await waitFor(() => waitsOnTty(py.p.pid, py.tty), 5000, 'python waiting');
-    const node = start(process.execPath, ['-i']);
-    await waitFor(() => node.out().includes('>'), 10_000, 'node prompt');
-    await waitFor(() => waitsOnTty(node.p.pid, node.tty), 5000, 'node waiting');
-  });
+  it.skipIf(!python3)(
+    'a python3 REPL in pselect6 and a node REPL in epoll_wait wait for the tty',
+    async () => {
+      const py = start('python3', ['-q']);
+      await waitFor(() => py.out().includes('>>>'), 10_000, 'python prompt');
+      await waitFor(() => waitsOnTty(py.p.pid, py.tty), 5000, 'python waiting');
+      const node = start(process.execPath, ['-i']);
+      await waitFor(() => node.out().includes('>'), 10_000, 'node prompt');
+      await waitFor(() => waitsOnTty(node.p.pid, node.tty), 5000, 'node waiting');
+    },
+  );
 
-  it('sleeping, blocking on a socket, or busy: not waiting for the tty', async () => {
+  it.skipIf(!python3)('sleeping, blocking on a socket, or busy: not waiting for the tty', async () => {
     const sleeper = start('sleep', ['30']);
     const server = start('python3', [
       '-c',

@@ -7,7 +7,7 @@ import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixt
 import {
   ARTIFACTS_DIR,
   artifactPath,
-  browserMissing,
+  browserAvailable,
   buildWebInto,
   launchBrowser,
   screenText,
@@ -15,8 +15,7 @@ import {
   waitForScreen,
 } from '../support/web-browser.js';
 
-const missing = browserMissing();
-if (missing) console.warn(`web page tests skipped: ${missing}`);
+const available = browserAvailable();
 
 /** Ids of the terminals rows in the overview, in order. */
 async function terminalIds(page: Page): Promise<string[]> {
@@ -49,7 +48,7 @@ async function typeLine(page: Page, id: string, line: string): Promise<void> {
 
 const lines = (s: string) => s.split('\n');
 
-describe.skipIf(missing !== undefined)('web page in headless Chromium', () => {
+describe.skipIf(!available)('web page in headless Chromium', () => {
   let fx: RelayFixture;
   let proxy: FaultProxy;
   let browser: TestBrowser;

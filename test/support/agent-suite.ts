@@ -3,6 +3,7 @@ import type { AgentSendResult, IPtyProvider } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import type { AgentOwner } from '../../relay/agents/agent-owner.js';
 import { TerminalToolService } from '../../relay/agents/terminal-tool-service.js';
+import { python3Available } from './capabilities.js';
 
 /** What the end-reason suite runs against: one provider serving `host`. */
 export interface AgentTarget {
@@ -45,6 +46,8 @@ export async function codeOf(
  * Registers its `it`s in the caller's describe; `target()` is ready once beforeAll ran.
  */
 export function endReasonSuite(target: () => AgentTarget): void {
+  /** The cases that run python3 (a REPL, a socket server, a big output): capability `python3`. */
+  const withPython = it.skipIf(!python3Available());
   let service: TerminalToolService;
   let owner: AgentOwner;
   const open = async () => {
@@ -76,7 +79,7 @@ export function endReasonSuite(target: () => AgentTarget): void {
     await service.close(owner, id);
   });
 
-  it('a python3 REPL waiting for input is stdin_read (from /proc), not idle', async () => {
+  withPython('a python3 REPL waiting for input is stdin_read (from /proc), not idle', async () => {
     const id = await open();
     const started = await send(id, 'python3 -q');
     expect(started.reason).toBe('stdin_read');
@@ -114,20 +117,23 @@ export function endReasonSuite(target: () => AgentTarget): void {
     await service.close(owner, id);
   });
 
-  it('a program that prints and then blocks on a socket (tty still open) ends with inferred_idle', async () => {
-    const id = await open();
-    const prog =
-      "python3 -c \"import socket;s=socket.socket();s.bind(('127.0.0.1',0));s.listen();print('listen'+'ing',flush=True);s.accept()\"";
-    const r = await send(id, prog, 30_000, SHORT_IDLE_MS);
-    expect(r.reason).toBe('inferred_idle');
-    expect(r.elapsedMs).toBeGreaterThanOrEqual(SHORT_IDLE_MS);
-    expect(r.output).toMatch(/^listening$/m);
-    await service.signal(owner, id, 'INT');
-    expect((await send(id, '')).reason).toBe('stdin_read');
-    await service.close(owner, id);
-  });
+  withPython(
+    'a program that prints and then blocks on a socket (tty still open) ends with inferred_idle',
+    async () => {
+      const id = await open();
+      const prog =
+        "python3 -c \"import socket;s=socket.socket();s.bind(('127.0.0.1',0));s.listen();print('listen'+'ing',flush=True);s.accept()\"";
+      const r = await send(id, prog, 30_000, SHORT_IDLE_MS);
+      expect(r.reason).toBe('inferred_idle');
+      expect(r.elapsedMs).toBeGreaterThanOrEqual(SHORT_IDLE_MS);
+      expect(r.output).toMatch(/^listening$/m);
+      await service.signal(owner, id, 'INT');
+      expect((await send(id, '')).reason).toBe('stdin_read');
+      await service.close(owner, id);
+    },
+  );
 
-  it('no false done: a heredoc typed as one send ends when the script has run', async () => {
+  withPython('no false done: a heredoc typed as one send ends when the script has run', async () => {
     const id = await open();
     const r = await send(
       id,
@@ -155,7 +161,7 @@ export function endReasonSuite(target: () => AgentTarget): void {
     await service.close(owner, id);
   });
 
-  it('no false done: a fake `$ ` prompt followed by 2 s of work', async () => {
+  withPython('no false done: a fake `$ ` prompt followed by 2 s of work', async () => {
     const id = await open();
     const r = await send(
       id,
@@ -216,25 +222,28 @@ export function endReasonSuite(target: () => AgentTarget): void {
     await service.close(owner, id);
   });
 
-  it('a 10 MB output comes back truncated at 256 KiB (UTF-8 intact, newest part) and flagged', async () => {
-    const id = await open();
-    const gen =
-      "python3 -c \"import sys; w=sys.stdout.write; [w('%08d é %s\\n' % (i, 'x'*88)) for i in range(105000)]\"";
-    const r = await send(id, gen, 120_000);
-    expect(r.reason).toBe('stdin_read');
-    expect(r.truncated).toBe(true);
-    const bytes = Buffer.byteLength(r.output, 'utf8');
-    expect(bytes).toBeLessThanOrEqual(256 * 1024);
-    expect(bytes).toBeGreaterThan(200 * 1024);
-    expect(r.output).not.toContain('\ufffd');
-    expect(r.output).toContain(`00104999 é ${'x'.repeat(88)}`);
-    expect(r.output).not.toContain('00000000 é');
-    const page = await service.read(owner, id, { count: 100_000 });
-    expect(page.truncated).toBe(true);
-    expect(Buffer.byteLength(page.lines.join('\n'), 'utf8')).toBeLessThanOrEqual(256 * 1024);
-    expect(page.lines.length).toBeGreaterThan(2000);
-    await service.close(owner, id);
-  });
+  withPython(
+    'a 10 MB output comes back truncated at 256 KiB (UTF-8 intact, newest part) and flagged',
+    async () => {
+      const id = await open();
+      const gen =
+        "python3 -c \"import sys; w=sys.stdout.write; [w('%08d é %s\\n' % (i, 'x'*88)) for i in range(105000)]\"";
+      const r = await send(id, gen, 120_000);
+      expect(r.reason).toBe('stdin_read');
+      expect(r.truncated).toBe(true);
+      const bytes = Buffer.byteLength(r.output, 'utf8');
+      expect(bytes).toBeLessThanOrEqual(256 * 1024);
+      expect(bytes).toBeGreaterThan(200 * 1024);
+      expect(r.output).not.toContain('\ufffd');
+      expect(r.output).toContain(`00104999 é ${'x'.repeat(88)}`);
+      expect(r.output).not.toContain('00000000 é');
+      const page = await service.read(owner, id, { count: 100_000 });
+      expect(page.truncated).toBe(true);
+      expect(Buffer.byteLength(page.lines.join('\n'), 'utf8')).toBeLessThanOrEqual(256 * 1024);
+      expect(page.lines.length).toBeGreaterThan(2000);
+      await service.close(owner, id);
+    },
+  );
 
   it('closing the service leaves no terminal behind', async () => {
     const id = await open();

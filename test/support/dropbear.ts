@@ -7,6 +7,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import { capability, filesMissing } from './capabilities.js';
 import type { ShellUser } from './shell-users.js';
 import { canConnect, freePort, generateKey, spawnWatchdog, stopProcess } from './sshd.js';
 
@@ -32,8 +33,12 @@ export interface DropbearInstance {
   stop(): Promise<void>;
 }
 
+/** Capability `dropbear`: dropbear, dropbearkey and unshare are installed (else prints why, or throws when required). */
 export function dropbearAvailable(): boolean {
-  return [DROPBEAR_PATH, DROPBEARKEY_PATH, UNSHARE_PATH].every((p) => fs.existsSync(p));
+  return capability(
+    'dropbear',
+    filesMissing([DROPBEAR_PATH, DROPBEARKEY_PATH, UNSHARE_PATH], 'apt-get install dropbear-bin util-linux'),
+  );
 }
 
 /** Starts dropbear in the foreground (-F), logging to a file, password logins off (-s). */

@@ -21,7 +21,7 @@ export interface RelayFixture {
   local: LocalFixture;
   server: RelayServer;
   registry: TerminalRegistry;
-  router: ReturnType<typeof createHostRouter>;
+  router: Awaited<ReturnType<typeof createHostRouter>>;
   url: string;
   port: number;
   /** A RelayClient against `url` (or another, e.g. a FaultProxy); disposed by cleanup(). */
@@ -67,7 +67,7 @@ export async function startRelay(
   const boot = async (port: number) => {
     const router = opts.manualAck
       ? manualAckRouter(local.runtimeDir)
-      : createHostRouter(validateConfig(opts.config ?? {}), { localRuntimeDir: local.runtimeDir });
+      : await createHostRouter(validateConfig(opts.config ?? {}), { localRuntimeDir: local.runtimeDir });
     const registry = new TerminalRegistry();
     const server = await startRelayServer({
       listen: { host: '127.0.0.1', port },

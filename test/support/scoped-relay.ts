@@ -60,7 +60,7 @@ export async function startScopedRelay(): Promise<ScopedRelay> {
   const log = capturedLog();
   const local = await startLocal(['--agent-idle-ms', '20000']);
   const config = validateConfig({ hosts: { b: { host: '127.0.0.1', port: 9, hostKeyPolicy: 'strict' } } });
-  const router = createHostRouter(config, { localRuntimeDir: local.runtimeDir });
+  const router = await createHostRouter(config, { localRuntimeDir: local.runtimeDir });
   const registry = new TerminalRegistry();
   const store = new TokenStore(join(stateDir, 'tokens'));
   const auth = new TokenAuthority({ startupToken: STARTUP_TOKEN, store, log: log.log });

@@ -6,7 +6,8 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { allOf, type Capability, capability, filesMissing, rootAvailable } from './capabilities.js';
 
 /** Every user these tests create starts with this, so a leftover is easy to spot (and remove). */
 export const T21_USER_PREFIX = 'ptyrelay-t21-';
@@ -98,9 +99,38 @@ export async function removeShellUser(user: ShellUser): Promise<void> {
   locked('userdel -r "$1" 2>/dev/null || userdel "$1"; rm -rf "$2"', user.name, user.home);
 }
 
-/** Whether these tests can create users (root) and the shells exist. */
-export function shellUsersAvailable(shells: string[]): { ok: boolean; reason?: string } {
-  if (process.getuid?.() !== 0) return { ok: false, reason: 'creating login users needs root' };
-  const missing = shells.filter((s) => !fs.existsSync(s));
-  return missing.length ? { ok: false, reason: `not installed: ${missing.join(', ')}` } : { ok: true };
+/** The capability a program these suites run belongs to, by file name; any other is one of `shells`. */
+const CAPABILITY_OF: Record<string, Capability> = {
+  bash: 'bash',
+  zsh: 'zsh',
+  'sftp-server': 'sshd',
+  mount: 'mount',
+  umount: 'mount',
+};
+
+/**
+ * Whether the programs at `paths` are installed: one {@link capability} per capability they belong
+ * to (bash, zsh, sshd for sftp-server, mount, else shells), each printing what is missing or
+ * throwing when required.
+ */
+export function programsAvailable(paths: readonly string[]): boolean {
+  const byCapability = new Map<Capability, string[]>();
+  for (const p of paths) {
+    const name = CAPABILITY_OF[basename(p)] ?? 'shells';
+    byCapability.set(name, [...(byCapability.get(name) ?? []), p]);
+  }
+  return allOf(...[...byCapability].map(([name, ps]) => capability(name, filesMissing(ps))));
+}
+
+/**
+ * Whether these tests can create users (capability `root`) and the programs at `paths` exist (see
+ * {@link programsAvailable}). Each missing capability is already printed (or thrown, when required)
+ * here; `reason` repeats what is missing for callers that say more.
+ */
+export function shellUsersAvailable(paths: readonly string[]): { ok: boolean; reason?: string } {
+  const root = rootAvailable('creating login users');
+  const programs = programsAvailable(paths);
+  if (root && programs) return { ok: true };
+  const absent = filesMissing(paths);
+  return { ok: false, reason: !root ? 'creating login users needs root' : absent };
 }

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
+import { capability, filesMissing } from './capabilities.js';
 
 /** Options for {@link startSshd}. */
 export interface SshdOptions {
@@ -81,9 +82,17 @@ process.on('exit', () => {
 /** Flipped to a per-instance file the first time an old sshd rejects `PidFile none`. */
 let pidFileNoneSupported = true;
 
-/** Whether an sshd binary (and ssh-keygen) is installed where the harness expects it. */
+/** Why the harness cannot start sshd here (undefined when it can): sshd or ssh-keygen is not installed. */
+export function sshdMissing(): string | undefined {
+  return filesMissing([SSHD_PATH, SSH_KEYGEN_PATH], 'apt-get install openssh-server');
+}
+
+/**
+ * Capability `sshd`: whether an sshd binary (and ssh-keygen) is installed where the harness
+ * expects it. When not, prints why (the suite skips) or, when PTYRELAY_REQUIRE names sshd, throws.
+ */
 export function sshdAvailable(): boolean {
-  return fs.existsSync(SSHD_PATH) && fs.existsSync(SSH_KEYGEN_PATH);
+  return capability('sshd', sshdMissing());
 }
 
 function isRoot(): boolean {
@@ -339,7 +348,8 @@ export async function stopProcess(child: ChildProcess, watchdog: ChildProcess): 
 
 /** Starts sshd on a free loopback port and resolves once it accepts connections. */
 export async function startSshd(opts: SshdOptions = {}): Promise<SshdInstance> {
-  if (!sshdAvailable()) throw new Error(`${SSHD_PATH} not installed`);
+  const missing = sshdMissing();
+  if (missing) throw new Error(missing);
   const account = ensureTestUser(opts.user);
   if (isRoot() && !fs.existsSync(PRIVSEP_DIR))
     fs.mkdirSync(PRIVSEP_DIR, { recursive: true, mode: PUBLIC_DIR_MODE });

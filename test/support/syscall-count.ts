@@ -2,10 +2,21 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { allOf, capability, rootAvailable } from './capabilities.js';
 
-/** strace is there (the CI image installs it) and may attach to other users' processes (we run as root). */
+/**
+ * Capabilities `strace` and `root`: strace is there (the CI image installs it) and may attach to
+ * other users' processes (we run as root). Each missing one is printed, or throws when required.
+ */
 export function straceAvailable(): boolean {
-  return spawnSync('strace', ['-V']).status === 0 && process.getuid?.() === 0;
+  const r = spawnSync('strace', ['-V'], { stdio: 'ignore' });
+  const strace = capability(
+    'strace',
+    r.status === 0
+      ? undefined
+      : `strace -V failed: ${r.error?.message ?? `exit ${r.status}`} (apt-get install strace)`,
+  );
+  return allOf(strace, rootAvailable("strace attaching to other users' processes"));
 }
 
 /**

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { packageRoot } from '../../relay/stub-bundle.js';
+import { capability } from './capabilities.js';
 
 /** Debian's Chromium; no test downloads a browser. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -14,6 +15,11 @@ export const ARTIFACTS_DIR = join(packageRoot(), 'test-artifacts', 'web');
 /** Why browser tests cannot run here, or undefined when they can. */
 export function browserMissing(): string | undefined {
   return existsSync(CHROMIUM) ? undefined : `${CHROMIUM} is not installed (apt-get install chromium)`;
+}
+
+/** Capability `chromium`: whether the browser tests can run (else prints why, or throws when required). */
+export function browserAvailable(): boolean {
+  return capability('chromium', browserMissing());
 }
 
 /** Builds the page from web/ into a temporary directory (the test serves what the sources say now). */

@@ -158,7 +158,7 @@ describe('loadConfig and loadOrCreateToken', () => {
   });
 
   it('routes hosts: local always, configured SSH hosts, UNKNOWN_HOST otherwise', async () => {
-    const router = createHostRouter(validateConfig({ hosts: { build1: { host: 'b.example' } } }));
+    const router = await createHostRouter(validateConfig({ hosts: { build1: { host: 'b.example' } } }));
     expect(router.hosts()).toEqual(['local', 'build1']);
     expect(router.providers()).toHaveLength(2);
     expect(router.providerFor('build1')).toBe(router.providers()[1]);

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHmac, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,10 +14,13 @@ import {
   readKnownHostsFiles,
   verifyHostKey,
 } from '../../relay/ssh/known-hosts.js';
+import { capability, filesMissing } from '../support/capabilities.js';
 
 const SSH_KEYGEN = '/usr/bin/ssh-keygen';
-const haveKeygen = existsSync(SSH_KEYGEN);
-if (!haveKeygen) console.warn('ssh-keygen cross-checks skipped: /usr/bin/ssh-keygen not installed');
+const haveKeygen = capability(
+  'ssh-client',
+  filesMissing([SSH_KEYGEN], 'the ssh-keygen cross-checks; apt-get install openssh-client'),
+);
 const PERM_MASK = 0o777;
 
 function sshString(data: Buffer | string): Buffer {

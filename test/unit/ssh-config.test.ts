@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,10 +10,13 @@ import {
   resolveSshConfig,
   SshConfigError,
 } from '../../relay/ssh/ssh-config.js';
+import { capability, filesMissing } from '../support/capabilities.js';
 
 const SSH_CLIENT = '/usr/bin/ssh';
-const haveSsh = existsSync(SSH_CLIENT);
-if (!haveSsh) console.warn('ssh -G cross-check skipped: /usr/bin/ssh not installed');
+const haveSsh = capability(
+  'ssh-client',
+  filesMissing([SSH_CLIENT], 'the ssh -G cross-check; apt-get install openssh-client'),
+);
 
 const home = mkdtempSync(join(os.tmpdir(), 'ptyrelay-sshcfg-'));
 mkdirSync(join(home, '.ssh'), { recursive: true });

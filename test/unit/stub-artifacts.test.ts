@@ -14,6 +14,7 @@ import {
   type StubPlatform,
 } from '../../relay/deploy/stub-artifacts.js';
 import { packageRoot, stubBundlePath } from '../../relay/stub-bundle.js';
+import { capability } from '../support/capabilities.js';
 
 const ROOT = packageRoot();
 const VERSION: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
@@ -31,6 +32,15 @@ const available = (p: StubPlatform): StubArtifacts | undefined => {
     return collectStubArtifacts(p);
   } catch {
     return undefined;
+  }
+};
+/** Why no artifacts for `p` can be collected here (undefined when they can). */
+const artifactsMissing = (p: StubPlatform): string | undefined => {
+  try {
+    collectStubArtifacts(p);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
   }
 };
 const tmpDirs: string[] = [];
@@ -61,7 +71,7 @@ describe('platformFromUname', () => {
   });
 });
 
-describe.skipIf(!available(LOCAL))('collectStubArtifacts', () => {
+describe.skipIf(!capability('node-pty', artifactsMissing(LOCAL)))('collectStubArtifacts', () => {
   it('names the dir after version and manifest hash, stably', () => {
     const a = collectStubArtifacts(LOCAL);
     expect(a.dirName).toBe(`stub-${VERSION}-${a.sha12}`);
@@ -95,7 +105,7 @@ describe.skipIf(!available(LOCAL))('collectStubArtifacts', () => {
     (name) => {
       const addon = join(dirname(stubBundlePath()), 'native', `${name}.node`);
       if (!existsSync(addon)) {
-        console.log(`${name} addon not built here (no C compiler at build time): nothing to ship`);
+        capability('malloc-trim', `${addon} was not built (no C compiler at build time): nothing to ship`);
         return;
       }
       const f = collectStubArtifacts(LOCAL).files.find((x) => x.path === `native/${name}.node`);
@@ -107,7 +117,11 @@ describe.skipIf(!available(LOCAL))('collectStubArtifacts', () => {
   it('gives each platform its own binary and dir', () => {
     const arm = available('linux-arm64');
     const x64 = available('linux-x64');
-    if (!arm || !x64) return; // Offline build: only the local arch is deployable.
+    if (!arm || !x64) {
+      // Offline build: only the local arch is deployable.
+      capability('pty-prebuilds', artifactsMissing(arm ? 'linux-x64' : 'linux-arm64'));
+      return;
+    }
     expect(arm.dirName).not.toBe(x64.dirName);
     // The addons are built for this machine's CPU only: the other platform ships without them.
     const addons = (a: StubArtifacts) => a.files.filter((f) => f.path.startsWith('native/'));
@@ -144,11 +158,14 @@ describe.skipIf(!available(LOCAL))('collectStubArtifacts', () => {
   });
 
   it.each([
-    ['the chosen binary', undefined],
-    ['node-pty own build', join(ROOT, 'node_modules/node-pty/build/Release/pty.node')],
-    [`@lydell ${LOCAL}`, join(ROOT, 'vendor/node-pty-prebuilds', LOCAL, 'pty.node')],
-  ])('%s drives a PTY through node-pty lib from a staged install dir', (_name, native) => {
-    if (native !== undefined && !existsSync(native)) return;
+    ['the chosen binary', undefined, undefined],
+    ['node-pty own build', join(ROOT, 'node_modules/node-pty/build/Release/pty.node'), 'node-pty'],
+    [`@lydell ${LOCAL}`, join(ROOT, 'vendor/node-pty-prebuilds', LOCAL, 'pty.node'), 'pty-prebuilds'],
+  ] as const)('%s drives a PTY through node-pty lib from a staged install dir', (_name, native, needs) => {
+    if (native !== undefined && needs !== undefined && !existsSync(native)) {
+      capability(needs, `${native} is missing`);
+      return;
+    }
     const dir = stage(collectStubArtifacts(LOCAL), native);
     const script = `
       const pty = require(${JSON.stringify(join(dir, 'node_modules/node-pty'))});
@@ -187,8 +204,9 @@ describe('pinned prebuilt pty.node', () => {
     const other = (['linux-x64', 'linux-arm64'] as StubPlatform[]).find((p) => p !== LOCAL)!;
     const a = available(other);
     if (!a) {
-      console.log(
-        `stub-artifacts: no ${other} prebuilt here (offline build); the pin is checked by the unit above only`,
+      capability(
+        'pty-prebuilds',
+        `no ${other} prebuilt here (offline build); the pin is checked by the unit above only`,
       );
       return;
     }

@@ -1,10 +1,12 @@
 /**
  * Whether the container suites can run here: a Docker engine that answers and the images of
  * test/containers/images (built by its script, reused when present). When not, `reason` says why
- * and the suites skip with that message printed.
+ * and {@link reportSkip} prints it (the suites skip), or fails the file when capability `docker` is
+ * required (PTYRELAY_REQUIRE).
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { capability } from '../../support/capabilities.js';
 
 // Ryuk (testcontainers' reaper) is an image from a registry, which is unreachable here; every
 // suite stops its own containers instead.
@@ -58,7 +60,10 @@ function check(): EngineCheck {
   return { ok: true, images: { base, host, nonode } };
 }
 
-/** Prints why the container suites of `file` are skipped (the CI log must say so). */
-export function reportSkip(suite: string, check: EngineCheck): void {
-  if (!check.ok) console.warn(`container suite "${suite}" skipped: ${check.reason}`);
+/**
+ * Capability `docker`: prints why the container suite is skipped (the CI log must say so), or
+ * throws when PTYRELAY_REQUIRE names docker. Returns whether the suite can run (`check.ok`).
+ */
+export function reportSkip(suite: string, check: EngineCheck): boolean {
+  return capability('docker', check.ok ? undefined : `${check.reason} (container suite "${suite}")`);
 }

@@ -1,0 +1,183 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { packageRoot } from '../../relay/stub-bundle.js';
+import { type BenchEnv, hostConfig, localProvider } from '../lib/env.js';
+import type { Row, ScenarioResult } from '../lib/results.js';
+import { now, procStatusBytes, round, sleep } from '../lib/util.js';
+
+const MB = 1e6;
+/** How long a process sits idle before its RSS is read (start-up garbage collected, timers settled). */
+const SETTLE_MS = 4000;
+/** Targets of the plain-runtime issue: idle footprints over bare node baselines of the same run. */
+const RELAY_LOCAL_OVER_NODE_MB = 20;
+const RELAY_SSH_OVER_NODE_MB = 35;
+const DAEMON_OVER_NODE_WORKER_MB = 10;
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const { port } = s.address() as { port: number };
+  s.close();
+  return port;
+}
+
+/** The RSS (VmRSS) of a process once it has sat idle for SETTLE_MS, the lowest of three reads. */
+async function idleRss(pid: number): Promise<number> {
+  await sleep(SETTLE_MS);
+  const reads: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    reads.push(procStatusBytes(pid, 'VmRSS') ?? Number.NaN);
+    await sleep(300);
+  }
+  return Math.min(...reads);
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  await Promise.race([once(child, 'exit'), sleep(5000)]);
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+
+/** RSS of a bare node (with one worker thread when `worker`), idle. */
+async function bareNode(worker: boolean): Promise<number> {
+  const code = worker
+    ? "const { Worker } = require('node:worker_threads'); new Worker('setInterval(() => {}, 1000)', { eval: true }); setInterval(() => {}, 1000);"
+    : 'setInterval(() => {}, 1000);';
+  const child = spawn(process.execPath, ['-e', code], { stdio: 'ignore' });
+  try {
+    return await idleRss(child.pid!);
+  } finally {
+    await stop(child);
+  }
+}
+
+/** `ptyrelay serve` with the given hosts config, idle after its start. */
+async function idleRelay(env: BenchEnv, name: string, hosts: Record<string, unknown>): Promise<number> {
+  const home = join(env.dataDir, `idle-relay-${name}`);
+  mkdirSync(join(home, '.config', 'ptyrelay'), { recursive: true, mode: 0o700 });
+  const config = join(home, '.config', 'ptyrelay', 'config.json');
+  writeFileSync(config, JSON.stringify({ hosts }), { mode: 0o600 });
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      join(packageRoot(), 'dist', 'relay', 'cli', 'main.js'),
+      'serve',
+      '--config',
+      config,
+      '--listen',
+      `127.0.0.1:${port}`,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, HOME: home, PTYRELAY_TOKEN: 'bench-idle-token' },
+    },
+  );
+  if (child.pid) env.ownPids.add(child.pid);
+  try {
+    const lines = createInterface({ input: child.stderr! });
+    const ready = new Promise<void>((resolve, reject) => {
+      lines.on('line', (l) => {
+        if (l.includes('listening')) resolve();
+      });
+      child.once('exit', () => reject(new Error(`ptyrelay serve (${name}) exited before listening`)));
+    });
+    child.stdout!.resume();
+    await Promise.race([
+      ready,
+      sleep(15_000).then(() => Promise.reject(new Error('ptyrelay serve did not listen in 15 s'))),
+    ]);
+    return await idleRss(child.pid!);
+  } finally {
+    await stop(child);
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+/** A fresh local daemon with one idle shell. */
+async function idleDaemon(env: BenchEnv): Promise<number> {
+  const p = await localProvider(env);
+  try {
+    await p.spawn({ cols: 80, rows: 24, command: 'bash', args: ['--norc', '--noprofile'] });
+    const { pid } = await p.daemonInfo();
+    return await idleRss(pid);
+  } finally {
+    await p.shutdownDaemon().catch(() => {});
+    await p.dispose();
+  }
+}
+
+export async function idleMemoryScenario(env: BenchEnv): Promise<ScenarioResult> {
+  const t0 = now();
+  const errors: string[] = [];
+  const node = await bareNode(false);
+  const nodeWorker = await bareNode(true);
+  const relayLocal = await idleRelay(env, 'local', {});
+  const relaySsh = await idleRelay(env, 'ssh', { h1: hostConfig(env.sshd), h2: hostConfig(env.sshd) });
+  const daemon = await idleDaemon(env);
+  const mb = (b: number) => round(b / MB, 1);
+  const over = (v: number, base: number, max: number) => ({ met: (v - base) / MB <= max });
+  const rows: Row[] = [
+    {
+      scenario: 'idle-memory',
+      metric: 'idle relay, only the local host (RSS)',
+      unit: 'MB',
+      subject: 'ptyrelay serve',
+      value: mb(relayLocal),
+      reference: { label: 'bare node (RSS)', value: mb(node) },
+      better: 'lower',
+      target: {
+        text: `≤ node + ${RELAY_LOCAL_OVER_NODE_MB} MB`,
+        ...over(relayLocal, node, RELAY_LOCAL_OVER_NODE_MB),
+      },
+    },
+    {
+      scenario: 'idle-memory',
+      metric: 'idle relay, two SSH hosts configured (RSS)',
+      unit: 'MB',
+      subject: 'ptyrelay serve',
+      value: mb(relaySsh),
+      reference: { label: 'bare node (RSS)', value: mb(node) },
+      better: 'lower',
+      target: {
+        text: `≤ node + ${RELAY_SSH_OVER_NODE_MB} MB`,
+        ...over(relaySsh, node, RELAY_SSH_OVER_NODE_MB),
+      },
+    },
+    {
+      scenario: 'idle-memory',
+      metric: 'idle daemon, one shell (RSS)',
+      unit: 'MB',
+      subject: 'stub daemon',
+      value: mb(daemon),
+      reference: { label: 'bare node with one worker (RSS)', value: mb(nodeWorker) },
+      better: 'lower',
+      target: {
+        text: `≤ node with a worker + ${DAEMON_OVER_NODE_WORKER_MB} MB`,
+        ...over(daemon, nodeWorker, DAEMON_OVER_NODE_WORKER_MB),
+      },
+    },
+  ];
+  return {
+    name: 'idle-memory',
+    rows,
+    details: {
+      settleMs: SETTLE_MS,
+      rssMB: {
+        node: mb(node),
+        nodeWorker: mb(nodeWorker),
+        relayLocal: mb(relayLocal),
+        relaySsh: mb(relaySsh),
+        daemon: mb(daemon),
+      },
+    },
+    errors,
+    durationMs: now() - t0,
+  };
+}
