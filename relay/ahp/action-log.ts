@@ -19,40 +19,68 @@ export function freshSeqBase(): number {
   return Math.floor((performance.timeOrigin + performance.now()) * 1000);
 }
 
-/** One logged envelope and who may see it. */
-export interface LogEntry {
-  envelope: ActionEnvelope;
+/** The `action` notification of an envelope, as UTF-8 JSON. */
+function notificationText(envelope: ActionEnvelope): Buffer {
+  return Buffer.from(JSON.stringify({ jsonrpc: '2.0', method: 'action', params: envelope }));
+}
+
+/**
+ * One logged envelope and who may see it.
+ *
+ * Terminal output is most of what the log holds, and it stays there long enough (the replay ring)
+ * to outlive V8's young generation: held as strings it died in the old generation, which V8 lets
+ * grow to several times what is live before collecting it (a relay feeding stalled AHP clients
+ * reached 350 MB). So an output envelope is kept only as its notification's UTF-8 text in a
+ * Buffer, off V8's heap, built once when logged and shared by every peer it goes to; the data
+ * string and the envelope object die young. Other envelopes (small) are kept as objects and
+ * their text is built when a peer first needs it.
+ */
+export class LogEntry {
+  readonly channel: URI;
+  readonly serverSeq: number;
   /** Set for envelopes only their origin client receives (input echoes, rejections). */
-  onlyClientId?: string;
-  /** Bytes held for it (data string, JSON text once built). */
+  readonly onlyClientId?: string;
+  /** Bytes held for it: the text (once built), plus the envelope object's estimate while it is kept. */
   bytes: number;
-  /** The `action` notification's JSON text, once a peer needed it. */
-  text?: string;
   /** False once evicted: its bytes no longer count toward the log. */
-  live?: boolean;
+  live = true;
+  private held: ActionEnvelope | undefined;
+  private text: Buffer | undefined;
+
+  constructor(envelope: ActionEnvelope, onlyClientId?: string) {
+    this.channel = envelope.channel;
+    this.serverSeq = envelope.serverSeq;
+    if (onlyClientId !== undefined) this.onlyClientId = onlyClientId;
+    if ('data' in envelope.action) {
+      this.text = notificationText(envelope);
+      this.bytes = this.text.length + ENVELOPE_OVERHEAD_BYTES;
+    } else {
+      this.held = envelope;
+      this.bytes = 2 * JSON.stringify(envelope.action).length + ENVELOPE_OVERHEAD_BYTES;
+    }
+  }
+
+  /** The envelope (an output envelope is parsed back from its text: replays only). */
+  get envelope(): ActionEnvelope {
+    return this.held ?? (JSON.parse(this.text!.toString('utf8')) as { params: ActionEnvelope }).params;
+  }
+
+  /** The notification's text, building it (and counting it in `log`) on first use. */
+  textIn(log?: ActionLog): Buffer {
+    if (this.text === undefined) {
+      this.text = notificationText(this.held!);
+      log?.account(this, this.text.length);
+    }
+    return this.text;
+  }
 }
 
 /**
- * Bytes the entry holds: its data string (counted at two bytes per code unit, V8's worst case,
- * so the cap never under-counts) plus the JSON text once {@link entryText} built it.
+ * The entry's `action` notification as UTF-8 JSON text, built once and shared by every peer it
+ * goes to. A text built after the entry was logged is added to its bytes.
  */
-function heldBytes(action: StateAction | MalformedClientAction): number {
-  if ('data' in action) {
-    return 2 * action.data.length + ENVELOPE_OVERHEAD_BYTES;
-  }
-  return 2 * JSON.stringify(action).length + ENVELOPE_OVERHEAD_BYTES;
-}
-
-/**
- * The entry's `action` notification as JSON text, built once and shared by every peer it goes to
- * (each peer used to serialize the same envelope again). Its size is added to the entry's bytes.
- */
-export function entryText(entry: LogEntry, log?: ActionLog): string {
-  if (entry.text === undefined) {
-    entry.text = JSON.stringify({ jsonrpc: '2.0', method: 'action', params: entry.envelope });
-    log?.account(entry, entry.text.length);
-  }
-  return entry.text;
+export function entryText(entry: LogEntry, log?: ActionLog): Buffer {
+  return entry.textIn(log);
 }
 
 /**
@@ -83,7 +111,7 @@ export class ActionLog {
 
   /** Seq of the oldest envelope still held (serverSeq + 1 when empty). */
   get oldestSeq(): number {
-    return this.start < this.entries.length ? this.entries[this.start]!.envelope.serverSeq : this.seq + 1;
+    return this.start < this.entries.length ? this.entries[this.start]!.serverSeq : this.seq + 1;
   }
 
   /** Wraps `action` in an envelope with the next server seq and records it. */
@@ -95,8 +123,7 @@ export class ActionLog {
   ): LogEntry {
     const envelope: ActionEnvelope = { channel, action, serverSeq: ++this.seq, origin };
     if (opts.rejectionReason !== undefined) envelope.rejectionReason = opts.rejectionReason;
-    const entry: LogEntry = { envelope, bytes: heldBytes(action), live: true };
-    if (opts.onlyClientId !== undefined) entry.onlyClientId = opts.onlyClientId;
+    const entry = new LogEntry(envelope, opts.onlyClientId);
     this.entries.push(entry);
     this.bytes += entry.bytes;
     this.evict();

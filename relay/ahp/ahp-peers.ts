@@ -84,7 +84,7 @@ export class PeerSet {
   /** Whether `peer` is to receive `entry`. */
   static wants(peer: AhpPeer, entry: LogEntry): boolean {
     if (entry.onlyClientId !== undefined) return entry.onlyClientId === peer.clientId;
-    return peer.subscriptions.has(entry.envelope.channel);
+    return peer.subscriptions.has(entry.channel);
   }
 
   /** Sends a just-logged entry (or, for rawData peers, its raw bytes) to every peer that wants it. */
@@ -125,7 +125,7 @@ export class PeerSet {
 
   private send(p: AhpPeer, entry: LogEntry): void {
     // A token limited to some terminals gets the root catalog filtered (one text per such peer).
-    if (!seesEverything(p.conn.grant) && entry.envelope.channel === ROOT_URI) {
+    if (!seesEverything(p.conn.grant) && entry.channel === ROOT_URI) {
       p.conn.notify('action', visibleEnvelope(p.conn.grant, entry.envelope));
     } else if (p.conn.sendRawText) p.conn.sendRawText(entryText(entry, this.log));
     else p.conn.notify('action', entry.envelope);
@@ -186,7 +186,7 @@ export class PeerSet {
       for (const e of missed) {
         if (PeerSet.wants(p, e)) this.out(p, { entry: e });
         if (p.conn.bufferedAmount > this.watermarks.high) {
-          p.behindFrom = e.envelope.serverSeq + 1;
+          p.behindFrom = e.serverSeq + 1;
           lagging = true;
           break;
         }

@@ -100,10 +100,10 @@ export class WsRpcConnection implements ClosableRpcConnection {
     this.sendRawText(JSON.stringify(obj));
   }
 
-  sendRawText(text: string): void {
+  sendRawText(text: string | Buffer): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
     this.beforeSend();
-    this.ws.send(text);
+    this.ws.send(text, { binary: false });
     this.hooks.onSent?.('text', Buffer.byteLength(text));
   }
 

@@ -18,7 +18,8 @@ export interface RpcConnection {
   /** Send a JSON-RPC notification. */
   notify(method: string, params: unknown): void;
   /** Send an already serialized JSON-RPC message (one text built once for many connections). */
-  sendRawText?(text: string): void;
+  /** A text frame whose payload is ready (a string, or UTF-8 bytes). */
+  sendRawText?(text: string | Buffer): void;
   /** Send one binary WebSocket message made of these parts (no copy of large parts). */
   sendBinary(parts: Uint8Array[]): void;
   /** Bytes queued in the socket and not yet sent (backpressure). */

@@ -160,22 +160,58 @@ describe('ActionLog', () => {
     expect(log.since(6)).toBeUndefined(); // from the future (another server process)
   });
   it('evicts by bytes too', () => {
-    // Each data string counts twice its length (V8's two-byte worst case) plus 128.
-    const log = new ActionLog(1000, 1000, 0);
+    // An output envelope counts its notification's UTF-8 text plus 128.
+    const text = (seq: number, data: string) =>
+      Buffer.byteLength(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          method: 'action',
+          params: { channel: 'c', action: { type: 'terminal/data', data }, serverSeq: seq },
+        }),
+      );
+    const one = text(2, 'y'.repeat(300)) + 128;
+    const log = new ActionLog(1000, one + 100, 0);
     log.append('c', { type: 'terminal/data', data: 'x'.repeat(300) });
     log.append('c', { type: 'terminal/data', data: 'y'.repeat(300) });
     expect(log.since(0)).toBeUndefined();
     expect(log.since(1)?.length).toBe(1);
-    expect(log.heldBytes).toBe(728);
+    expect(log.heldBytes).toBe(one);
   });
-  it('counts the shared JSON text toward the cap once a peer built it', () => {
-    const log = new ActionLog(1000, 4000);
-    const e = log.append('c', { type: 'terminal/data', data: 'x'.repeat(1000) });
-    expect(log.heldBytes).toBe(2128);
+  it('keeps an output envelope only as its shared UTF-8 text, and reads it back whole', () => {
+    const log = new ActionLog(1000, 1 << 20);
+    const data = 'x'.repeat(1000) + 'é\u001b[0m';
+    const e = log.append('c', { type: 'terminal/data', data }, { clientId: 'a', clientSeq: 3 });
     const text = entryText(e, log);
-    expect(JSON.parse(text)).toEqual({ jsonrpc: '2.0', method: 'action', params: e.envelope });
+    expect(Buffer.isBuffer(text)).toBe(true);
+    expect(log.heldBytes).toBe(text.length + 128);
+    expect(JSON.parse(text.toString('utf8'))).toEqual({
+      jsonrpc: '2.0',
+      method: 'action',
+      params: {
+        channel: 'c',
+        action: { type: 'terminal/data', data },
+        serverSeq: e.serverSeq,
+        origin: { clientId: 'a', clientSeq: 3 },
+      },
+    });
+    expect(e.envelope.action).toEqual({ type: 'terminal/data', data });
+    // The same bytes for every peer, and nothing more counted.
     expect(entryText(e, log)).toBe(text);
-    expect(log.heldBytes).toBe(2128 + text.length);
+    expect(log.heldBytes).toBe(text.length + 128);
+  });
+  it('counts the shared JSON text of other envelopes toward the cap once a peer built it', () => {
+    const log = new ActionLog(1000, 4000);
+    const e = log.append('c', { type: 'terminal/titleChanged', title: 't'.repeat(100) });
+    const before = log.heldBytes;
+    expect(before).toBe(2 * JSON.stringify(e.envelope.action).length + 128);
+    const text = entryText(e, log);
+    expect(JSON.parse(text.toString('utf8'))).toEqual({
+      jsonrpc: '2.0',
+      method: 'action',
+      params: e.envelope,
+    });
+    expect(entryText(e, log)).toBe(text);
+    expect(log.heldBytes).toBe(before + text.length);
   });
   it('lets go of evicted envelopes at once (they used to stay reachable until compaction)', async () => {
     // The test workers run with --expose-gc (vitest.config.ts).
