@@ -4,6 +4,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { capability } from '../support/capabilities.js';
+import { missingNodeBuilds, nodeBuilds } from '../support/node-builds.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -13,6 +15,10 @@ const INSTALL_TIMEOUT_MS = 300_000;
 const REGISTRY = 'https://registry.npmjs.org';
 /** Debian's nodejs headers (libnode-dev): node-gyp builds against them instead of downloading. */
 const SYSTEM_NODE_HEADERS = '/usr/include/node/common.gypi';
+/** Relay lines the installed command is also run under (official builds, test/support/node-builds.ts). */
+const OTHER_NODES = [22, 26] as const;
+const PKG_VERSION: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
+const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 interface Run {
   code: number;
@@ -75,6 +81,8 @@ describe('the packed package installs and runs as a command', {
 }, () => {
   let dir: string;
   let fx: RelayFixture;
+  /** Set once the install worked: the dir to run from and the environment that finds `ptyrelay`. */
+  let installed: { elsewhere: string; bin: string; userEnv: NodeJS.ProcessEnv } | undefined;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ptr-install-'));
     fx = await startRelay();
@@ -133,5 +141,36 @@ describe('the packed package installs and runs as a command', {
     expect(ls.stdout).toMatch(/^ID +PID +OWNER/);
     expect(ls.stdout).toContain(id);
     await fx.local.provider.shutdown(id, { immediate: true });
+    installed = { elsewhere, bin, userEnv };
   });
+
+  it.skipIf(!capability('node-matrix', missingNodeBuilds(OTHER_NODES)))(
+    'the installed ptyrelay runs under Node 22 and 26 (the node its PATH finds first)',
+    async () => {
+      expect(installed, 'the install (test above) worked').toBeDefined();
+      const { elsewhere, bin, userEnv } = installed!;
+      const builds = nodeBuilds();
+      const { id } = await fx.local.provider.spawn({ cols: 80, rows: 24, command: 'sleep', args: ['300'] });
+      try {
+        for (const major of OTHER_NODES) {
+          const node = builds.get(major)!;
+          // The installed bin is `#!/usr/bin/env node`: the first node on PATH runs it.
+          const env = { ...userEnv, PATH: `${join(node.dir, 'bin')}:${bin}:${process.env.PATH}` };
+          const version = await run('ptyrelay', ['--version'], { cwd: elsewhere, env, timeoutMs: 30_000 });
+          expect(version.code, version.stderr).toBe(0);
+          expect(version.stdout).toMatch(
+            new RegExp(
+              `^ptyrelay ${escaped(PKG_VERSION)} \\(stub build [0-9a-f]{12}, node v${escaped(node.version)}\\)\n$`,
+            ),
+          );
+          const ls = await run('ptyrelay', ['ls'], { cwd: elsewhere, env, timeoutMs: 30_000 });
+          expect(ls.code, `Node ${major}: ${ls.stderr}`).toBe(0);
+          expect(ls.stdout).toMatch(/^ID +PID +OWNER/);
+          expect(ls.stdout).toContain(id);
+        }
+      } finally {
+        await fx.local.provider.shutdown(id, { immediate: true });
+      }
+    },
+  );
 });

@@ -14,9 +14,10 @@ export interface StubBuild {
 /**
  * Bundles the agent stub the way scripts/bundle-stub.mjs does, into `<dir>/<name>/stub.cjs`. Each
  * `name` gets a different banner statement, so each bundle is a different build (its own sha256,
- * install dir and daemon) of the same code.
+ * install dir and daemon) of the same code. `banner` is more code run first, before the stub's own
+ * (e.g. a daemon that exits at once, for the start-failure tests).
  */
-export async function buildStub(dir: string, name: string): Promise<StubBuild> {
+export async function buildStub(dir: string, name: string, banner = ''): Promise<StubBuild> {
   const out = join(dir, name, 'stub.cjs');
   mkdirSync(join(dir, name), { recursive: true });
   await build({
@@ -29,7 +30,7 @@ export async function buildStub(dir: string, name: string): Promise<StubBuild> {
     external: ['node-pty'],
     legalComments: 'none',
     logLevel: 'warning',
-    banner: { js: `globalThis.__ptyrelayTestBuild = ${JSON.stringify(name)};` },
+    banner: { js: `globalThis.__ptyrelayTestBuild = ${JSON.stringify(name)};\n${banner}` },
   });
   return { path: out, buildId: bundleBuildId(out, {}) };
 }
