@@ -13,7 +13,7 @@ import {
   type StubArtifacts,
   type StubPlatform,
 } from '../../relay/deploy/stub-artifacts.js';
-import { packageRoot, stubBundlePath } from '../../relay/stub-bundle.js';
+import { packageRoot } from '../../relay/stub-bundle.js';
 import { capability } from '../support/capabilities.js';
 
 const ROOT = packageRoot();
