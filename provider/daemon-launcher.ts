@@ -13,6 +13,18 @@ import {
   listDaemonSockets,
 } from './stub-paths.js';
 
+/**
+ * Node options of the daemon's command line: only options in Node's CLI documentation that every
+ * line from 18 to 26 accepts (test/integration/node-matrix.test.ts starts the daemon with each),
+ * each for a measured reason:
+ * - `--expose-gc`: a model that dropped its scrollback (an idle or background terminal) frees
+ *   megabytes while the daemon allocates nothing more, so V8 would never collect them
+ *   (agent-stub/session/idle-gc.ts collects once, a second later);
+ * - `--max-semi-space-size=2` (MiB): the daemon's output path allocates fast and keeps little, and
+ *   V8's default young generation (up to 3 × 16 MiB) mostly holds garbage in its RSS.
+ */
+export const DAEMON_NODE_OPTIONS: readonly string[] = ['--expose-gc', '--max-semi-space-size=2'];
+
 /** How long a freshly started daemon may take to accept connections. */
 const START_TIMEOUT_MS = 10_000;
 const POLL_MS = 50;
@@ -42,8 +54,8 @@ export async function socketAnswers(path: string): Promise<boolean> {
  * private (DIR_INSECURE otherwise): a socket there that another user could have put in place
  * is never spoken to.
  *
- * The daemon's command line is `node STUB daemon …` with no node options: it is started by
- * whichever node the host has (18 to 26), and an option one line accepts another may refuse.
+ * The daemon is started by whichever node the host has (18 to 26), so its command line carries
+ * only {@link DAEMON_NODE_OPTIONS}.
  *
  * @throws PtyRelayError DAEMON_START_FAILED as soon as the started process exits without serving
  *   (its stderr, the node and its version in `details`), or when nothing answers within
@@ -64,11 +76,15 @@ export async function connectOrStartDaemon(
   const logPath = daemonLogPath(runtimeDir);
   const logFd = openSync(logPath, 'a', 0o600);
   const logStart = fstatSync(logFd).size;
-  const child = spawn(nodePath, [stubFile, 'daemon', '--runtime-dir', runtimeDir, ...extraArgs], {
-    detached: true,
-    stdio: ['ignore', logFd, logFd],
-    env: daemonProcessEnv(process.env),
-  });
+  const child = spawn(
+    nodePath,
+    [...DAEMON_NODE_OPTIONS, stubFile, 'daemon', '--runtime-dir', runtimeDir, ...extraArgs],
+    {
+      detached: true,
+      stdio: ['ignore', logFd, logFd],
+      env: daemonProcessEnv(process.env),
+    },
+  );
   child.unref();
   closeSync(logFd); // the child has its own copy
   const failed = new Promise<StartFailure>((resolve) => {

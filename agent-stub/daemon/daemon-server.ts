@@ -8,12 +8,14 @@ import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { DEFAULT_TAIL_BYTES, type HistoryLimits, resolveHistoryLimits } from '../history/history-limits.js';
 import { HistoryStore } from '../history/history-store.js';
+import { heapTrimAddon, trimOnPool } from '../native/heap-trim.js';
 import { AgentRequests } from '../readiness/agent-requests.js';
 import { ColdRestoreService } from '../restore/cold-restore.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { resolveLimits } from './daemon-limits.js';
 import { acquirePidLock, releasePidLock } from './daemon-lock.js';
+import { HeapTrimmer } from './heap-trimmer.js';
 import { StubRequestHandler } from './request-handler.js';
 import { StubConnection } from './stub-connection.js';
 import { TerminalIdAllocator } from './terminal-id-allocator.js';
@@ -100,6 +102,10 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const idleExitMs = opts.idleExitMs ?? DEFAULT_IDLE_EXIT_MS;
   const startedAt = Date.now();
   const model = new ScreenModelHost();
+  const trimAddon = heapTrimAddon();
+  if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
+  const { addon } = trimAddon;
+  const trimmer = new HeapTrimmer({ trim: addon && trimOnPool(addon), log });
   const connections = new Set<StubConnection>();
   let idleTimer: NodeJS.Timeout | undefined;
   let server: Server | undefined;
@@ -149,6 +155,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   const shutdown = async (reason: string) => {
     log('daemon exiting', { reason });
     clearTimeout(idleTimer);
+    trimmer.stop();
     server?.close();
     for (const c of connections) c.close();
     await registry.shutdownAll();
@@ -203,6 +210,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
         connections: connections.size,
         startedAt,
         rss: process.memoryUsage.rss(),
+        heapTrim: trimmer.stats(),
       }),
       shutdown: () => void shutdown(REQUESTED),
     },
@@ -265,6 +273,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   // Session exits do not call back here; a periodic check notices the last one ending.
   setInterval(() => armIdle(), Math.min(idleExitMs, SWEEP_INTERVAL_MS)).unref();
+  trimmer.start();
   log('daemon listening', { socketPath, buildId, protocol: STUB_PROTOCOL_VERSION });
   armIdle();
 }

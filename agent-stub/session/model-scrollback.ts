@@ -1,4 +1,5 @@
 import type { OutputHistory } from '../history/output-history.js';
+import { collectGarbageSoon } from './idle-gc.js';
 import type { ToModel } from './model-protocol.js';
 import { ModelEvents } from './model-rebuild.js';
 
@@ -145,6 +146,7 @@ export class ModelScrollback {
       return;
     }
     this.host.post({ kind: 'grow', sid: this.host.sid, steps: planner.finish() });
+    collectGarbageSoon();
   }
 }
 

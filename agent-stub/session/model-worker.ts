@@ -1,5 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import { pageLines } from '../readiness/read-page.js';
+import { collectGarbageSoon } from './idle-gc.js';
 import type { FromModel, ToModel } from './model-protocol.js';
 import { rebuildModel, sameScreen } from './model-rebuild.js';
 import { TerminalModel } from './terminal-model.js';
@@ -71,6 +72,7 @@ export function runModelWorker(): void {
         break;
       case 'shrink':
         e.model.shrink();
+        collectGarbageSoon();
         break;
       case 'unshrink':
         e.model.unshrink();
@@ -130,6 +132,7 @@ export function runModelWorker(): void {
             live.unshrink();
           }
           send({ kind: 'grown', sid, adopted });
+          collectGarbageSoon();
           const held = e.held ?? [];
           e.held = undefined;
           for (const h of held) handle(h);

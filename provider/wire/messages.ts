@@ -134,7 +134,7 @@ export interface StubMethods {
       startedAt: number;
       /** The daemon's resident memory, bytes (absent from daemons before 0.1.0's heap trimming). */
       rss?: number;
-      /** Whether the daemon trimmed its malloc heaps and what that gave back (daemons before 0.1.0's plain runtime; absent since). */
+      /** Whether the daemon trims its malloc heaps, and what that gave back (agent-stub/native/heap-trim.ts). */
       heapTrim?: { addon: boolean; trims: number; releasedBytes: number };
     };
   };

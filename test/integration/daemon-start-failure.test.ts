@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectOrStartDaemon } from '../../provider/daemon-launcher.js';
 import { isPtyRelayError, type PtyRelayError } from '../../provider/errors.js';
+import { describeLink } from '../../relay/cli/relay-connect.js';
 import type { DeployProgress } from '../../relay/deploy/stub-deployer.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { stubBundlePath } from '../../relay/stub-bundle.js';
-import { capability } from '../support/capabilities.js';
 import { daemonsOf } from '../support/daemon-reaper.js';
 import { hostFor, relayHome, remoteRuntimeDir, sshProvider } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
@@ -89,7 +89,7 @@ describe('a daemon whose node refuses its command line fails fast with DAEMON_ST
   });
 });
 
-const sshd = capability('sshd', sshdAvailable() ? undefined : '/usr/sbin/sshd or ssh-keygen not installed');
+const sshd = sshdAvailable();
 
 describe.skipIf(!sshd)(
   'over SSH: the host daemon exits at once; spawn rejects with the host’s typed error',
@@ -148,6 +148,17 @@ describe.skipIf(!sshd)(
       expect(end - deployedAt!).toBeLessThan(SSH_AFTER_DEPLOY_MAX_MS);
       // No daemon of it runs on the host, and the relay does not keep retrying in the background.
       expect(processesMentioning(runtimeDir)).toEqual([]);
+      // What `ptyrelay hosts` prints for the host (relay/cli/relay-connect.ts): the failure's code
+      // and its first stderr line, and the next attempt no sooner than the deploy backoff's 30 s.
+      const state = p.linkState('h');
+      expect(state.state).toBe('deploy-failed');
+      if (state.state !== 'deploy-failed') return;
+      expect(state.code).toBe('DAEMON_START_FAILED');
+      expect(state.reason).toContain(BAD_OPTION);
+      expect(state.nextAttemptAt - end).toBeGreaterThan(25_000);
+      expect(describeLink(state)).toContain(
+        `deploy-failed (DAEMON_START_FAILED, attempt 1): the stub daemon did not start`,
+      );
     });
   },
 );

@@ -20,11 +20,11 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectOrStartDaemon } from '../../provider/daemon-launcher.js';
+import { connectOrStartDaemon, DAEMON_NODE_OPTIONS } from '../../provider/daemon-launcher.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { stubBundlePath } from '../../relay/stub-bundle.js';
-import { capability } from '../support/capabilities.js';
+import { allOf, capability } from '../support/capabilities.js';
 import { capturedLog } from '../support/captured-log.js';
 import { CLI_MAIN } from '../support/cli-runner.js';
 import { daemonsOf, endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
@@ -96,7 +96,7 @@ function sameFile(a: string, b: string): boolean {
 describe.skipIf(!matrix)('ptyrelay on every supported Node line', () => {
   describe('a local stub daemon on each host node (18 to 26)', { timeout: 60_000 }, () => {
     for (const major of HOST_NODE_MAJORS) {
-      it(`Node ${major}: the daemon runs under it, with no node option on its command line, and drives a shell`, async () => {
+      it(`Node ${major}: the daemon runs under it, with only the documented node options on its command line, and drives a shell`, async () => {
         const node = build(major);
         const root = mkdtempSync(join(tmpdir(), `ptr-node${major}-`));
         const runtimeDir = join(root, 'run');
@@ -113,8 +113,16 @@ describe.skipIf(!matrix)('ptyrelay on every supported Node line', () => {
           const exe = readlinkSync(`/proc/${pid}/exe`);
           expect(exe).toBe(realpathSync(node.bin));
           expect(execFileSync(exe, ['--version'], { encoding: 'utf8' }).trim()).toBe(`v${node.version}`);
-          // `node STUB daemon …`: nothing between the node and the script that one line may refuse.
-          expect(cmdlineOf(pid)).toEqual([node.bin, stubBundlePath(), 'daemon', '--runtime-dir', runtimeDir]);
+          // `node OPTIONS STUB daemon …`: only the launcher's documented options, which this line
+          // has just accepted (the daemon runs).
+          expect(cmdlineOf(pid)).toEqual([
+            node.bin,
+            ...DAEMON_NODE_OPTIONS,
+            stubBundlePath(),
+            'daemon',
+            '--runtime-dir',
+            runtimeDir,
+          ]);
           expect(startEnvOf(pid, 'NODE_OPTIONS')).toBe(process.env.NODE_OPTIONS);
 
           const out = new OutputCollector(provider);
@@ -145,9 +153,7 @@ describe.skipIf(!matrix)('ptyrelay on every supported Node line', () => {
   });
 
   const users = shellUsersAvailable(['/bin/bash']);
-  const overSsh =
-    capability('sshd', sshdAvailable() ? undefined : '/usr/sbin/sshd or ssh-keygen not installed') &&
-    capability('root', users.reason);
+  const overSsh = allOf(sshdAvailable(), users.ok);
 
   describe.skipIf(!overSsh)(
     'deployed over SSH to a host whose PATH finds each node first',
@@ -224,7 +230,12 @@ describe.skipIf(!matrix)('ptyrelay on every supported Node line', () => {
           );
           expect(sameFile(readlinkSync(`/proc/${pid}/exe`), build(major).bin)).toBe(true);
           const argv = cmdlineOf(pid!);
-          expect(argv.slice(0, 3)).toEqual([node, info?.deploy.stubPath, 'daemon']);
+          expect(argv.slice(0, 3 + DAEMON_NODE_OPTIONS.length)).toEqual([
+            node,
+            ...DAEMON_NODE_OPTIONS,
+            info?.deploy.stubPath,
+            'daemon',
+          ]);
           // And the terminal is that daemon's.
           expect(ppidOf(r.pid)).toBe(pid);
 

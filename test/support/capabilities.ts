@@ -27,6 +27,8 @@ export const CAPABILITIES = {
   mount: 'mount and umount, and a kernel that lets root mount a tmpfs, for the full-disk suites',
   'proc-probe':
     "the stub's /proc tty-wait probe: Linux on an architecture it knows the syscalls of (x64, arm64)",
+  'malloc-trim':
+    "the daemon's malloc-trim addon (dist/stub/native/malloc-trim.node: npm run build compiles it with cc)",
   'pty-prebuilds':
     'the pinned @lydell node-pty prebuilts for linux-x64 and linux-arm64 (vendor/node-pty-prebuilds: npm run build fetches them)',
 } as const;

@@ -13,7 +13,7 @@ import {
   type StubArtifacts,
   type StubPlatform,
 } from '../../relay/deploy/stub-artifacts.js';
-import { packageRoot } from '../../relay/stub-bundle.js';
+import { packageRoot, stubBundlePath } from '../../relay/stub-bundle.js';
 import { capability } from '../support/capabilities.js';
 
 const ROOT = packageRoot();
@@ -100,6 +100,20 @@ describe.skipIf(!capability('node-pty', artifactsMissing(LOCAL)))('collectStubAr
     expect(a.minGlibc).toMatch(/^2\.\d+$/);
   });
 
+  it.each(['malloc-trim'])(
+    'ships the %s addon beside the bundle when the build made one for this CPU',
+    (name) => {
+      const addon = join(dirname(stubBundlePath()), 'native', `${name}.node`);
+      if (!existsSync(addon)) {
+        capability('malloc-trim', `${addon} was not built (no C compiler at build time): nothing to ship`);
+        return;
+      }
+      const f = collectStubArtifacts(LOCAL).files.find((x) => x.path === `native/${name}.node`);
+      expect(f?.source).toBe(addon);
+      expect(f?.mode).toBe(0o755);
+    },
+  );
+
   it('gives each platform its own binary and dir', () => {
     const arm = available('linux-arm64');
     const x64 = available('linux-x64');
@@ -109,9 +123,9 @@ describe.skipIf(!capability('node-pty', artifactsMissing(LOCAL)))('collectStubAr
       return;
     }
     expect(arm.dirName).not.toBe(x64.dirName);
-    // No addon of ours ships: only node-pty's binary is native.
-    for (const a of [arm, x64])
-      expect(a.files.filter((f) => f.path.endsWith('.node')).map((f) => f.path)).toEqual([PTY_NODE]);
+    // The addons are built for this machine's CPU only: the other platform ships without them.
+    const addons = (a: StubArtifacts) => a.files.filter((f) => f.path.startsWith('native/'));
+    expect(addons(LOCAL === 'linux-x64' ? arm : x64)).toEqual([]);
     const bin = (a: StubArtifacts) => a.files.find((f) => f.path === PTY_NODE)!;
     expect(bin(arm).sha256).not.toBe(bin(x64).sha256);
     expect(readFileSync(bin(arm).source).readUInt16LE(18)).toBe(0xb7); // EM_AARCH64

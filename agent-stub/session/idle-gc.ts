@@ -1,0 +1,25 @@
+import { trimHeapSoon } from '../native/heap-trim.js';
+
+/** Wait after the last request before collecting: a batch of shrinks or rebuilds costs one collection. */
+const GC_DELAY_MS = 1000;
+
+let timer: NodeJS.Timeout | undefined;
+
+/**
+ * Collects garbage once this thread has dropped a lot at once (a model's scrollback, a rebuild's
+ * buffers). V8 collects when a thread allocates; a daemon whose sessions went idle allocates
+ * nothing, so what they dropped would stay in its RSS for good. `gc` is there because the daemon
+ * is started with `--expose-gc` (provider/daemon-launcher.ts); without it this does nothing. The
+ * collection is followed by a heap trim where the addon is there (native/heap-trim.ts): what it
+ * freed sits in the middle of malloc's heaps, which glibc does not give back by itself.
+ */
+export function collectGarbageSoon(): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (timer || !gc) return;
+  timer = setTimeout(() => {
+    timer = undefined;
+    gc();
+    void trimHeapSoon();
+  }, GC_DELAY_MS);
+  timer.unref();
+}
