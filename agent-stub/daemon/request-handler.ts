@@ -1,5 +1,5 @@
 import type * as z from 'zod/mini';
-import type { ScreenSnapshot } from '../../provider/contract.js';
+import type { PtyExitInfo, ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { DEFAULT_HISTORY_PAGE_BYTES } from '../../provider/wire/history-messages.js';
 import type {
@@ -15,7 +15,6 @@ import type { ColdRestoreService } from '../restore/cold-restore.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
 import type { PtySession } from '../session/pty-session.js';
 import type { SessionRegistry } from '../session/session-registry.js';
-import type { StubConnection } from './stub-connection.js';
 
 /** A snapshot may be overtaken by output that also falls out of the ring; retry this often. */
 const SNAPSHOT_ATTEMPTS = 3;
@@ -35,6 +34,19 @@ export type ReplyNow = (out: HandlerOutput) => void;
 
 /** Returned by a handler that already replied through ReplyNow. */
 export const REPLIED: HandlerOutput = Object.freeze({ result: undefined });
+
+/** What the handler does to the connection a request came on (StubConnection, stub-connection.ts). */
+export interface HandlerConnection {
+  readonly attached: ReadonlySet<PtySession>;
+  attach(s: PtySession, fromSeq: number, catchUp?: boolean): void;
+  detach(s: PtySession, deliberate?: boolean): void;
+  exit(s: PtySession, info: PtyExitInfo, seq: number): void;
+  setBackground(s: PtySession): void;
+  setForeground(s: PtySession, fromSeq: number, catchUp?: boolean): void;
+  isBackground(s: PtySession): boolean;
+  sendData(s: PtySession, seq: number, data: Uint8Array): void;
+  sendBackground(s: PtySession, event: Record<string, unknown>): void;
+}
 
 export interface DaemonControl {
   info(): {
@@ -123,7 +135,12 @@ export class StubRequestHandler {
     return this.registry.find(id);
   }
 
-  async handle(conn: StubConnection, method: string, raw: unknown, reply: ReplyNow): Promise<HandlerOutput> {
+  async handle(
+    conn: HandlerConnection,
+    method: string,
+    raw: unknown,
+    reply: ReplyNow,
+  ): Promise<HandlerOutput> {
     if (!isStubMethod(method)) throw new PtyRelayError('INVALID_ARGUMENT', `unknown method ${method}`);
     switch (method) {
       case 'spawn': {
@@ -246,7 +263,7 @@ export class StubRequestHandler {
    * bytes [S, head) and live output, written in one synchronous step (see ReplyNow).
    */
   private async setBackgrounded(
-    conn: StubConnection,
+    conn: HandlerConnection,
     s: PtySession,
     background: boolean,
     reply: ReplyNow,
@@ -267,7 +284,7 @@ export class StubRequestHandler {
     }
   }
 
-  private async foreground(conn: StubConnection, s: PtySession, reply: ReplyNow): Promise<HandlerOutput> {
+  private async foreground(conn: HandlerConnection, s: PtySession, reply: ReplyNow): Promise<HandlerOutput> {
     const done = await useSnapshot(s, (snapshot) => {
       const replay = s.ring.slice(snapshot.seq);
       // Bytes the RAM tail no longer holds come from the log after the marker.
@@ -288,7 +305,7 @@ export class StubRequestHandler {
    * follow it as ordinary output (the reply's `seq` is where that stream continues).
    */
   private async attach(
-    conn: StubConnection,
+    conn: HandlerConnection,
     s: PtySession,
     fromSeq: number | undefined,
     reply: ReplyNow,

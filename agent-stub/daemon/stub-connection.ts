@@ -18,7 +18,12 @@ import type { PtySession, SessionSink } from '../session/pty-session.js';
 import { BackgroundDelivery } from './background-delivery.js';
 import { ConnectionOutput } from './connection-output.js';
 import { HistoryCatchUp } from './history-catch-up.js';
-import { type HandlerOutput, REPLIED, type StubRequestHandler } from './request-handler.js';
+import {
+  type HandlerConnection,
+  type HandlerOutput,
+  REPLIED,
+  type StubRequestHandler,
+} from './request-handler.js';
 
 /** How long a link that broke the protocol stays half-closed for its peer to read the error. */
 const PROTOCOL_ERROR_LINGER_MS = 2000;
@@ -48,7 +53,7 @@ export interface ConnectionContext {
  * One client connection to the daemon: handshake, request dispatch, input frames, and the
  * stream of every session this connection attached to (a SessionSink).
  */
-export class StubConnection implements SessionSink {
+export class StubConnection implements SessionSink, HandlerConnection {
   readonly cid = nextConnectionId++;
   readonly attached = new Set<PtySession>();
   private readonly decoder = new FrameDecoder();

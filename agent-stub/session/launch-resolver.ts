@@ -5,7 +5,7 @@ import { basename, join } from 'node:path';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubSpawnParams } from '../../provider/wire/messages.js';
 import { defaultShell, prepareShellLaunch } from '../shell/shell-integration.js';
-import type { SessionLaunch } from './pty-session.js';
+import type { SessionLaunch } from './session-launch.js';
 
 /** Variables of the daemon's own that must not leak into terminals. */
 const PRIVATE_ENV_PREFIX = 'PTYRELAY_';

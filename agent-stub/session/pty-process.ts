@@ -13,7 +13,7 @@ import { PtyRelayError } from '../../provider/errors.js';
 import type { PtyInternals } from '../adapters/node-pty.js';
 import type { ProducerGate } from '../flow/producer-gate.js';
 import { descendantPids, foregroundGroup } from './proc-info.js';
-import type { SessionLaunch } from './pty-session.js';
+import type { SessionLaunch } from './session-launch.js';
 
 const DEFAULT_SHUTDOWN_DEADLINE_MS = 2000;
 /** After the child exited, the PTY gets this long to end by itself (EIO) before it is destroyed; on Linux it always does, so this only guards against a stuck descriptor. */

@@ -34,6 +34,7 @@ import {
   spawnPty,
 } from './pty-process.js';
 import type { ScreenModelHost } from './screen-model.js';
+import type { SessionLaunch } from './session-launch.js';
 import { SessionModel } from './session-model.js';
 
 /** A partial escape sequence held by the scanner is released after this long without more output. */
@@ -55,17 +56,7 @@ export interface SessionWatcher {
   exit(info: PtyExitInfo): void;
 }
 
-export interface SessionLaunch {
-  file: string;
-  args: string[];
-  cwd: string;
-  env: Record<string, string>;
-  cols: number;
-  rows: number;
-  name?: string;
-  nonce: string;
-  supportsCommandDetection: boolean;
-}
+export type { SessionLaunch };
 
 export interface SessionLimits {
   ringBytes: number;

@@ -1,6 +1,7 @@
 import type { Client } from 'ssh2';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { defaultInstallBase } from '../../provider/stub-paths.js';
+import type { DeployProgress } from './deploy-progress.js';
 import { runHelper } from './exec-fs.js';
 import { type ProbeResult, probeHost } from './host-probe.js';
 import type { UploadMethod } from './remote-fs.js';
@@ -21,18 +22,7 @@ import {
 } from './stub-artifacts.js';
 import { StubInstaller } from './stub-install.js';
 
-/** One progress report of {@link StubDeployer.deploy}. */
-export interface DeployProgress {
-  step: 'probe' | 'check' | 'lock' | 'upload' | 'verify' | 'install' | 'gc' | 'done';
-  message: string;
-  /** Upload: bytes sent so far, all files together. */
-  bytes?: number;
-  totalBytes?: number;
-  /** Upload: the file the last chunk belonged to, and its own progress. */
-  file?: string;
-  fileBytes?: number;
-  fileTotalBytes?: number;
-}
+export type { DeployProgress };
 
 /** Where the stub ended up and how to run it. */
 export interface DeployResult {

@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import type { Client } from 'ssh2';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { stubDirError } from '../../provider/stub-dirs.js';
+import type { DeployProgress } from './deploy-progress.js';
 import { ExecFs, runHelper } from './exec-fs.js';
 import { InstallLock } from './install-lock.js';
 import type { RemoteFs, UploadMethod } from './remote-fs.js';
 import type { CheckDirResult, GcResult, HelperOp, VerifyResult } from './remote-scripts.js';
 import { Sftp } from './sftp-ops.js';
 import { manifestJson, type StubArtifacts } from './stub-artifacts.js';
-import type { DeployProgress } from './stub-deployer.js';
 
 /** A live relay refreshes the lock every staleMs/4, so a minute without refresh means it died. */
 export const DEFAULT_LOCK_STALE_MS = 60_000;
