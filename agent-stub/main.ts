@@ -1,22 +1,22 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isMainThread, workerData } from 'node:worker_threads';
-import { restoreUserMallocEnv } from '../provider/daemon-allocator.js';
+import { restoreUserMallocEnv } from '../provider/daemon-runtime/daemon-allocator.js';
 import {
   connectDaemonSocket,
   connectOrStartDaemon,
   liveLegacyDaemons,
   socketAnswers,
-} from '../provider/daemon-launcher.js';
-import { isPtyRelayError } from '../provider/errors.js';
-import { checkStubDir, stubDirError } from '../provider/stub-dirs.js';
+} from '../provider/daemon-runtime/daemon-launcher.js';
+import { checkStubDir, stubDirError } from '../provider/daemon-runtime/stub-dirs.js';
 import {
   bundleBuildId,
   daemonSocketPath,
   defaultRuntimeDir,
   defaultStateDir,
   STUB_LIBRARY_ENV,
-} from '../provider/stub-paths.js';
+} from '../provider/daemon-runtime/stub-paths.js';
+import { isPtyRelayError } from '../provider/errors.js';
 import { runDaemon } from './daemon/daemon-server.js';
 import { MODEL_WORKER_MARKER } from './session/model-protocol.js';
 import { runModelWorker } from './session/model-worker.js';

@@ -4,12 +4,12 @@
  * use: relay and client on separate threads. Reads `{ token, hosts, daemonArgs }` as JSON from
  * argv[2], prints `{ url }` on stdout once listening, exits on SIGTERM or when stdin closes.
  */
-import { createLogger } from '../relay/log.js';
+import { createLogger } from '../relay/core/log.js';
+import type { HostRouter } from '../relay/core/rpc-types.js';
 import { createPtyExtension } from '../relay/service/pty-extension.js';
 import { startRelayServer } from '../relay/service/relay-server.js';
-import type { HostRouter } from '../relay/service/rpc-types.js';
-import { TerminalRegistry } from '../relay/service/terminal-registry.js';
 import { type SshHostConfig, SshPtyProvider } from '../relay/ssh/ssh-pty-provider.js';
+import { TerminalRegistry } from '../relay/terminals/terminal-registry.js';
 
 interface RelayProcessArgs {
   token: string;

@@ -41,7 +41,7 @@ function importsOf(root, file, known) {
   return [...out];
 }
 
-/** The layer table of docs/architecture.md: rows `| N | folder, folder |`, top layer first. */
+/** The layer table of docs/architecture.md: rows `| N | `folder`, `folder` (a comment) |`, top layer first. */
 function layerOrder(root) {
   const text = readFileSync(join(root, 'docs', 'architecture.md'), 'utf8');
   const section = text.split(/^## /m).find((s) => s.startsWith('Layers'));
@@ -50,9 +50,8 @@ function layerOrder(root) {
   for (const line of section.split('\n')) {
     const m = /^\|\s*(\d+)\s*\|\s*([^|]+)\|/.exec(line);
     if (!m) continue;
-    for (const folder of m[2].split(',').map((s) => s.trim().replace(/`/g, '').replace(/\/$/, ''))) {
-      if (folder) rank.set(folder, Number(m[1]));
-    }
+    // The folders are the cell's `code` spans; anything else in it is a comment.
+    for (const [, folder] of m[2].matchAll(/`([^`]+)`/g)) rank.set(folder.replace(/\/$/, ''), Number(m[1]));
   }
   if (rank.size === 0) throw new Error('docs/architecture.md "Layers" lists no folders');
   return rank;

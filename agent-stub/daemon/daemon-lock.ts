@@ -8,7 +8,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { identityAlive, processIdentity } from './process-identity.js';
+import { identityAlive, processIdentity } from '../restore/process-identity.js';
 
 /**
  * A lock file that holds no pid and is older than this was left by a writer that died mid-write

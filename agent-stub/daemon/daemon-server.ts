@@ -1,10 +1,10 @@
 import { chmodSync, mkdirSync, unlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { socketAnswers } from '../../provider/daemon-launcher.js';
-import { assertPrivateRuntime } from '../../provider/private-dir.js';
+import { socketAnswers } from '../../provider/daemon-runtime/daemon-launcher.js';
+import { assertPrivateRuntime } from '../../provider/daemon-runtime/private-dir.js';
+import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
-import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/stub-paths.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { DEFAULT_TAIL_BYTES, type HistoryLimits, resolveHistoryLimits } from '../history/history-limits.js';
 import { HistoryStore } from '../history/history-store.js';

@@ -1,4 +1,4 @@
-import { vtToPlainText } from '../readiness/plain-text.js';
+import { vtToPlainText } from './plain-text.js';
 import type { LogLineView } from './session-log.js';
 
 /** Bytes read from the log per step while looking for line ends. */

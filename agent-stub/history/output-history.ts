@@ -1,4 +1,4 @@
-import { OutputRing } from '../session/output-ring.js';
+import { OutputRing } from './output-ring.js';
 import type { SessionLog } from './session-log.js';
 
 export interface OutputHistoryLimits {

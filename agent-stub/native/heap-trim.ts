@@ -1,5 +1,5 @@
 import { dirname, join } from 'node:path';
-import { loadNativeAddon } from '../../provider/native-addon.js';
+import { loadNativeAddon } from '../../provider/daemon-runtime/native-addon.js';
 
 /**
  * glibc heap trimming through the optional `native/malloc-trim.node` addon that ships next to the

@@ -1,10 +1,10 @@
 import type { AgentEndReason, AgentSendResult, PtyExitInfo } from '../../provider/contract.js';
 import type { ReadinessConfig } from '../../provider/readiness-config.js';
-import type { OutputRing } from '../session/output-ring.js';
+import type { OutputRing } from '../history/output-ring.js';
+import { utf8Tail, vtToPlainText } from '../history/plain-text.js';
 import { readProcStat } from '../session/proc-info.js';
 import type { SessionWatcher } from '../session/pty-session.js';
 import { endReason } from './end-rules.js';
-import { utf8Tail, vtToPlainText } from './plain-text.js';
 import { newWaits, probeSupported, probeTty } from './tty-wait-probe.js';
 
 /** Raw output rendered for a send's result, as a multiple of the byte bound (escapes take room). */

@@ -1,10 +1,10 @@
 import type { ColdRestore, PtyExitInfo, PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { StubAttachResult } from '../../provider/wire/messages.js';
-import { identityAlive, processIdentity } from '../daemon/process-identity.js';
 import { deadSessionLogDir, removeDeadSessionLog } from '../history/history-store.js';
 import type { PtySession } from '../session/pty-session.js';
 import { screenFromLog } from './log-scrollback.js';
+import { identityAlive, processIdentity } from './process-identity.js';
 import { RestorePersister } from './restore-persister.js';
 import type { RestoreRecord } from './restore-record.js';
 import { RestoreStore, restoreScope } from './restore-store.js';

@@ -1,8 +1,8 @@
 import { parentPort } from 'node:worker_threads';
-import { pageLines } from '../readiness/read-page.js';
 import { collectGarbageSoon } from './idle-gc.js';
 import type { FromModel, ToModel } from './model-protocol.js';
 import { rebuildModel, sameScreen } from './model-rebuild.js';
+import { pageLines } from './read-page.js';
 import { TerminalModel } from './terminal-model.js';
 
 /** Progress is reported at most this often (bytes) so the session can bound the model's backlog. */

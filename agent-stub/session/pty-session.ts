@@ -20,10 +20,10 @@ import { ptyInternals } from '../adapters/node-pty.js';
 import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from '../flow/credit-window.js';
 import { ProducerGate } from '../flow/producer-gate.js';
 import { OutputHistory } from '../history/output-history.js';
+import type { OutputRing } from '../history/output-ring.js';
 import type { SessionLog } from '../history/session-log.js';
 import { FactScanner, type ScannerFact, type ScanResult } from './fact-scanner.js';
 import type { ModelScrollback } from './model-scrollback.js';
-import type { OutputRing } from './output-ring.js';
 import { PtyInputWriter } from './pty-input-writer.js';
 import {
   exitInfo,

@@ -3,14 +3,14 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync }
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { createLogger } from '../../relay/core/log.js';
+import { stubBundlePath } from '../../relay/core/stub-bundle.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
-import type { createLogger } from '../../relay/log.js';
 import {
   type SshHostConfig,
   SshPtyProvider,
   type SshPtyProviderOptions,
 } from '../../relay/ssh/ssh-pty-provider.js';
-import { stubBundlePath } from '../../relay/stub-bundle.js';
 import type { SshdInstance } from '../../test/support/sshd.js';
 
 export interface BenchOptions {

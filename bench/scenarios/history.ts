@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { DEFAULT_SCROLLBACK_IDLE_MS } from '../../agent-stub/session/model-scrollback.js';
-import { daemonSocketPath } from '../../provider/stub-paths.js';
+import { daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { encodeJsonFrame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';

@@ -4,7 +4,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { packageRoot } from '../../relay/stub-bundle.js';
+import { packageRoot } from '../../relay/core/stub-bundle.js';
 import { type BenchEnv, hostConfig, localProvider } from '../lib/env.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
 import { now, procStatusBytes, round, sleep } from '../lib/util.js';

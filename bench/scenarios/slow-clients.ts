@@ -9,7 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { packageRoot } from '../../relay/stub-bundle.js';
+import { packageRoot } from '../../relay/core/stub-bundle.js';
 import type { BenchEnv } from '../lib/env.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
 import { now, round, sleep, waitFor } from '../lib/util.js';

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
+import type { HostRouter } from '../../relay/core/rpc-types.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import { startRelayServer } from '../../relay/service/relay-server.js';
-import type { HostRouter } from '../../relay/service/rpc-types.js';
-import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
+import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
 import { waitFor } from '../../test/support/local-daemon.js';
 import { browserMissing, buildWebInto, launchBrowser } from '../../test/support/web-browser.js';
 import type { BenchEnv } from '../lib/env.js';

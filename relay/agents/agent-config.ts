@@ -4,7 +4,7 @@ import {
   type ReadinessConfig,
   resolveReadinessConfig,
 } from '../../provider/readiness-config.js';
-import { configError, integer, type Obj, object, onlyKeys } from '../service/config-validate.js';
+import { configError, integer, type Obj, object, onlyKeys } from '../core/config-validate.js';
 import { DEFAULT_OWNER_GRACE_MS, DEFAULT_SEND_TIMEOUT_MS } from './terminal-tool-service.js';
 
 /** The relay config's `agents` section (docs/config.md). */

@@ -6,7 +6,7 @@ import {
   agentSendParamsSchema,
   parseWire,
 } from '../../provider/wire/agent-messages.js';
-import type { RpcConnection, RpcMethodHandler } from '../service/rpc-types.js';
+import type { RpcConnection, RpcMethodHandler } from '../core/rpc-types.js';
 
 type TerminalFn = (
   p: IPtyProvider,

@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Logger } from '../log.js';
-import type { HostRouter } from '../service/rpc-types.js';
-import { checkTerminalQuota, type TerminalQuota } from '../service/terminal-quota.js';
-import type { TerminalClaim, TerminalRegistry } from '../service/terminal-registry.js';
+import type { Logger } from '../core/log.js';
+import type { HostRouter } from '../core/rpc-types.js';
+import { checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-quota.js';
+import type { TerminalClaim, TerminalRegistry } from '../terminals/terminal-registry.js';
 import type { TokenAuthority } from '../tokens/token-authority.js';
 import type { AgentsConfig } from './agent-config.js';
 import { createMcpHttpRoute, type McpHttpRoute } from './mcp-http.js';

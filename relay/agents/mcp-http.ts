@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { Logger } from '../log.js';
-import { originAllowed, presentedToken } from '../service/auth.js';
-import type { Grant } from '../tokens/grant.js';
+import { originAllowed, presentedToken } from '../core/auth.js';
+import type { Grant } from '../core/grant.js';
+import type { Logger } from '../core/log.js';
 import { TokenAuthority } from '../tokens/token-authority.js';
 import type { AgentOwner } from './agent-owner.js';
 import { AGENT_HEADER, MCP_PATH } from './mcp-constants.js';

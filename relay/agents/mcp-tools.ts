@@ -16,7 +16,7 @@ import {
   needRead,
   needWrite,
   STARTUP_GRANT,
-} from '../tokens/grant.js';
+} from '../core/grant.js';
 import type { InputAudit } from '../tokens/input-audit.js';
 import type { AgentOwner } from './agent-owner.js';
 import { END_REASON_TEXT } from './end-reason-text.js';

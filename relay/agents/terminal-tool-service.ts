@@ -7,7 +7,7 @@ import type {
   PtySpawnResult,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { AgentOwner } from './agent-owner.js';
 import { typedText } from './typed-text.js';
 

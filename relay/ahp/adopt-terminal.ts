@@ -1,7 +1,7 @@
 import type { PtyAttachResult } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
-import type { HostRouter } from '../service/rpc-types.js';
-import type { TerminalClaim, TerminalRegistry } from '../service/terminal-registry.js';
+import type { HostRouter } from '../core/rpc-types.js';
+import type { TerminalClaim, TerminalRegistry } from '../terminals/terminal-registry.js';
 import type { AhpHub } from './ahp-hub.js';
 import type { URI } from './types.js';
 import { channelUri, parseTerminalUri } from './uris.js';

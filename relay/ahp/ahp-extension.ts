@@ -1,11 +1,11 @@
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { parseMessage } from '../../provider/wire/parse-message.js';
-import type { Logger } from '../log.js';
-import { RpcError } from '../service/rpc-error.js';
-import type { HostRouter, RpcConnection, RpcExtension } from '../service/rpc-types.js';
-import { checkInputSize, checkTerminalQuota, type TerminalQuota } from '../service/terminal-quota.js';
-import { claimHolder, type TerminalRegistry } from '../service/terminal-registry.js';
-import { canRead, canSeeHost, canWrite, needCreate, needRead, needWrite } from '../tokens/grant.js';
+import { canRead, canSeeHost, canWrite, needCreate, needRead, needWrite } from '../core/grant.js';
+import type { Logger } from '../core/log.js';
+import { RpcError } from '../core/rpc-error.js';
+import type { HostRouter, RpcConnection, RpcExtension } from '../core/rpc-types.js';
+import { checkInputSize, checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-quota.js';
+import { claimHolder, type TerminalRegistry } from '../terminals/terminal-registry.js';
 import { DEFAULT_REPLAY_ACTIONS, DEFAULT_REPLAY_BYTES } from './action-log.js';
 import { adoptTerminal } from './adopt-terminal.js';
 import { AhpHub, type AhpLimits } from './ahp-hub.js';

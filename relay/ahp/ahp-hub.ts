@@ -1,15 +1,15 @@
 import type { Unsubscribe } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { Logger } from '../log.js';
-import { backgroundFor, type RouterBackground } from '../service/background-votes.js';
-import type { HostRouter } from '../service/rpc-types.js';
-import { creditFor, type TerminalCredit } from '../service/terminal-credit.js';
+import type { Logger } from '../core/log.js';
+import type { HostRouter } from '../core/rpc-types.js';
+import { backgroundFor, type RouterBackground } from '../terminals/background-votes.js';
+import { creditFor, type TerminalCredit } from '../terminals/terminal-credit.js';
 import {
   claimHolder,
   type TerminalClaim,
   type TerminalRecord,
   type TerminalRegistry,
-} from '../service/terminal-registry.js';
+} from '../terminals/terminal-registry.js';
 import { ActionLog, type LogEntry } from './action-log.js';
 import { type AhpPeer, PeerSet } from './ahp-peers.js';
 import { PendingEvents } from './pending-events.js';

@@ -1,6 +1,6 @@
 import { encodeDataFrameParts } from '../../provider/wire/frame-codec.js';
-import type { Logger } from '../log.js';
-import type { RpcConnection } from '../service/rpc-types.js';
+import type { Logger } from '../core/log.js';
+import type { RpcConnection } from '../core/rpc-types.js';
 import { type ActionLog, entryText, type LogEntry } from './action-log.js';
 import { seesEverything, visibleEnvelope } from './grant-view.js';
 import type { RawSegment } from './terminal-channel.js';

@@ -8,8 +8,8 @@ import {
   MAX_TERMINAL_CELLS,
   spawnFields,
 } from '../../provider/wire/spawn-schema.js';
-import type { Logger } from '../log.js';
-import type { TerminalClaim } from '../service/terminal-registry.js';
+import type { Logger } from '../core/log.js';
+import type { TerminalClaim } from '../terminals/terminal-registry.js';
 import type { TerminalClientAction } from './types.js';
 import { MAX_CLIENT_URI_LENGTH } from './uris.js';
 

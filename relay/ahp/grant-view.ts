@@ -1,4 +1,4 @@
-import { canRead, type Grant } from '../tokens/grant.js';
+import { canRead, type Grant } from '../core/grant.js';
 import { type ActionEnvelope, ROOT_URI, type RootState, type Snapshot, type TerminalInfo } from './types.js';
 import { parseTerminalUri } from './uris.js';
 

@@ -1,4 +1,4 @@
-import type { TerminalRecord, TerminalRegistry } from '../service/terminal-registry.js';
+import type { TerminalRecord, TerminalRegistry } from '../terminals/terminal-registry.js';
 import type { RootAction, RootState, RootTerminalsChangedAction, TerminalInfo } from './types.js';
 import { channelUri } from './uris.js';
 

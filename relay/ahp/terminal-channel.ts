@@ -1,5 +1,5 @@
 import type { PtyFact, ScreenSnapshot } from '../../provider/contract.js';
-import type { TerminalClaim } from '../service/terminal-registry.js';
+import type { TerminalClaim } from '../terminals/terminal-registry.js';
 import {
   boundContent,
   DEFAULT_CONTENT_LIMIT,

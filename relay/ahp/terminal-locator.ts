@@ -1,8 +1,8 @@
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { Logger } from '../log.js';
-import type { HostRouter } from '../service/rpc-types.js';
-import type { TerminalRegistry } from '../service/terminal-registry.js';
+import type { Logger } from '../core/log.js';
+import type { HostRouter } from '../core/rpc-types.js';
+import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import { adoptTerminal } from './adopt-terminal.js';
 import type { AhpHub } from './ahp-hub.js';
 import type { TerminalChannel } from './terminal-channel.js';

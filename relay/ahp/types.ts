@@ -4,7 +4,7 @@
  * (`types/channels-terminal/*`, `types/common/*`); see docs/ahp.md for how they map to ptyrelay.
  */
 
-import type { TerminalClaim } from '../service/terminal-registry.js';
+import type { TerminalClaim } from '../terminals/terminal-registry.js';
 
 export type { TerminalClaim };
 

@@ -3,7 +3,7 @@ import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdi
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { AGENT_HEADER, MCP_PATH } from '../agents/mcp-constants.js';
-import { createLogger } from '../log.js';
+import { createLogger } from '../core/log.js';
 import { loadConfig } from '../service/config.js';
 import type { Command } from './command.js';
 import { relayEnv } from './relay-connect.js';

@@ -1,12 +1,12 @@
 import { homedir } from 'node:os';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
-import { createLogger } from '../log.js';
+import { createLogger } from '../core/log.js';
 import { loadConfig } from '../service/config.js';
 import { createHostKeyExtension } from '../service/host-key-extension.js';
 import { createPtyExtension } from '../service/pty-extension.js';
 import { startRelayServer } from '../service/relay-server.js';
-import { TerminalRegistry } from '../service/terminal-registry.js';
 import { loadOrCreateToken } from '../service/token.js';
+import { TerminalRegistry } from '../terminals/terminal-registry.js';
 import { TokenAuthority } from '../tokens/token-authority.js';
 import { TokenStore } from '../tokens/token-store.js';
 import type { Command } from './command.js';

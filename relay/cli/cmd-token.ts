@@ -1,6 +1,6 @@
 import { PtyRelayError } from '../../provider/errors.js';
+import { describeGrant, LOCAL_HOST, TOKEN_SCOPES, type TokenScope } from '../core/grant.js';
 import { loadConfig } from '../service/config.js';
-import { describeGrant, LOCAL_HOST, TOKEN_SCOPES, type TokenScope } from '../tokens/grant.js';
 import { grantOf, parseTtl, type TokenListing, TokenStore } from '../tokens/token-store.js';
 import { type Command, type CommandArgs, output, table } from './command.js';
 

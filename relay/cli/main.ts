@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot, stubBuildId } from '../stub-bundle.js';
+import { packageRoot, stubBuildId } from '../core/stub-bundle.js';
 import { agentCommands } from './cmd-agent.js';
 import { attachCommands } from './cmd-attach.js';
 import { completionCommands } from './cmd-completion.js';

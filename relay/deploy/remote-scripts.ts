@@ -1,4 +1,4 @@
-import { STUB_LIBRARY_ENV } from '../../provider/stub-paths.js';
+import { STUB_LIBRARY_ENV } from '../../provider/daemon-runtime/stub-paths.js';
 
 /**
  * The node helper the deployer runs on the host (`node -` from a here-document in an `/bin/sh -s`

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, posix } from 'node:path';
 import { PtyRelayError } from '../../provider/errors.js';
-import { packageRoot, stubBundlePath } from '../stub-bundle.js';
+import { packageRoot, stubBundlePath } from '../core/stub-bundle.js';
 import { prebuiltPinProblem } from './pty-prebuild-pins.js';
 
 /** Remote platforms the stub ships a `node-pty` binary for. */

@@ -1,6 +1,6 @@
 import type { Client } from 'ssh2';
+import { defaultInstallBase } from '../../provider/daemon-runtime/stub-paths.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
-import { defaultInstallBase } from '../../provider/stub-paths.js';
 import type { DeployProgress } from './deploy-progress.js';
 import { runHelper } from './exec-fs.js';
 import { type ProbeResult, probeHost } from './host-probe.js';

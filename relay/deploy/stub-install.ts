@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Client } from 'ssh2';
+import { stubDirError } from '../../provider/daemon-runtime/stub-dirs.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
-import { stubDirError } from '../../provider/stub-dirs.js';
 import type { DeployProgress } from './deploy-progress.js';
 import { ExecFs, runHelper } from './exec-fs.js';
 import { InstallLock } from './install-lock.js';

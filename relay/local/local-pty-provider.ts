@@ -4,11 +4,11 @@ import {
   connectDaemonSocket,
   connectOrStartDaemon,
   liveLegacyDaemons,
-} from '../../provider/daemon-launcher.js';
+} from '../../provider/daemon-runtime/daemon-launcher.js';
+import { daemonSocketPath, defaultRuntimeDir } from '../../provider/daemon-runtime/stub-paths.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
-import { daemonSocketPath, defaultRuntimeDir } from '../../provider/stub-paths.js';
-import type { Logger } from '../log.js';
-import { stubBuildId, stubBundlePath } from '../stub-bundle.js';
+import type { Logger } from '../core/log.js';
+import { stubBuildId, stubBundlePath } from '../core/stub-bundle.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
 

@@ -3,7 +3,6 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { DEFAULT_MAX_QUEUE_AGE_MS } from '../../provider/input-queue.js';
 import { type AgentsConfig, validateAgentsConfig } from '../agents/agent-config.js';
-import type { SshHostConfig } from '../ssh/host-config.js';
 import {
   configError,
   describe,
@@ -15,9 +14,10 @@ import {
   optArgv,
   optBoolean,
   optString,
-} from './config-validate.js';
-import { assertSecretFileMode } from './file-modes.js';
-import { type HistoryConfig, validateHistoryConfig } from './history-config.js';
+} from '../core/config-validate.js';
+import { assertSecretFileMode } from '../core/file-modes.js';
+import { type HistoryConfig, validateHistoryConfig } from '../core/history-config.js';
+import type { SshHostConfig } from '../ssh/host-config.js';
 
 export type { SshHostConfig };
 

@@ -1,8 +1,8 @@
 import { type RelayDaemonInfo, RelayMethod } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import type { HostRouter, RpcMethodHandler } from '../core/rpc-types.js';
 import type { DaemonInfo } from '../stub-link/daemon-admin.js';
-import type { HostRouter, RpcMethodHandler } from './rpc-types.js';
 
 /** What a provider backed by per-user daemons offers for administration (StubBackedProvider). */
 interface DaemonAdmin {

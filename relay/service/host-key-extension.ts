@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { RelayMethod } from '../../provider/client/relay-protocol.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { needAdmin, needHost } from '../tokens/grant.js';
-import type { HostRouter, RpcExtension } from './rpc-types.js';
+import { needAdmin, needHost } from '../core/grant.js';
+import type { HostRouter, RpcExtension } from '../core/rpc-types.js';
 
 const HostKeyParams = z.object({ host: z.string().min(1) });
 const TrustParams = z.object({

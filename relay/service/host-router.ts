@@ -3,13 +3,13 @@ import type { IPtyProvider } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { readinessDaemonArgs } from '../agents/agent-config.js';
+import { historyDaemonArgs } from '../core/history-config.js';
+import type { Logger } from '../core/log.js';
+import type { HostRouter } from '../core/rpc-types.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
-import type { Logger } from '../log.js';
 import type { SshPtyProvider } from '../ssh/ssh-pty-provider.js';
+import { creditFor } from '../terminals/terminal-credit.js';
 import { LOCAL_HOST, type RelayConfig } from './config.js';
-import { historyDaemonArgs } from './history-config.js';
-import type { HostRouter } from './rpc-types.js';
-import { creditFor } from './terminal-credit.js';
 
 export interface HostRouterOptions {
   log?: Logger;

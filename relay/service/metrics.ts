@@ -1,8 +1,8 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { LinkState, Unsubscribe } from '../../provider/contract.js';
-import type { HostRouter } from './rpc-types.js';
-import { creditFor } from './terminal-credit.js';
-import type { TerminalRegistry } from './terminal-registry.js';
+import type { HostRouter } from '../core/rpc-types.js';
+import { creditFor } from '../terminals/terminal-credit.js';
+import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 
 /** Every link state name, so each host exports all of them (1 for the current one). */
 const LINK_STATES: LinkState['state'][] = [

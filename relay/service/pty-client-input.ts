@@ -11,14 +11,14 @@ import { RelayNotification } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
-import type { Logger } from '../log.js';
-import { needWrite } from '../tokens/grant.js';
-import type { RouterBackground } from './background-votes.js';
+import { needWrite } from '../core/grant.js';
+import type { Logger } from '../core/log.js';
+import type { HostRouter, RpcConnection } from '../core/rpc-types.js';
+import type { RouterBackground } from '../terminals/background-votes.js';
+import { checkInputSize } from '../terminals/terminal-quota.js';
+import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import { InputLedger } from './input-ledger.js';
 import type { RelayFanout } from './relay-fanout.js';
-import type { HostRouter, RpcConnection } from './rpc-types.js';
-import { checkInputSize } from './terminal-quota.js';
-import type { TerminalRegistry } from './terminal-registry.js';
 
 /** Input de-duplication state of a client instance outlives its last connection by this long. */
 const LEDGER_TTL_MS = 10 * 60_000;

@@ -6,12 +6,12 @@
  */
 import type { IPtyProvider } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { Logger } from '../log.js';
-import type { RouterBackground } from './background-votes.js';
+import type { Logger } from '../core/log.js';
+import type { HostRouter, RpcConnection } from '../core/rpc-types.js';
+import type { RouterBackground } from '../terminals/background-votes.js';
+import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import type { ConnState } from './pty-client-input.js';
 import type { RelayFanout } from './relay-fanout.js';
-import type { HostRouter, RpcConnection } from './rpc-types.js';
-import type { TerminalRegistry } from './terminal-registry.js';
 
 /** The extension's shared state and lookups, handed to its method tables. */
 export interface PtyCore {

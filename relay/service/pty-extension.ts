@@ -9,19 +9,19 @@ import {
 import type { IPtyProvider, LinkState, PtySpawnResult } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { parseMessage } from '../../provider/wire/parse-message.js';
-import type { Logger } from '../log.js';
-import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead } from '../tokens/grant.js';
-import { backgroundFor } from './background-votes.js';
+import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead } from '../core/grant.js';
+import type { Logger } from '../core/log.js';
+import type { HostRouter, RpcExtension, RpcMethodHandler } from '../core/rpc-types.js';
+import { backgroundFor } from '../terminals/background-votes.js';
+import { creditFor } from '../terminals/terminal-credit.js';
+import { checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-quota.js';
+import { claimHolder, type TerminalRegistry } from '../terminals/terminal-registry.js';
 import { DEFAULT_LIMITS } from './config.js';
 import { type ConnState, clientConnections, inputFrames } from './pty-client-input.js';
 import { hostOf, type PtyCore, termId } from './pty-core.js';
 import { providerEvents } from './pty-provider-events.js';
 import { terminalMethods } from './pty-terminal-methods.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
-import type { HostRouter, RpcExtension, RpcMethodHandler } from './rpc-types.js';
-import { creditFor } from './terminal-credit.js';
-import { checkTerminalQuota, type TerminalQuota } from './terminal-quota.js';
-import { claimHolder, type TerminalRegistry } from './terminal-registry.js';
 
 /** What the extension needs from the service. */
 export interface PtyExtensionContext {

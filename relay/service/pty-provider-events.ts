@@ -8,12 +8,12 @@
  */
 import { RelayNotification } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider, LinkState } from '../../provider/contract.js';
-import { canSeeHost } from '../tokens/grant.js';
-import type { RouterBackground } from './background-votes.js';
+import { canSeeHost } from '../core/grant.js';
+import type { HostRouter } from '../core/rpc-types.js';
+import type { RouterBackground } from '../terminals/background-votes.js';
+import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import type { ConnState } from './pty-client-input.js';
 import type { RelayFanout } from './relay-fanout.js';
-import type { HostRouter } from './rpc-types.js';
-import type { TerminalRegistry } from './terminal-registry.js';
 
 /** Catalog exit code of a terminal lost with its host without an exit of its own (killed: 128 + 9). */
 const LOST_EXIT_CODE = 137;

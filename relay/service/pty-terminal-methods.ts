@@ -14,10 +14,10 @@ import { parseWire } from '../../provider/wire/agent-messages.js';
 import { historyParamsSchema } from '../../provider/wire/history-messages.js';
 import { parseMessage } from '../../provider/wire/parse-message.js';
 import { agentMethods } from '../agents/agent-rpc.js';
-import { needRead, needWrite } from '../tokens/grant.js';
+import { needRead, needWrite } from '../core/grant.js';
+import type { RpcConnection, RpcMethodHandler } from '../core/rpc-types.js';
 import { daemonMethods } from './daemon-methods.js';
 import { type PtyCore, termId } from './pty-core.js';
-import type { RpcConnection, RpcMethodHandler } from './rpc-types.js';
 
 type TerminalFn = (
   p: IPtyProvider,

@@ -4,20 +4,20 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { type AhpExtension, createAhpExtension } from '../ahp/ahp-extension.js';
-import { createLogger, type Logger } from '../log.js';
-import { canSeeHost, describeGrant, type Grant } from '../tokens/grant.js';
+import { originAllowed, presentedToken, selectSubprotocol } from '../core/auth.js';
+import { canSeeHost, describeGrant, type Grant } from '../core/grant.js';
+import { assertListenAllowed, loadTlsFiles, type TlsFiles } from '../core/listen-policy.js';
+import { createLogger, type Logger } from '../core/log.js';
+import type { HostRouter, RpcExtension } from '../core/rpc-types.js';
+import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import { TokenAuthority } from '../tokens/token-authority.js';
 import { createTokenExtension } from '../tokens/token-extension.js';
 import { createOverviewExtension } from '../web/overview-extension.js';
 import { fromOwnPage } from '../web/page-origin.js';
 import { defaultWebRoot, WebAssets } from '../web/web-assets.js';
-import { originAllowed, presentedToken, selectSubprotocol } from './auth.js';
 import { DEFAULT_FLOW_CONTROL, DEFAULT_LIMITS, type FlowControlConfig, type RelayLimits } from './config.js';
-import { assertListenAllowed, loadTlsFiles, type TlsFiles } from './listen-policy.js';
 import { RelayMetrics } from './metrics.js';
 import { RpcDispatchTable, WsRpcConnection } from './rpc-connection.js';
-import type { HostRouter, RpcExtension } from './rpc-types.js';
-import type { TerminalRegistry } from './terminal-registry.js';
 
 /** Default listen address (loopback only). */
 export const DEFAULT_LISTEN_HOST = '127.0.0.1';

@@ -2,11 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { isPtyRelayError } from '../../provider/errors.js';
 import { type Corkable, corkPerTurn } from '../../provider/flow/turn-cork.js';
-import type { Logger } from '../log.js';
-import type { Grant } from '../tokens/grant.js';
+import type { Grant } from '../core/grant.js';
+import type { Logger } from '../core/log.js';
+import { JsonRpcErrorCodes, RpcError } from '../core/rpc-error.js';
+import type {
+  RpcConnection,
+  RpcExtension,
+  RpcMethodHandler,
+  RpcNotificationHandler,
+} from '../core/rpc-types.js';
 import type { InputAudit } from '../tokens/input-audit.js';
-import { JsonRpcErrorCodes, RpcError } from './rpc-error.js';
-import type { RpcConnection, RpcExtension, RpcMethodHandler, RpcNotificationHandler } from './rpc-types.js';
 
 /** An RpcConnection the server can also close (used for protocol-level disconnects). */
 export interface ClosableRpcConnection extends RpcConnection {

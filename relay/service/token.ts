@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PtyRelayError } from '../../provider/errors.js';
-import { tokenFileWarning } from './file-modes.js';
+import { tokenFileWarning } from '../core/file-modes.js';
 
 /** Random bytes in a created token (hex-encoded: 64 characters). */
 export const TOKEN_BYTES = 32;

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { HistoryConfig } from '../service/history-config.js';
+import type { HistoryConfig } from '../core/history-config.js';
 import { expandTilde, expandTokens, loadUserSshConfig, SshConfigError } from './ssh-config.js';
 
 /** One SSH host as configured for SshPtyProvider (fixed shape). */

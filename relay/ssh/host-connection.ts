@@ -9,7 +9,7 @@ const { Client } = ssh2;
 type Client = InstanceType<typeof Client>;
 
 import { PtyRelayError } from '../../provider/errors.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { socketError, timeoutError } from './connect-cause.js';
 import { parseJumpChain, parseJumpSpec, type ResolvedHost, resolveHost } from './host-config.js';
 import {

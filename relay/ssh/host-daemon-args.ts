@@ -1,4 +1,4 @@
-import { historyDaemonArgs } from '../service/history-config.js';
+import { historyDaemonArgs } from '../core/history-config.js';
 import type { SshHostConfig } from './host-config.js';
 
 /**

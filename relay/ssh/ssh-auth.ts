@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { AnyAuthMethod } from 'ssh2';
 import ssh2 from 'ssh2';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import type { ResolvedHost } from './host-config.js';
 
 const { utils: sshUtils } = ssh2;

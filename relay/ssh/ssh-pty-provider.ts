@@ -1,10 +1,10 @@
 import type { LookupFunction } from 'node:net';
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { createLogger, type Logger } from '../core/log.js';
 import type { UploadMethod } from '../deploy/remote-fs.js';
 import { collectStubArtifacts, type StubPlatform } from '../deploy/stub-artifacts.js';
 import { type DeployProgress, type DeployResult, StubDeployer } from '../deploy/stub-deployer.js';
-import { createLogger, type Logger } from '../log.js';
 import type { RaceAttempt } from '../reconnect/attempt-race.js';
 import { type ReachabilityProbe, sshBannerProbe } from '../reconnect/reachability-probe.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';

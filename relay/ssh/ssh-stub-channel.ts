@@ -2,10 +2,10 @@ import type { Duplex } from 'node:stream';
 import type { Client } from 'ssh2';
 import { z } from 'zod';
 import { type ErrorCode, ErrorCodes, PtyRelayError } from '../../provider/errors.js';
+import type { Logger } from '../core/log.js';
 import { newMarker, parseMarkedLines } from '../deploy/remote-scripts.js';
 import { execScript, openMarkedChannel, runSh } from '../deploy/sh-exec.js';
 import { shellQuote } from '../deploy/shell-quote.js';
-import type { Logger } from '../log.js';
 
 /** Starting a daemon on the host (and its first model worker) takes well under this. */
 const ENSURE_TIMEOUT_MS = 20_000;

@@ -1,5 +1,5 @@
 import type { PtyProcessInfo } from '../../provider/contract.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import type { StubClient } from './stub-client.js';
 import { globalTerminalId, hostOfLinkKey, routeTerminalId } from './terminal-ids.js';
 import { TerminalRoutes } from './terminal-routes.js';

@@ -1,4 +1,4 @@
-import type { HostLinkOptions } from '../reconnect/host-link.js';
+import type { HostLinkOptions } from './host-link.js';
 
 /** How a provider's links reconnect, detect dead peers and acknowledge output. */
 export interface LinkPolicy {

@@ -10,13 +10,13 @@ import { randomUUID } from 'node:crypto';
 import type { LinkStateEvent, PtyProcessInfo, Unsubscribe } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import type { RaceAttempt } from '../reconnect/attempt-race.js';
-import { HostLink } from '../reconnect/host-link.js';
-import { InputChannel } from '../reconnect/input-channel.js';
 import type { ReachabilityProbe } from '../reconnect/reachability-probe.js';
 import { type DaemonInfo, listDaemons, stopDaemon } from './daemon-admin.js';
 import { HostDaemons } from './host-daemons.js';
+import { HostLink } from './host-link.js';
+import { InputChannel } from './input-channel.js';
 import type { LinkPolicy } from './link-policy.js';
 import type { StubClient } from './stub-client.js';
 

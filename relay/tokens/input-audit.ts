@@ -1,5 +1,5 @@
-import type { Logger } from '../log.js';
-import type { Grant } from './grant.js';
+import type { Grant } from '../core/grant.js';
+import type { Logger } from '../core/log.js';
 
 /** Input is summed per token and terminal and written out this often (one line, not one per keystroke). */
 export const AUDIT_FLUSH_MS = 5000;

@@ -1,8 +1,8 @@
 import type { Unsubscribe } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
-import type { Logger } from '../log.js';
-import { tokenMatches } from '../service/auth.js';
-import { type Grant, STARTUP_GRANT } from './grant.js';
+import { tokenMatches } from '../core/auth.js';
+import { type Grant, STARTUP_GRANT } from '../core/grant.js';
+import type { Logger } from '../core/log.js';
 import { InputAudit } from './input-audit.js';
 import { scopedTokenId, tokenHashMatches } from './token-format.js';
 import { grantOf, type TokenRecord, type TokenStore } from './token-store.js';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { RelayMethod } from '../../provider/client/relay-protocol.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { RpcExtension } from '../service/rpc-types.js';
-import { needAdmin, TOKEN_SCOPES } from './grant.js';
+import { needAdmin, TOKEN_SCOPES } from '../core/grant.js';
+import type { RpcExtension } from '../core/rpc-types.js';
 import type { TokenAuthority } from './token-authority.js';
 import { parseTtl, type TokenStore } from './token-store.js';
 

@@ -10,11 +10,17 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { privateDirProblem } from '../../provider/daemon-runtime/private-dir.js';
+import { defaultStateDir } from '../../provider/daemon-runtime/stub-paths.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { privateDirProblem } from '../../provider/private-dir.js';
-import { defaultStateDir } from '../../provider/stub-paths.js';
-import { insecureFileError } from '../service/file-modes.js';
-import { type Grant, globalTerminalId, hostOfTerminal, TOKEN_SCOPES, type TokenScope } from './grant.js';
+import { insecureFileError } from '../core/file-modes.js';
+import {
+  type Grant,
+  globalTerminalId,
+  hostOfTerminal,
+  TOKEN_SCOPES,
+  type TokenScope,
+} from '../core/grant.js';
 import { mintToken } from './token-format.js';
 
 /**

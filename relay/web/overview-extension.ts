@@ -1,8 +1,8 @@
 import type { Unsubscribe } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { HostRouter, RpcConnection, RpcExtension } from '../service/rpc-types.js';
-import type { TerminalRegistry } from '../service/terminal-registry.js';
-import { canRead, needWrite } from '../tokens/grant.js';
+import { canRead, needWrite } from '../core/grant.js';
+import type { HostRouter, RpcConnection, RpcExtension } from '../core/rpc-types.js';
+import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import { TerminalSummaries, type TerminalSummary } from './terminal-summaries.js';
 
 /** How often activity rates are measured and changed summaries pushed. */

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { isLoopbackAddress } from '../service/listen-policy.js';
+import { isLoopbackAddress } from '../core/listen-policy.js';
 
 const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
 

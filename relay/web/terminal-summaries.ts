@@ -1,5 +1,5 @@
 import type { PtyBackgroundStreamEvent, PtyFact } from '../../provider/contract.js';
-import { claimHolder, type TerminalRecord } from '../service/terminal-registry.js';
+import { claimHolder, type TerminalRecord } from '../terminals/terminal-registry.js';
 
 /** The last command a terminal ran, from its shell integration facts. */
 export interface CommandSummary {

@@ -11,7 +11,7 @@ import { createAgentStack } from '../../relay/agents/agent-stack.js';
 import { validateConfig } from '../../relay/service/config.js';
 import { createHostRouter } from '../../relay/service/host-router.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
-import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
+import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
 import { type LocalFixture, startLocal } from '../support/local-daemon.js';
 import { fuzzParams, TEST_TIMEOUT_MS } from './fuzz-options.js';
 

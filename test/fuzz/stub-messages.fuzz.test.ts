@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { ErrorCodes } from '../../provider/errors.js';
-import { daemonSocketPath } from '../../provider/stub-paths.js';
 import {
   encodeInputFrame,
   encodeJsonFrame,
@@ -15,7 +15,7 @@ import {
 } from '../../provider/wire/frame-codec.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { stubParamsSchemas } from '../../provider/wire/stub-schemas.js';
-import { stubBuildId } from '../../relay/stub-bundle.js';
+import { stubBuildId } from '../../relay/core/stub-bundle.js';
 import { type LocalFixture, OutputCollector, startLocal, waitFor } from '../support/local-daemon.js';
 import { fuzzParams, TEST_TIMEOUT_MS } from './fuzz-options.js';
 

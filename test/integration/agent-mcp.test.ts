@@ -13,7 +13,7 @@ import { validateConfig } from '../../relay/service/config.js';
 import { createHostRouter } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
-import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
+import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
 import { type LocalFixture, startLocal, waitFor } from '../support/local-daemon.js';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');

@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stubBuildId } from '../../relay/stub-bundle.js';
+import { stubBuildId } from '../../relay/core/stub-bundle.js';
 import { CLI_MAIN, cliInPty, runCli, topLevelKeys } from '../support/cli-runner.js';
 import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
 import { FaultProxy } from '../support/fault-proxy.js';

@@ -4,7 +4,7 @@ import {
   DAEMON_MALLOC_ENV,
   daemonProcessEnv,
   restoreUserMallocEnv,
-} from '../../provider/daemon-allocator.js';
+} from '../../provider/daemon-runtime/daemon-allocator.js';
 import { type LocalFixture, OutputCollector, startLocal } from '../support/local-daemon.js';
 
 /** The environment a process started with (glibc read its malloc settings from this). */

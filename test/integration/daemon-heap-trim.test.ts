@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stubBundlePath } from '../../relay/stub-bundle.js';
+import { stubBundlePath } from '../../relay/core/stub-bundle.js';
 import { capability } from '../support/capabilities.js';
 import { type LocalFixture, startLocal, waitFor } from '../support/local-daemon.js';
 

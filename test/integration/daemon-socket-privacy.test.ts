@@ -3,10 +3,10 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { isPtyRelayError, type PtyRelayError } from '../../provider/errors.js';
-import { daemonSocketPath } from '../../provider/stub-paths.js';
+import { stubBuildId, stubBundlePath } from '../../relay/core/stub-bundle.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
-import { stubBuildId, stubBundlePath } from '../../relay/stub-bundle.js';
 import { type LocalFixture, startLocal } from '../support/local-daemon.js';
 import {
   createShellUser,

@@ -2,12 +2,12 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectOrStartDaemon } from '../../provider/daemon-launcher.js';
+import { connectOrStartDaemon } from '../../provider/daemon-runtime/daemon-launcher.js';
 import { isPtyRelayError, type PtyRelayError } from '../../provider/errors.js';
 import { describeLink } from '../../relay/cli/relay-connect.js';
+import { stubBundlePath } from '../../relay/core/stub-bundle.js';
 import type { DeployProgress } from '../../relay/deploy/stub-deployer.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
-import { stubBundlePath } from '../../relay/stub-bundle.js';
 import { daemonsOf } from '../support/daemon-reaper.js';
 import { hostFor, relayHome, remoteRuntimeDir, sshProvider } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';

@@ -4,12 +4,12 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import xtermHeadless from '@xterm/headless';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectOrStartDaemon } from '../../provider/daemon-launcher.js';
+import { connectOrStartDaemon } from '../../provider/daemon-runtime/daemon-launcher.js';
+import { daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { isPtyRelayError } from '../../provider/errors.js';
-import { daemonSocketPath } from '../../provider/stub-paths.js';
 import { encodeJsonFrame, FrameDecoder } from '../../provider/wire/frame-codec.js';
+import { stubBuildId, stubBundlePath } from '../../relay/core/stub-bundle.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
-import { stubBuildId, stubBundlePath } from '../../relay/stub-bundle.js';
 import { daemonsOf } from '../support/daemon-reaper.js';
 import {
   type LocalFixture,

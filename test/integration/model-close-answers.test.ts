@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ScreenModelHost } from '../../agent-stub/session/screen-model.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { stubBundlePath } from '../../relay/stub-bundle.js';
+import { stubBundlePath } from '../../relay/core/stub-bundle.js';
 
 /**
  * The model worker answers every request, even one that races the session's close: a save at a

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { daemonLogPath } from '../../provider/stub-paths.js';
+import { daemonLogPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { type LocalFixture, startLocal, waitFor } from '../support/local-daemon.js';
 
 /** Lines, colours, wide characters and a drawn box: ~2,600 rows, more than the emulator keeps itself. */

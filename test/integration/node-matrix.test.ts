@@ -20,10 +20,10 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectOrStartDaemon, DAEMON_NODE_OPTIONS } from '../../provider/daemon-launcher.js';
+import { connectOrStartDaemon, DAEMON_NODE_OPTIONS } from '../../provider/daemon-runtime/daemon-launcher.js';
+import { stubBundlePath } from '../../relay/core/stub-bundle.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
-import { stubBundlePath } from '../../relay/stub-bundle.js';
 import { allOf, capability } from '../support/capabilities.js';
 import { capturedLog } from '../support/captured-log.js';
 import { CLI_MAIN } from '../support/cli-runner.js';

@@ -5,11 +5,11 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { daemonLogPath, daemonSocketPath } from '../../provider/stub-paths.js';
+import { daemonLogPath, daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { encodeJsonFrame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
+import { stubBuildId } from '../../relay/core/stub-bundle.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
-import { stubBuildId } from '../../relay/stub-bundle.js';
 import { capability, rootAvailable } from '../support/capabilities.js';
 import { type LocalFixture, OutputCollector, startLocal, waitFor } from '../support/local-daemon.js';
 

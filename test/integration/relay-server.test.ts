@@ -6,7 +6,7 @@ import type { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { validateConfig } from '../../relay/service/config.js';
 import { createHostRouter } from '../../relay/service/host-router.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
-import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
+import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
 import { open, type TestClient } from '../support/relay-test-support.js';
 
 const TOKEN = 'integration-token-0123456789abcdef';

@@ -12,7 +12,7 @@ import { isPtyRelayError } from '../../provider/errors.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
-import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
+import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
 import { capability, filesMissing } from '../support/capabilities.js';
 import { type LocalFixture, startLocal } from '../support/local-daemon.js';
 import { TEST_TOKEN } from '../support/relay-fixture.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PtyRelayError } from '../../provider/errors.js';
-import { FIRST_CONTACT_DROP_RETRIES } from '../../relay/reconnect/host-link.js';
+import { FIRST_CONTACT_DROP_RETRIES } from '../../relay/stub-link/host-link.js';
 import { OutputCollector } from '../support/local-daemon.js';
 import { type ProxiedHost, startProxiedHost } from '../support/proxied-host.js';
 import { sshdAvailable } from '../support/sshd.js';

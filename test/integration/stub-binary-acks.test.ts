@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { daemonSocketPath } from '../../provider/stub-paths.js';
+import { daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import {
   encodeAckFrame,
   encodeInputFrame,
@@ -11,7 +11,7 @@ import {
   FrameType,
 } from '../../provider/wire/frame-codec.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
-import { stubBuildId } from '../../relay/stub-bundle.js';
+import { stubBuildId } from '../../relay/core/stub-bundle.js';
 import { StubClient } from '../../relay/stub-link/stub-client.js';
 import { type LocalFixture, OutputCollector, startLocal, waitFor } from '../support/local-daemon.js';
 

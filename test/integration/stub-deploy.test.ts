@@ -4,11 +4,11 @@ import type { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
+import { stubBuildId } from '../../relay/core/stub-bundle.js';
 import { remoteExec } from '../../relay/deploy/remote-exec.js';
 import { shellQuote } from '../../relay/deploy/shell-quote.js';
 import { collectStubArtifacts, type StubPlatform } from '../../relay/deploy/stub-artifacts.js';
 import { type DeployProgress, type DeployResult, StubDeployer } from '../../relay/deploy/stub-deployer.js';
-import { stubBuildId } from '../../relay/stub-bundle.js';
 import { allOf, rootAvailable } from '../support/capabilities.js';
 import {
   connectTo,

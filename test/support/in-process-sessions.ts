@@ -5,7 +5,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { PtySession } from '../../agent-stub/session/pty-session.js';
 import { ScreenModelHost } from '../../agent-stub/session/screen-model.js';
 import { SessionRegistry } from '../../agent-stub/session/session-registry.js';
-import { stubBundlePath } from '../../relay/stub-bundle.js';
+import { stubBundlePath } from '../../relay/core/stub-bundle.js';
 
 export interface InProcessSessions {
   /** A real bash in a real PTY, owned by the daemon's session code in this process. */

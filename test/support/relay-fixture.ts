@@ -10,7 +10,7 @@ import {
   type RelayServerOptions,
   startRelayServer,
 } from '../../relay/service/relay-server.js';
-import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
+import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
 import { type LocalFixture, startLocal } from './local-daemon.js';
 
 /** The bearer token of fixture relays. */

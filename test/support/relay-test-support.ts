@@ -13,7 +13,7 @@ import type {
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { ActionEnvelope } from '../../relay/ahp/types.js';
-import type { HostRouter } from '../../relay/service/rpc-types.js';
+import type { HostRouter } from '../../relay/core/rpc-types.js';
 
 /** A JSON-RPC error as received. */
 export interface RpcErrorReply {

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { bundleBuildId } from '../../provider/stub-paths.js';
+import { bundleBuildId } from '../../provider/daemon-runtime/stub-paths.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 

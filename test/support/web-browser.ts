@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { packageRoot } from '../../relay/stub-bundle.js';
+import { packageRoot } from '../../relay/core/stub-bundle.js';
 import { capability } from './capabilities.js';
 
 /** Debian's Chromium; no test downloads a browser. */

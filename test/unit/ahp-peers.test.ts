@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ActionLog } from '../../relay/ahp/action-log.js';
 import { CLOSE_TOO_FAR_BEHIND, PeerSet } from '../../relay/ahp/ahp-peers.js';
 import type { ActionEnvelope } from '../../relay/ahp/types.js';
-import type { RpcConnection } from '../../relay/service/rpc-types.js';
-import { STARTUP_GRANT } from '../../relay/tokens/grant.js';
+import { STARTUP_GRANT } from '../../relay/core/grant.js';
+import type { RpcConnection } from '../../relay/core/rpc-types.js';
 
 /** A connection whose socket buffer the test controls. */
 function fakeConn(id: string) {

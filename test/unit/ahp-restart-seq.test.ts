@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ActionLog } from '../../relay/ahp/action-log.js';
 import type { TerminalState } from '../../relay/ahp/types.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
-import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
+import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
 import { FakeProvider, fakeRouter, open, type TestClient } from '../support/relay-test-support.js';
 
 const TOKEN = 'test-token-0123456789abcdef';

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import type { RootState, TerminalState } from '../../relay/ahp/types.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
-import { TerminalRegistry } from '../../relay/service/terminal-registry.js';
+import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
 import { connect, FakeProvider, fakeRouter, open, type TestClient } from '../support/relay-test-support.js';
 
 const TOKEN = 'test-token-0123456789abcdef';

@@ -16,7 +16,7 @@ import {
   releasePidLock,
   UNREADABLE_LOCK_STALE_MS,
 } from '../../agent-stub/daemon/daemon-lock.js';
-import { identityAlive, processIdentity } from '../../agent-stub/daemon/process-identity.js';
+import { identityAlive, processIdentity } from '../../agent-stub/restore/process-identity.js';
 
 /** The built module (npm test builds first): child processes race on one lock with it. */
 const BUILT_LOCK = join(import.meta.dirname, '..', '..', 'dist', 'agent-stub', 'daemon', 'daemon-lock.js');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PtyRelayError } from '../../provider/errors.js';
+import { historyDaemonArgs } from '../../relay/core/history-config.js';
 import { validateConfig } from '../../relay/service/config.js';
-import { historyDaemonArgs } from '../../relay/service/history-config.js';
 import { hostDaemonArgs } from '../../relay/ssh/host-daemon-args.js';
 
 const KiB = 1024;

@@ -5,8 +5,8 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LINE_MARK_EVERY, LineIndex } from '../../agent-stub/history/line-index.js';
 import { readLogLines } from '../../agent-stub/history/log-lines.js';
+import { vtToPlainText } from '../../agent-stub/history/plain-text.js';
 import { SessionLog, type SessionLogOwner } from '../../agent-stub/history/session-log.js';
-import { vtToPlainText } from '../../agent-stub/readiness/plain-text.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ptr-loglines-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

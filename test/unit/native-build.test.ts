@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../relay/stub-bundle.js';
+import { packageRoot } from '../../relay/core/stub-bundle.js';
 import { capability } from '../support/capabilities.js';
 
 /** What `npm install` compiles (node-gyp); the local daemon and most suites load it. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OutputRing } from '../../agent-stub/session/output-ring.js';
+import { OutputRing } from '../../agent-stub/history/output-ring.js';
 
 /**
  * Byte-exact comparison without vitest's element-wise diff of large buffers, which took most of

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isPtyRelayError } from '../../provider/errors.js';
+import { packageRoot, stubBundlePath } from '../../relay/core/stub-bundle.js';
 import { PTY_PREBUILD_SHA256, prebuiltPinProblem } from '../../relay/deploy/pty-prebuild-pins.js';
 import {
   collectStubArtifacts,
@@ -13,7 +14,6 @@ import {
   type StubArtifacts,
   type StubPlatform,
 } from '../../relay/deploy/stub-artifacts.js';
-import { packageRoot, stubBundlePath } from '../../relay/stub-bundle.js';
 import { capability } from '../support/capabilities.js';
 
 const ROOT = packageRoot();

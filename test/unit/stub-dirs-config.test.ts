@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { PtyRelayError } from '../../provider/errors.js';
-import { stubDirError } from '../../provider/stub-dirs.js';
+import { stubDirError } from '../../provider/daemon-runtime/stub-dirs.js';
 import {
   defaultInstallBase,
   defaultRuntimeDir,
   defaultStateDir,
   STUB_DIR_SETTINGS,
-} from '../../provider/stub-paths.js';
+} from '../../provider/daemon-runtime/stub-paths.js';
+import { PtyRelayError } from '../../provider/errors.js';
 import { validateConfig } from '../../relay/service/config.js';
 
 describe("the stub's three dirs", () => {

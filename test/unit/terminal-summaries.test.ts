@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TerminalRecord } from '../../relay/service/terminal-registry.js';
+import type { TerminalRecord } from '../../relay/terminals/terminal-registry.js';
 import { TerminalSummaries } from '../../relay/web/terminal-summaries.js';
 
 const rec = (id: string, extra: Partial<TerminalRecord> = {}): TerminalRecord => ({

@@ -11,7 +11,7 @@ import {
   type Grant,
   needWrite,
   STARTUP_GRANT,
-} from '../../relay/tokens/grant.js';
+} from '../../relay/core/grant.js';
 import { TokenAuthority } from '../../relay/tokens/token-authority.js';
 import { hashToken, scopedTokenId } from '../../relay/tokens/token-format.js';
 import { parseTtl, TokenStore } from '../../relay/tokens/token-store.js';

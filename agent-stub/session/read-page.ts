@@ -1,5 +1,5 @@
 import type { AgentReadResult } from '../../provider/contract.js';
-import { utf8Tail } from './plain-text.js';
+import { utf8Tail } from '../history/plain-text.js';
 
 /** Bytes a line costs in a page: its text and a newline. */
 const lineBytes = (s: string) => Buffer.byteLength(s, 'utf8') + 1;

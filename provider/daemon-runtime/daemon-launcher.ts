@@ -2,8 +2,8 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { dirname } from 'node:path';
+import { PtyRelayError } from '../errors.js';
 import { daemonProcessEnv } from './daemon-allocator.js';
-import { PtyRelayError } from './errors.js';
 import { assertPrivateRuntime } from './private-dir.js';
 import {
   bundleBuildId,

@@ -1,4 +1,4 @@
-import type { HostRouter } from './rpc-types.js';
+import type { HostRouter } from '../core/rpc-types.js';
 
 /**
  * Who wants which terminal in the background. The stub thins a terminal per relay link (keep-tail),

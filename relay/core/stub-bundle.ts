@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PtyRelayError } from '../provider/errors.js';
-import { bundleBuildId } from '../provider/stub-paths.js';
+import { bundleBuildId } from '../../provider/daemon-runtime/stub-paths.js';
+import { PtyRelayError } from '../../provider/errors.js';
 
 /** Root of the ptyrelay package, found from this file whether it runs from dist/ or from sources. */
 export function packageRoot(): string {

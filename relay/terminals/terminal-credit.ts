@@ -1,5 +1,5 @@
 import type { IPtyProvider, PtyDataEvent, Unsubscribe } from '../../provider/contract.js';
-import type { HostRouter } from './rpc-types.js';
+import type { HostRouter } from '../core/rpc-types.js';
 
 /**
  * The one place the relay acknowledges output to a provider (the providers run with

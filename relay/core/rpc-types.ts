@@ -1,7 +1,7 @@
 import type { HostKeyInfo, HostProgress } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider } from '../../provider/contract.js';
-import type { Logger } from '../log.js';
-import type { Grant } from '../tokens/grant.js';
+import type { Grant } from './grant.js';
+import type { Logger } from './log.js';
 
 /**
  * Seam between the WebSocket service (transport, auth, JSON-RPC framing) and what speaks over it:

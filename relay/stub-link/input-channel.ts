@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InputQueue } from '../../provider/input-queue.js';
-import type { StubClient } from '../stub-link/stub-client.js';
+import type { StubClient } from './stub-client.js';
 
 export { MAX_QUEUED_INPUT_BYTES } from '../../provider/input-queue.js';
 

@@ -1,6 +1,6 @@
 import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
-import { PtyRelayError } from './errors.js';
+import { PtyRelayError } from '../errors.js';
 import { STUB_DIR_SETTINGS } from './stub-paths.js';
 
 /**

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type ErrorCode, PtyRelayError } from './errors.js';
+import { type ErrorCode, PtyRelayError } from '../errors.js';
 import { STUB_DIR_SETTINGS, type StubDirKind } from './stub-paths.js';
 
 /** What makes a stub dir unusable; retrying will not fix any of these. */

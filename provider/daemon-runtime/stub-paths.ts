@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { STUB_PROTOCOL_VERSION } from './wire/messages.js';
+import { STUB_PROTOCOL_VERSION } from '../wire/messages.js';
 
 /**
  * Set while a process `require`s stub.cjs as a library (the relay's first-contact helper calls
