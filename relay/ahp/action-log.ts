@@ -30,46 +30,73 @@ function notificationText(envelope: ActionEnvelope): Buffer {
  * Terminal output is most of what the log holds, and it stays there long enough (the replay ring)
  * to outlive V8's young generation: held as strings it died in the old generation, which V8 lets
  * grow to several times what is live before collecting it (a relay feeding stalled AHP clients
- * reached 350 MB). So an output envelope is kept only as its notification's UTF-8 text in a
- * Buffer, off V8's heap, built once when logged and shared by every peer it goes to; the data
- * string and the envelope object die young. Other envelopes (small) are kept as objects and
- * their text is built when a peer first needs it.
+ * reached 350 MB). So an output envelope keeps its data only as UTF-8 in a Buffer, off V8's heap,
+ * and, once a JSON peer needs it, only as its notification's text (built once and shared by every
+ * peer it goes to). A log whose peers all take raw Data frames never builds that text. Other
+ * envelopes (small) are kept as objects and their text is built when a peer first needs it.
  */
 export class LogEntry {
   readonly channel: URI;
   readonly serverSeq: number;
   /** Set for envelopes only their origin client receives (input echoes, rejections). */
   readonly onlyClientId?: string;
-  /** Bytes held for it: the text (once built), plus the envelope object's estimate while it is kept. */
+  /** Bytes held for it: its data or its text, or the envelope object's estimate. */
   bytes: number;
   /** False once evicted: its bytes no longer count toward the log. */
   live = true;
-  private held: ActionEnvelope | undefined;
+  /** The envelope; once settled, an output envelope's data is empty here and held in `data` or `text`. */
+  private held: ActionEnvelope;
+  /** An output envelope's data (UTF-8) until its text is built. */
+  private data: Buffer | undefined;
   private text: Buffer | undefined;
 
   constructor(envelope: ActionEnvelope, onlyClientId?: string) {
     this.channel = envelope.channel;
     this.serverSeq = envelope.serverSeq;
     if (onlyClientId !== undefined) this.onlyClientId = onlyClientId;
-    if ('data' in envelope.action) {
-      this.text = notificationText(envelope);
-      this.bytes = this.text.length + ENVELOPE_OVERHEAD_BYTES;
-    } else {
-      this.held = envelope;
-      this.bytes = 2 * JSON.stringify(envelope.action).length + ENVELOPE_OVERHEAD_BYTES;
-    }
+    this.held = envelope;
+    const { action } = envelope;
+    // Until it is settled an output envelope is counted as its UTF-8 data (what it will hold).
+    this.bytes =
+      ('data' in action ? Buffer.byteLength(action.data) : 2 * JSON.stringify(action).length) +
+      ENVELOPE_OVERHEAD_BYTES;
   }
 
-  /** The envelope (an output envelope is parsed back from its text: replays only). */
+  /**
+   * Moves an output envelope's data off V8's heap once its delivery is done (the log calls it when
+   * the next envelope comes): a JSON peer has built the text by then, and the text holds the data;
+   * otherwise (raw-data peers only, or none) the data is kept as UTF-8. Nothing for other envelopes.
+   */
+  settle(): void {
+    const { action } = this.held;
+    if (!('data' in action) || action.data === '') return;
+    if (this.text === undefined) this.data = Buffer.from(action.data);
+    this.held = { ...this.held, action: { ...action, data: '' } };
+  }
+
+  /** The envelope (an output envelope's data is decoded again: replays and JSON peers only). */
   get envelope(): ActionEnvelope {
-    return this.held ?? (JSON.parse(this.text!.toString('utf8')) as { params: ActionEnvelope }).params;
+    const { action } = this.held;
+    if (!('data' in action) || action.data !== '') return this.held;
+    if (this.text) return (JSON.parse(this.text.toString('utf8')) as { params: ActionEnvelope }).params;
+    if (this.data)
+      return {
+        ...this.held,
+        action: { ...this.held.action, data: this.data.toString('utf8') },
+      } as ActionEnvelope;
+    return this.held;
   }
 
   /** The notification's text, building it (and counting it in `log`) on first use. */
   textIn(log?: ActionLog): Buffer {
     if (this.text === undefined) {
-      this.text = notificationText(this.held!);
-      log?.account(this, this.text.length);
+      const text = notificationText(this.envelope);
+      // An output envelope's text holds its data too: it takes the data's place in the count.
+      const { action } = this.held;
+      const replaced = 'data' in action ? (this.data?.length ?? Buffer.byteLength(action.data)) : 0;
+      this.text = text;
+      this.data = undefined;
+      log?.account(this, text.length - replaced);
     }
     return this.text;
   }
@@ -123,6 +150,8 @@ export class ActionLog {
   ): LogEntry {
     const envelope: ActionEnvelope = { channel, action, serverSeq: ++this.seq, origin };
     if (opts.rejectionReason !== undefined) envelope.rejectionReason = opts.rejectionReason;
+    // The previous envelope's delivery is over: its data can leave V8's heap.
+    this.entries.at(-1)?.settle();
     const entry = new LogEntry(envelope, opts.onlyClientId);
     this.entries.push(entry);
     this.bytes += entry.bytes;

@@ -160,16 +160,8 @@ describe('ActionLog', () => {
     expect(log.since(6)).toBeUndefined(); // from the future (another server process)
   });
   it('evicts by bytes too', () => {
-    // An output envelope counts its notification's UTF-8 text plus 128.
-    const text = (seq: number, data: string) =>
-      Buffer.byteLength(
-        JSON.stringify({
-          jsonrpc: '2.0',
-          method: 'action',
-          params: { channel: 'c', action: { type: 'terminal/data', data }, serverSeq: seq },
-        }),
-      );
-    const one = text(2, 'y'.repeat(300)) + 128;
+    // An output envelope counts its data's UTF-8 bytes plus 128 until a peer builds its text.
+    const one = 300 + 128;
     const log = new ActionLog(1000, one + 100, 0);
     log.append('c', { type: 'terminal/data', data: 'x'.repeat(300) });
     log.append('c', { type: 'terminal/data', data: 'y'.repeat(300) });
@@ -177,10 +169,17 @@ describe('ActionLog', () => {
     expect(log.since(1)?.length).toBe(1);
     expect(log.heldBytes).toBe(one);
   });
-  it('keeps an output envelope only as its shared UTF-8 text, and reads it back whole', () => {
+  it('keeps an output envelope as UTF-8 off the heap, then only as its shared text, and reads it back whole', () => {
     const log = new ActionLog(1000, 1 << 20);
     const data = 'x'.repeat(1000) + 'é\u001b[0m';
     const e = log.append('c', { type: 'terminal/data', data }, { clientId: 'a', clientSeq: 3 });
+    // Only the data, as UTF-8, until a JSON peer needs the text (raw-data peers never do); the
+    // log moves it off the heap when the next envelope comes.
+    expect(log.heldBytes).toBe(Buffer.byteLength(data) + 128);
+    expect(e.envelope.action).toEqual({ type: 'terminal/data', data });
+    e.settle();
+    expect(log.heldBytes).toBe(Buffer.byteLength(data) + 128);
+    expect(e.envelope.action).toEqual({ type: 'terminal/data', data });
     const text = entryText(e, log);
     expect(Buffer.isBuffer(text)).toBe(true);
     expect(log.heldBytes).toBe(text.length + 128);
