@@ -5,7 +5,7 @@
  * argv[2], prints `{ url }` on stdout once listening, exits on SIGTERM or when stdin closes.
  */
 import { createLogger } from '../relay/core/log.js';
-import type { HostRouter } from '../relay/core/rpc-types.js';
+import { routerOver } from '../relay/service/host-router.js';
 import { createPtyExtension } from '../relay/service/pty-extension.js';
 import { startRelayServer } from '../relay/service/relay-server.js';
 import { type SshHostConfig, SshPtyProvider } from '../relay/ssh/ssh-pty-provider.js';
@@ -29,11 +29,7 @@ async function run(): Promise<void> {
     log,
     link: { manualAck: true },
   });
-  const router: HostRouter = {
-    hosts: () => Object.keys(args.hosts),
-    providerFor: () => provider,
-    providers: () => [provider],
-  };
+  const router = routerOver(Object.fromEntries(Object.keys(args.hosts).map((h) => [h, provider])));
   const registry = new TerminalRegistry();
   const server = await startRelayServer({
     listen: { host: '127.0.0.1', port: 0 },

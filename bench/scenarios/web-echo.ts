@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import type { HostRouter } from '../../relay/core/rpc-types.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+import { routerOver } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import { startRelayServer } from '../../relay/service/relay-server.js';
 import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
@@ -114,7 +114,7 @@ async function run(env: BenchEnv, manualAck: boolean, samples: number, webRoot: 
     log: env.log,
     ...(manualAck ? { link: { manualAck: true } } : {}),
   });
-  const router: HostRouter = { hosts: () => ['local'], providerFor: () => local, providers: () => [local] };
+  const router = routerOver({ local });
   const registry = new TerminalRegistry();
   const server = await startRelayServer({
     listen: { host: '127.0.0.1', port: 0 },

@@ -39,7 +39,9 @@ import {
   type HostInfo,
   type HostKeyInfo,
   type HostProgress,
+  type HostUnavailable,
   type RelayDaemonInfo,
+  type RelayListing,
   RelayMethod,
   RelayNotification,
   type RelayResults,
@@ -291,7 +293,16 @@ export class RelayClient implements IPtyProvider {
 
   /** Terminals of every host (or one), with the relay's claim holder in `owner`. */
   async listTerminals(host?: string): Promise<RelayTerminalInfo[]> {
-    return (await this.call<RelayResults['list']>(RelayMethod.list, host ? { host } : {}, true)).terminals;
+    return (await this.listing(host)).terminals;
+  }
+
+  /**
+   * Terminals of every host (or one) and the hosts the listing left out: the relay answers within
+   * about 2 s with what reachable hosts hold, and names every other host with its state and cause.
+   */
+  async listing(host?: string): Promise<RelayListing> {
+    const r = await this.call<Partial<RelayListing>>(RelayMethod.list, host ? { host } : {}, true);
+    return { terminals: r.terminals ?? [], unavailable: r.unavailable ?? [] };
   }
 
   /** The key an SSH host presents now (no login) and what the relay's known_hosts says about it. */
@@ -314,8 +325,15 @@ export class RelayClient implements IPtyProvider {
 
   /** Per-user daemons on every host (or `host`): build, pid, sessions, relays attached. */
   async daemons(host?: string): Promise<RelayDaemonInfo[]> {
-    return (await this.call<RelayResults['daemons']>(RelayMethod.daemons, host ? { host } : {}, true))
-      .daemons;
+    return (await this.daemonListing(host)).daemons;
+  }
+
+  /** {@link daemons} and the hosts the listing left out (unreachable, slow, untrusted). */
+  async daemonListing(
+    host?: string,
+  ): Promise<{ daemons: RelayDaemonInfo[]; unavailable: HostUnavailable[] }> {
+    const r = await this.call<RelayResults['daemons']>(RelayMethod.daemons, host ? { host } : {}, true);
+    return { daemons: r.daemons, unavailable: r.unavailable ?? [] };
   }
 
   /** Ends a host's daemon (the current build's, or `build`'s) and every session in it. */

@@ -1,5 +1,6 @@
 import type {
   ForegroundProcess,
+  LinkCause,
   LinkState,
   PtyFact,
   PtyProcessInfo,
@@ -160,6 +161,33 @@ export type WireAttachResult = Omit<PtySpawnResult, 'replay'> & {
 /** A terminal as `ptyrelay/list` reports it: the provider's info plus the relay's claim holder. */
 export type RelayTerminalInfo = PtyProcessInfo & { owner?: string };
 
+/**
+ * A host a listing (`ptyrelay/list`, `ptyrelay/daemons`, `web/overview`) could not include, and
+ * why: `unreachable` (its link is down and retrying: `cause`, `nextAttemptAt`), `deploy-failed`
+ * (`code`, `nextAttemptAt`), `untrusted` (its key is not in known_hosts: `fingerprint`, and `fix`
+ * is the command that trusts it), `connecting` (no answer within the listing's deadline) or
+ * `error` (`code`). `reason` says it in words. A listing with any of these is partial.
+ */
+export interface HostUnavailable {
+  host: string;
+  status: 'unreachable' | 'deploy-failed' | 'untrusted' | 'connecting' | 'error';
+  reason: string;
+  code?: string;
+  cause?: LinkCause;
+  /** Epoch ms of the next connect or deploy attempt, when one is scheduled. */
+  nextAttemptAt?: number;
+  fingerprint?: string;
+  /** The command that fixes it, e.g. `ptyrelay hosts trust box`. */
+  fix?: string;
+}
+
+/** `ptyrelay/list` result: the terminals of the hosts that answered, and the hosts that did not. */
+export interface RelayListing {
+  terminals: RelayTerminalInfo[];
+  /** Hosts left out (empty when the listing is complete). */
+  unavailable: HostUnavailable[];
+}
+
 /** `ptyrelay/inputAck` (relay → client): cumulative input acknowledgement. */
 export interface InputAckParams {
   /** Every input frame with inputSeq <= upTo is done. */
@@ -188,11 +216,11 @@ export interface RelayResults {
   getCwd: { cwd?: string };
   getForegroundProcess: { process?: ForegroundProcess };
   hasChildProcesses: { value: boolean };
-  list: { terminals: RelayTerminalInfo[] };
+  list: RelayListing;
   probe: { alive: boolean | null };
   snapshot: ScreenSnapshot;
   hosts: { hosts: HostInfo[] };
-  daemons: { daemons: RelayDaemonInfo[] };
+  daemons: { daemons: RelayDaemonInfo[]; unavailable?: HostUnavailable[] };
   stopDaemon: { stopped: RelayDaemonInfo };
 }
 

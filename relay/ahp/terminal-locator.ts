@@ -1,5 +1,6 @@
 import type { PtyProcessInfo } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { askHosts } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter } from '../core/rpc-types.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
@@ -28,18 +29,22 @@ export class TerminalLocator {
     private readonly log?: Logger,
   ) {}
 
-  /** The terminal whose alias is `uri`, on any host (hosts that cannot be listed are skipped). */
+  /**
+   * The terminal whose alias is `uri`, on any host that answers within the listing deadline
+   * (hosts that are down or slow are skipped, and logged).
+   */
   async findAlias(uri: string): Promise<PtyProcessInfo | undefined> {
-    const lists = await Promise.all(
-      this.router.providers().map((p) =>
-        p.listProcesses().catch((err: unknown) => {
-          // Not wire data: a provider's own error, and an empty list typed for Promise.all.
-          this.log?.warn({ err: (err as Error).message }, 'ahp: cannot list a provider for an alias');
-          return [] as PtyProcessInfo[];
-        }),
-      ),
-    );
-    return lists.flat().find((t) => t.alias === uri);
+    const hosts = this.router.hosts();
+    const answer = await askHosts(hosts, {
+      ask: (h) => this.router.listHost(h),
+      stateOf: (h) => this.router.linkState(h),
+    });
+    for (const u of answer.unavailable)
+      this.log?.warn(
+        { host: u.host, status: u.status, reason: u.reason },
+        'ahp: host left out of an alias lookup',
+      );
+    return answer.rows.find((t) => t.alias === uri);
   }
 
   /**

@@ -2,6 +2,8 @@ import { createInterface } from 'node:readline/promises';
 import type { RelayDaemonInfo } from '../../provider/client/relay-protocol.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { type Command, output, table, usageError } from './command.js';
+import { DEFAULT_ONE_SHOT_TIMEOUT_S, parseTimeout, withDeadline } from './one-shot-timeout.js';
+import { reportUnavailable } from './partial-listing.js';
 import { connectRelay } from './relay-connect.js';
 
 type Running = Extract<RelayDaemonInfo, { pid: number }>;
@@ -58,26 +60,31 @@ const daemons: Command = {
   help: `  daemons [HOST]                 lists the daemons (an old build is kept while it has sessions)
   daemons stop HOST [--build B]  stops HOST's current daemon (or build B's): its sessions end.
                                  Asks first when it has sessions; --yes skips the question
-                                 (required when stdin is not a terminal).`,
+                                 (required when stdin is not a terminal).
+  --timeout S                    give up on the relay after S seconds (default ${DEFAULT_ONE_SHOT_TIMEOUT_S})`,
   positionals: [0, 2],
   completions: [['stop', '@hosts'], ['@hosts']],
-  options: { build: { type: 'string' }, yes: { type: 'boolean', short: 'y' } },
+  options: { build: { type: 'string' }, yes: { type: 'boolean', short: 'y' }, timeout: { type: 'string' } },
   async run(args) {
     const [first, second] = args.positionals;
     const stopping = first === 'stop';
     if (stopping && second === undefined) throw usageError('missing HOST');
     if (!stopping && second !== undefined) throw usageError(`unexpected argument ${JSON.stringify(second)}`);
     if (!stopping && args.values.build !== undefined) throw usageError('--build goes with daemons stop');
+    // The deadline bounds each call to the relay, not the time a person takes to answer.
+    const ms = parseTimeout(args.values.timeout);
     const client = await connectRelay({ quiet: args.json });
     try {
       if (!stopping) {
-        const list = await client.daemons(first);
-        output(args, { daemons: list }, () => daemonTable(list));
-        return 0;
+        const { daemons: list, unavailable } = await withDeadline('daemons', ms, client.daemonListing(first));
+        output(args, { daemons: list, unavailable, partial: unavailable.length > 0 }, () =>
+          daemonTable(list),
+        );
+        return reportUnavailable(unavailable, args.json);
       }
       const host = second!;
       const build = args.values.build as string | undefined;
-      const d = pick(await client.daemons(host), host, build);
+      const d = pick(await withDeadline('daemons stop', ms, client.daemons(host)), host, build);
       if (d.sessions > 0 && args.values.yes !== true) {
         const what = `the daemon on ${host} (build ${d.build}, pid ${d.pid}) has ${d.sessions} session${d.sessions === 1 ? '' : 's'}; they will end`;
         if (!process.stdin.isTTY) throw usageError(`${what}: pass --yes to stop it`);
@@ -86,7 +93,7 @@ const daemons: Command = {
           return 1;
         }
       }
-      const stopped = await client.stopDaemon(host, d.build);
+      const stopped = await withDeadline('daemons stop', ms, client.stopDaemon(host, d.build));
       output(args, { stopped }, `stopped the daemon on ${host} (build ${d.build}, pid ${d.pid})`);
       return 0;
     } finally {

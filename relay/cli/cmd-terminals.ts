@@ -6,6 +6,7 @@ import { MAX_HISTORY_PAGE_BYTES } from '../../provider/wire/history-messages.js'
 import { trustHost, withHostKeyPrompt } from './cmd-hosts.js';
 import { type Command, type CommandArgs, output, table } from './command.js';
 import { withTimeouts } from './one-shot-timeout.js';
+import { reportUnavailable } from './partial-listing.js';
 import { connectRelay, describeLink, withAdoption } from './relay-connect.js';
 import { terminalArg } from './terminal-arg.js';
 
@@ -70,8 +71,8 @@ const ls: Command = {
   positionals: [0, 1],
   run: (args) =>
     withClient(args, async (c) => {
-      const terms = await c.listTerminals(args.positionals[0]);
-      output(args, { terminals: terms }, () =>
+      const { terminals: terms, unavailable } = await c.listing(args.positionals[0]);
+      output(args, { terminals: terms, unavailable, partial: unavailable.length > 0 }, () =>
         terms.length === 0
           ? 'no terminals'
           : table([
@@ -86,7 +87,7 @@ const ls: Command = {
               ]),
             ]),
       );
-      return 0;
+      return reportUnavailable(unavailable, args.json);
     }),
 };
 

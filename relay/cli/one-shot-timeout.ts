@@ -30,26 +30,30 @@ export function withTimeout(name: string, cmd: Command): Command {
     options: { ...cmd.options, timeout: { type: 'string' } },
     help: `${cmd.help ? `${cmd.help.trimEnd()}\n` : ''}  --timeout S  give up after S seconds (default ${DEFAULT_ONE_SHOT_TIMEOUT_S})\n`,
     async run(args) {
-      const ms = parseTimeout(args.values.timeout);
-      let timer: NodeJS.Timeout | undefined;
-      const expired = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              new PtyRelayError('TIMEOUT', `${name} did not finish within ${ms / 1000} s (--timeout)`, {
-                timeoutMs: ms,
-              }),
-            ),
-          ms,
-        );
-      });
-      try {
-        return await Promise.race([cmd.run(args), expired]);
-      } finally {
-        clearTimeout(timer);
-      }
+      return withDeadline(name, parseTimeout(args.values.timeout), cmd.run(args));
     },
   };
+}
+
+/** `work`, or TIMEOUT naming `name` once `ms` have passed (the `--timeout` of one step). */
+export async function withDeadline<T>(name: string, ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new PtyRelayError('TIMEOUT', `${name} did not finish within ${ms / 1000} s (--timeout)`, {
+            timeoutMs: ms,
+          }),
+        ),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** {@link withTimeout} for every command of a table. */

@@ -1,5 +1,5 @@
 import type { HostKeyInfo, HostProgress } from '../../provider/client/relay-protocol.js';
-import type { IPtyProvider } from '../../provider/contract.js';
+import type { IPtyProvider, LinkState, PtyProcessInfo } from '../../provider/contract.js';
 import type { Grant } from './grant.js';
 import type { Logger } from './log.js';
 
@@ -56,6 +56,10 @@ export interface HostRouter {
   providerFor(host: string): IPtyProvider;
   /** Every provider once (for event subscription). */
   providers(): IPtyProvider[];
+  /** The terminals `host` holds (asks its daemons; connects first when needed). */
+  listHost(host: string): Promise<PtyProcessInfo[]>;
+  /** The state of the relay's link to `host` (`idle` before first use). */
+  linkState(host: string): LinkState;
   /** Steps of connecting to hosts and deploying their stubs, as they happen. */
   onHostProgress?(listener: (p: HostProgress) => void): () => void;
   /** Host key inspection and trust of an SSH host (UNKNOWN_HOST for others). */

@@ -1,6 +1,7 @@
 import { type RelayDaemonInfo, RelayMethod } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { askHosts } from '../core/host-listing.js';
 import type { HostRouter, RpcMethodHandler } from '../core/rpc-types.js';
 import type { DaemonInfo } from '../stub-link/daemon-admin.js';
 
@@ -26,28 +27,25 @@ function optString(v: unknown, name: string): string | undefined {
 }
 
 /**
- * `ptyrelay/daemons {host?}` lists the per-user daemons of every host (a host that cannot be
- * reached is listed with its error); `ptyrelay/stopDaemon {host, build?}` ends one and its
+ * `ptyrelay/daemons {host?}` lists the per-user daemons of every host within the listing deadline
+ * (a host that cannot be reached or is slow is listed with its error); `ptyrelay/stopDaemon {host, build?}` ends one and its
  * sessions (`ptyrelay daemons stop`).
  */
 export function daemonMethods(
   router: HostRouter,
   onStopped: (stopped: DaemonInfo) => Promise<void> | void,
 ): Record<string, RpcMethodHandler> {
+  // Answers within LISTING_DEADLINE_MS; a host left out is listed with its error and named in `unavailable`.
   const daemons: RpcMethodHandler = async (_conn, params) => {
     const host = optString(params.host, 'host');
     const hosts = host ? [host] : router.hosts();
-    const lists = await Promise.all(
-      hosts.map(async (h): Promise<RelayDaemonInfo[]> => {
-        try {
-          return await adminOf(router.providerFor(h), h).daemonList(h);
-        } catch (err) {
-          if (host) throw err;
-          return [{ host: h, error: (err as Error).message }];
-        }
-      }),
-    );
-    return { daemons: lists.flat() };
+    const admins = new Map(hosts.map((h) => [h, adminOf(router.providerFor(h), h)]));
+    const answer = await askHosts(hosts, {
+      ask: (h): Promise<RelayDaemonInfo[]> => admins.get(h)!.daemonList(h),
+      stateOf: (h) => router.linkState(h),
+    });
+    const down = answer.unavailable.map((u): RelayDaemonInfo => ({ host: u.host, error: u.reason }));
+    return { daemons: [...answer.rows, ...down], unavailable: answer.unavailable };
   };
   const stop: RpcMethodHandler = async (_conn, params) => {
     const host = optString(params.host, 'host');

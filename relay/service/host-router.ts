@@ -1,5 +1,5 @@
 import type { HostProgress } from '../../provider/client/relay-protocol.js';
-import type { IPtyProvider } from '../../provider/contract.js';
+import type { IPtyProvider, LinkState } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { readinessDaemonArgs } from '../agents/agent-config.js';
@@ -19,6 +19,8 @@ export interface HostRouterOptions {
   stubPath?: string;
   /** Extra flags for daemons this relay starts, after those from the config (tests: `--state-dir`). */
   daemonArgs?: string[];
+  /** The config file the hosts come from, named in UNKNOWN_HOST. */
+  configFile?: string;
 }
 
 /**
@@ -74,18 +76,37 @@ export async function createHostRouter(
         })
       : undefined;
   const all: IPtyProvider[] = ssh ? [local, ssh] : [local];
+  /** UNKNOWN_HOST naming the config file and the hosts it has. */
+  const unknownHost = (host: string, kind = ''): PtyRelayError => {
+    const names = [LOCAL_HOST, ...sshNames];
+    const file = opts.configFile ? ` in ${opts.configFile}` : '';
+    return new PtyRelayError(
+      'UNKNOWN_HOST',
+      `no ${kind}host named ${host} is configured${file} (hosts: ${names.join(', ')})`,
+      { host, hosts: names, ...(opts.configFile ? { configFile: opts.configFile } : {}) },
+    );
+  };
   const router: HostRouter & { dispose(): Promise<void> } = {
     hosts: () => [LOCAL_HOST, ...sshNames],
     providerFor(host: string): IPtyProvider {
       if (host === LOCAL_HOST) return local;
       if (ssh && Object.hasOwn(config.hosts, host)) return ssh;
-      throw new PtyRelayError('UNKNOWN_HOST', `no host named ${host} is configured`, { host });
+      throw unknownHost(host);
     },
     providers: () => [...all],
+    listHost(host: string) {
+      if (host === LOCAL_HOST) return local.listHost(host);
+      if (ssh && Object.hasOwn(config.hosts, host)) return ssh.listHost(host);
+      return Promise.reject(unknownHost(host));
+    },
+    linkState(host: string): LinkState {
+      if (host === LOCAL_HOST) return local.linkState(host);
+      if (ssh && Object.hasOwn(config.hosts, host)) return ssh.linkState(host);
+      return { state: 'idle' };
+    },
     onHostProgress: (listener) => progress.on(listener),
     hostKeys(host: string) {
-      if (!ssh || !Object.hasOwn(config.hosts, host))
-        throw new PtyRelayError('UNKNOWN_HOST', `no SSH host named ${host} is configured`, { host });
+      if (!ssh || !Object.hasOwn(config.hosts, host)) throw unknownHost(host, 'SSH ');
       return {
         inspect: () => ssh.inspectHostKey(host),
         trust: (fingerprint, replace) => ssh.trustHostKey(host, fingerprint, replace),
@@ -98,4 +119,35 @@ export async function createHostRouter(
   // Created now, so output is acknowledged (free run) even before any consumer attaches.
   creditFor(router);
   return router;
+}
+
+/**
+ * A router over fixed providers by host name, first host first (the bench, tests, embedders that
+ * build their own providers): a host's terminals are its provider's, filtered by host.
+ */
+export function routerOver(byHost: Record<string, IPtyProvider>): HostRouter {
+  const names = Object.keys(byHost);
+  const providerFor = (host: string): IPtyProvider => {
+    const p = Object.hasOwn(byHost, host) ? byHost[host] : undefined;
+    if (!p)
+      throw new PtyRelayError(
+        'UNKNOWN_HOST',
+        `no host named ${host} is configured (hosts: ${names.join(', ')})`,
+        {
+          host,
+          hosts: names,
+        },
+      );
+    return p;
+  };
+  return {
+    hosts: () => [...names],
+    providerFor,
+    providers: () => [...new Set(Object.values(byHost))],
+    listHost: async (host) => (await providerFor(host).listProcesses()).filter((t) => t.host === host),
+    linkState: (host) =>
+      (providerFor(host) as IPtyProvider & { linkState?(h: string): LinkState }).linkState?.(host) ?? {
+        state: 'idle',
+      },
+  };
 }

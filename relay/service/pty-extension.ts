@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { relayParamsSchemas } from '../../provider/client/relay-params.js';
 import {
   type HelloResult,
+  type HostUnavailable,
   RELAY_API_VERSION,
   RelayMethod,
   RelayNotification,
@@ -10,6 +11,7 @@ import type { IPtyProvider, LinkState, PtySpawnResult } from '../../provider/con
 import { PtyRelayError } from '../../provider/errors.js';
 import { parseMessage } from '../../provider/wire/parse-message.js';
 import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead } from '../core/grant.js';
+import { askHosts } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter, RpcExtension, RpcMethodHandler } from '../core/rpc-types.js';
 import { backgroundFor } from '../terminals/background-votes.js';
@@ -232,37 +234,46 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     return { api: RELAY_API_VERSION, serverInstanceId, clientId, input };
   };
 
+  /** Hosts whose last listing failed while their link stayed idle (e.g. a key not trusted yet). */
+  const listFailures = new Map<string, HostUnavailable>();
+  /** Link state of a host as `hosts` reports it: a failure the link did not record shows as lost. */
+  const linkStateOf = (name: string): LinkState => {
+    const s = linkStates.get(name) ?? router.linkState(name);
+    const f = listFailures.get(name);
+    return s.state === 'idle' && f
+      ? { state: 'lost', reason: f.reason, ...(f.cause ? { cause: f.cause } : {}) }
+      : s;
+  };
+
+  // Answers within LISTING_DEADLINE_MS with the hosts that answered, naming the others.
   const list: RpcMethodHandler = async (conn, params) => {
     const { host } = parseMessage(relayParamsSchemas.list, params, 'list', 'INVALID_ARGUMENT');
     if (host) needHost(conn.grant, host);
-    const providers = host ? [providerOf(host)] : router.providers();
-    const lists = await Promise.all(
-      providers.map((p) =>
-        p.listProcesses().catch((err) => {
-          if (host) throw err;
-          log?.warn({ err: (err as Error).message }, 'cannot list a provider');
-          return [];
-        }),
-      ),
-    );
-    const terminals = lists
-      .flat()
-      .filter((t) => (!host || t.host === host) && canRead(conn.grant, t.id))
+    const hosts = host ? [host] : router.hosts().filter((h) => canSeeHost(conn.grant, h));
+    for (const h of hosts) providerOf(h);
+    const answer = await askHosts(hosts, {
+      ask: (h) => router.listHost(h),
+      stateOf: (h) => router.linkState(h),
+    });
+    for (const h of hosts) listFailures.delete(h);
+    for (const u of answer.unavailable) {
+      if (router.linkState(u.host).state === 'idle') listFailures.set(u.host, u);
+      log?.warn({ host: u.host, status: u.status, reason: u.reason }, 'host left out of a listing');
+    }
+    const terminals = answer.rows
+      .filter((t) => canRead(conn.grant, t.id))
       .map((t) => {
         const r = registry.find(t.id);
         return r ? { ...t, owner: claimHolder(r.claim) } : t;
       });
-    return { terminals };
+    return { terminals, unavailable: answer.unavailable };
   };
 
   const hosts: RpcMethodHandler = async (conn) => ({
     hosts: router
       .hosts()
       .filter((name) => canSeeHost(conn.grant, name))
-      .map((name) => {
-        const p = providerOf(name) as IPtyProvider & { linkState?: (h: string) => LinkState };
-        return { name, state: linkStates.get(name) ?? p.linkState?.(name) ?? { state: 'idle' } };
-      }),
+      .map((name) => ({ name, state: linkStateOf(name) })),
   });
 
   const methods: Record<string, RpcMethodHandler> = {

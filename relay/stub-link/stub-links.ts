@@ -142,7 +142,7 @@ export abstract class StubLinks {
   }
 
   /** Sessions of a host: its current daemon's and those of older builds still running. */
-  protected listHost(host: string): Promise<PtyProcessInfo[]> {
+  listHost(host: string): Promise<PtyProcessInfo[]> {
     return this.daemons.list(host);
   }
 

@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { RelayClient } from '../../provider/client/relay-client.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
+import { routerOver } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
 import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
@@ -103,11 +104,7 @@ describe.skipIf(!available)('TLS and the listen address', { timeout: 120_000 }, 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const router = () => ({
-    hosts: () => ['local'],
-    providerFor: () => provider,
-    providers: () => [provider],
-  });
+  const router = () => routerOver({ local: provider });
 
   it('serves wss and https with a self-signed certificate; a client trusting it drives a terminal', async () => {
     const registry = new TerminalRegistry();

@@ -1,9 +1,8 @@
 import { RelayClient, type RelayClientOptions } from '../../provider/client/relay-client.js';
-import { PtyRelayError } from '../../provider/errors.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { type RelayLimits, validateConfig } from '../../relay/service/config.js';
 import { createHostKeyExtension } from '../../relay/service/host-key-extension.js';
-import { createHostRouter } from '../../relay/service/host-router.js';
+import { createHostRouter, routerOver } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import {
   type RelayServer,
@@ -37,15 +36,7 @@ export interface RelayFixture {
  */
 function manualAckRouter(runtimeDir: string): RelayFixture['router'] {
   const local = new LocalPtyProvider({ runtimeDir, link: { manualAck: true } });
-  return {
-    hosts: () => ['local'],
-    providerFor(host: string) {
-      if (host !== 'local') throw new PtyRelayError('UNKNOWN_HOST', `no host named ${host}`);
-      return local;
-    },
-    providers: () => [local],
-    dispose: () => local.dispose(),
-  };
+  return { ...routerOver({ local }), dispose: () => local.dispose() };
 }
 
 /**

@@ -14,6 +14,7 @@ import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { ActionEnvelope } from '../../relay/ahp/types.js';
 import type { HostRouter } from '../../relay/core/rpc-types.js';
+import { routerOver } from '../../relay/service/host-router.js';
 
 /** A JSON-RPC error as received. */
 export interface RpcErrorReply {
@@ -241,13 +242,5 @@ export class FakeProvider implements Partial<IPtyProvider> {
 
 /** A router whose only host `local` is served by `p`. */
 export function fakeRouter(p: FakeProvider): HostRouter {
-  const provider = p as unknown as IPtyProvider;
-  return {
-    hosts: () => ['local'],
-    providerFor: (h) => {
-      if (h !== 'local') throw new PtyRelayError('UNKNOWN_HOST', `no host named ${h} is configured`);
-      return provider;
-    },
-    providers: () => [provider],
-  };
+  return routerOver({ local: p as unknown as IPtyProvider });
 }

@@ -1,0 +1,143 @@
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
+import { allOf, rootAvailable } from '../support/capabilities.js';
+import { runCli } from '../support/cli-runner.js';
+import { waitFor } from '../support/local-daemon.js';
+import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
+import { hostFor, relayHome } from '../support/ssh-fixture.js';
+import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
+
+const available = allOf(sshdAvailable(), rootAvailable('throwaway login users'));
+
+/** Login users of this file's own (their daemons are nobody else's); removed after. */
+const USER_UP = 'ptyrelay-t52-up';
+const USER_DOWN = 'ptyrelay-t52-down';
+/** What a listing must answer within (the 2 s figure is the bench's; a CLI start takes ~1 s). */
+const ANSWER_MS = 5000;
+
+describe.skipIf(!available)('one host down never blocks the rest', { timeout: 180_000 }, () => {
+  let up: SshdInstance;
+  let down: SshdInstance;
+  let fx: RelayFixture;
+  let home: ReturnType<typeof relayHome>;
+  let env: NodeJS.ProcessEnv;
+  const ids: Record<string, string> = {};
+
+  const timed = async (args: string[]) => {
+    const t0 = Date.now();
+    const r = await runCli(args, env);
+    return { ...r, ms: Date.now() - t0 };
+  };
+
+  beforeAll(async () => {
+    home = relayHome();
+    up = await startSshd({ user: USER_UP });
+    down = await startSshd({ user: USER_DOWN });
+    const emptyKnownHosts = join(home.home, 'known_hosts_empty');
+    writeFileSync(emptyKnownHosts, '');
+    fx = await startRelay({
+      config: {
+        hosts: {
+          up: hostFor(up),
+          down: hostFor(down),
+          // The same machine as `up`, under a name whose key nobody has trusted yet.
+          fresh: hostFor(up, { knownHostsFile: emptyKnownHosts }),
+        },
+      },
+    });
+    env = { ...process.env, PTYRELAY_URL: fx.url, PTYRELAY_TOKEN: TEST_TOKEN, HOME: fx.local.home };
+    delete env.PTYRELAY_CLIENT_ID;
+    for (const host of ['local', 'up', 'down']) {
+      const r = await runCli(['open', host, '--', 'sleep', '300'], env);
+      expect(r.code, r.stderr).toBe(0);
+      ids[host] = r.stdout.trim();
+    }
+    // The host goes away as a machine does: its processes (the daemon, its terminals) end, then sshd.
+    spawnSync('pkill', ['-KILL', '-u', USER_DOWN], { stdio: 'ignore' });
+    await down.stop();
+    await waitFor(
+      () => fx.router.linkState('down').state === 'reconnecting',
+      30_000,
+      'the link to the stopped host to retry',
+    );
+  });
+  afterAll(async () => {
+    await (fx?.router.providerFor('up') as SshPtyProvider | undefined)?.shutdownDaemon('up').catch(() => {});
+    await fx?.cleanup();
+    await up?.stop();
+    await down?.stop();
+    home?.cleanup();
+    for (const u of [USER_UP, USER_DOWN]) spawnSync('userdel', ['-r', u], { stdio: 'ignore' });
+  });
+
+  it('`ls` lists the live terminals at once, names the down and the untrusted host, exits 3', async () => {
+    const r = await timed(['ls']);
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.ms).toBeLessThan(ANSWER_MS);
+    expect(r.stdout).toContain(ids.local);
+    expect(r.stdout).toContain(ids.up);
+    expect(r.stdout).not.toContain('down/');
+    expect(r.stderr).toMatch(/left out down: unreachable: .*(ECONNREFUSED|refused|closed)/);
+    expect(r.stderr).toMatch(/left out fresh: untrusted: .*SHA256:.*\(run: ptyrelay hosts trust fresh\)/);
+
+    const j = await timed(['ls', '--json']);
+    expect(j.code).toBe(3);
+    const listing = JSON.parse(j.stdout);
+    expect(listing.partial).toBe(true);
+    const byHost = Object.fromEntries(listing.unavailable.map((u: { host: string }) => [u.host, u]));
+    expect(byHost.down.status).toBe('unreachable');
+    expect(byHost.fresh).toMatchObject({ status: 'untrusted', fix: 'ptyrelay hosts trust fresh' });
+    expect(byHost.fresh.fingerprint).toMatch(/^SHA256:/);
+    expect(listing.terminals.map((t: { id: string }) => t.id).sort()).toEqual([ids.local, ids.up].sort());
+  });
+
+  it('`ls HOST` of the live host is complete (exit 0); of the down host, partial at once', async () => {
+    const live = await timed(['ls', 'up']);
+    expect(live.code, live.stderr).toBe(0);
+    expect(live.stdout).toContain(ids.up);
+    const gone = await timed(['ls', 'down']);
+    expect(gone.code).toBe(3);
+    expect(gone.ms).toBeLessThan(ANSWER_MS);
+    expect(gone.stderr).toContain('left out down: unreachable');
+  });
+
+  it('`daemons` answers within its deadline with the live daemons and the down host named', async () => {
+    const r = await timed(['daemons']);
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.ms).toBeLessThan(ANSWER_MS);
+    expect(r.stdout).toMatch(/^local\s+\S+\s+\d+/m);
+    expect(r.stdout).toMatch(/^up\s+\S+\s+\d+/m);
+    expect(r.stdout).toMatch(/^down\s+-.*unreachable/m);
+    expect(r.stderr).toContain('left out down: unreachable');
+    const one = await timed(['daemons', 'down']);
+    expect(one.code).toBe(3);
+    expect(one.ms).toBeLessThan(ANSWER_MS);
+  });
+
+  it('`hosts` shows the untrusted host with its cause once a listing met it', async () => {
+    const r = await timed(['hosts']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^down\s+reconnecting \(attempt \d+/m);
+    expect(r.stdout).toMatch(/^fresh\s+lost: .*ptyrelay hosts trust fresh/m);
+    expect(r.stdout).toMatch(/^up\s+connected/m);
+  });
+
+  it('a bare id is answered from what the hosts that answered hold, without waiting on the rest', async () => {
+    const bare = ids.up!.slice(ids.up!.indexOf('/') + 1);
+    const r = await timed(['read', bare]);
+    expect(r.code).toBe(2);
+    expect(r.ms).toBeLessThan(ANSWER_MS);
+    expect(r.stderr).toContain(`terminal ids are HOST/ID: ${bare} matches`);
+    expect(r.stderr).toContain(ids.up);
+  });
+
+  it('UNKNOWN_HOST names the hosts the relay has', async () => {
+    const r = await timed(['open', 'sshbox']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('UNKNOWN_HOST: no host named sshbox is configured');
+    expect(r.stderr).toContain('(hosts: local, up, down, fresh)');
+  });
+});
