@@ -1,5 +1,6 @@
-import type { Unsubscribe } from '../../provider/contract.js';
+import type { IPtyProvider, Unsubscribe } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { eachProvider } from '../core/each-provider.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter } from '../core/rpc-types.js';
 import { backgroundFor, type RouterBackground } from '../terminals/background-votes.js';
@@ -82,25 +83,27 @@ export class AhpHub {
   }
 
   private subscribe(): void {
-    for (const p of this.router.providers()) {
-      this.offs.push(
-        p.onData((e) => this.feed(e.id, e.incarnationId, { kind: 'data', seq: e.seq, data: e.data })),
-        p.onFact((e) => this.feed(e.id, e.incarnationId, { kind: 'fact', seq: e.seq, fact: e.fact })),
-        p.onExit((e) => this.feed(e.id, e.incarnationId, { kind: 'exit', exitCode: e.exitCode })),
-      );
-      if (p.onReattach) {
-        this.offs.push(
-          p.onReattach((e) =>
-            this.feed(e.id, e.incarnationId, {
-              kind: 'reset',
-              snapshot: e.snapshot,
-              expired: e.sessionExpired,
-            }),
-          ),
-        );
-      }
-    }
+    this.offs.push(eachProvider(this.router, (p) => this.subscribeTo(p)));
     this.offs.push(this.registry.changed.on(() => this.syncRegistry()));
+  }
+
+  private subscribeTo(p: IPtyProvider): void {
+    this.offs.push(
+      p.onData((e) => this.feed(e.id, e.incarnationId, { kind: 'data', seq: e.seq, data: e.data })),
+      p.onFact((e) => this.feed(e.id, e.incarnationId, { kind: 'fact', seq: e.seq, fact: e.fact })),
+      p.onExit((e) => this.feed(e.id, e.incarnationId, { kind: 'exit', exitCode: e.exitCode })),
+    );
+    if (p.onReattach) {
+      this.offs.push(
+        p.onReattach((e) =>
+          this.feed(e.id, e.incarnationId, {
+            kind: 'reset',
+            snapshot: e.snapshot,
+            expired: e.sessionExpired,
+          }),
+        ),
+      );
+    }
   }
 
   private feed(id: string, incarnationId: string, item: Parameters<TerminalChannel['push']>[0]): void {

@@ -60,6 +60,8 @@ export interface HostRouter {
   listHost(host: string): Promise<PtyProcessInfo[]>;
   /** The state of the relay's link to `host` (`idle` before first use). */
   linkState(host: string): LinkState;
+  /** A provider joined `providers()` (a config reload brought the first SSH host). */
+  onProviderAdded?(listener: (p: IPtyProvider) => void): () => void;
   /** Steps of connecting to hosts and deploying their stubs, as they happen. */
   onHostProgress?(listener: (p: HostProgress) => void): () => void;
   /** Host key inspection and trust of an SSH host (UNKNOWN_HOST for others). */

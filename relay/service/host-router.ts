@@ -1,13 +1,13 @@
 import type { HostProgress } from '../../provider/client/relay-protocol.js';
-import type { IPtyProvider, LinkState } from '../../provider/contract.js';
+import type { IPtyProvider, LinkState, PtyProcessInfo, Unsubscribe } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { readinessDaemonArgs } from '../agents/agent-config.js';
 import { historyDaemonArgs } from '../core/history-config.js';
 import type { Logger } from '../core/log.js';
-import type { HostRouter } from '../core/rpc-types.js';
+import type { HostKeyAdmin, HostRouter } from '../core/rpc-types.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
-import type { SshPtyProvider } from '../ssh/ssh-pty-provider.js';
+import type { SshHostConfig, SshPtyProvider } from '../ssh/ssh-pty-provider.js';
 import { creditFor } from '../terminals/terminal-credit.js';
 import { LOCAL_HOST, type RelayConfig } from './config.js';
 
@@ -23,102 +23,183 @@ export interface HostRouterOptions {
   configFile?: string;
 }
 
+/** What a config reload did to the SSH hosts. */
+export interface HostsChange {
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
+
 /**
  * Routes host names to providers: `local` to a LocalPtyProvider, every configured SSH host to
  * one shared SshPtyProvider. Daemons this relay starts keep `limits.ringBytes` of output per
  * session. Nothing connects until a host is first used, and the SSH stack (ssh2) is loaded only
- * when an SSH host is configured.
+ * when an SSH host is configured. `applyHosts` takes a reloaded config's hosts: links to
+ * unchanged hosts are kept.
  */
-export async function createHostRouter(
-  config: RelayConfig,
-  opts: HostRouterOptions = {},
-): Promise<HostRouter & { dispose(): Promise<void> }> {
-  const f = config.flowControl;
-  const daemonArgs = [
-    ...['--ring-bytes', String(config.limits.ringBytes)],
-    ...['--background-ring-bytes', String(config.limits.backgroundRingBytes)],
-    ...['--credit-window', String(f.creditWindow)],
-    ...['--credit-window-max', String(f.creditWindowMax)],
-    ...['--keep-tail', String(f.keepTailBytes)],
-    ...['--pending-cap', String(f.stubPendingCap)],
-    ...(config.agents ? readinessDaemonArgs(config.agents) : []),
-    ...historyDaemonArgs(config.history),
-    ...(opts.daemonArgs ?? []),
-  ];
-  // The service acknowledges output for its consumers (relay/service/terminal-credit.ts), so a
-  // program is paused only when every consumer that watches it is behind.
-  const link = { manualAck: true, maxInputAgeMs: config.input.maxQueueAgeMs };
-  const local = new LocalPtyProvider({
-    link,
-    runtimeDir: opts.localRuntimeDir,
-    // Not `host`: the host link adds that key to its own lines (pino would write it twice).
-    log: opts.log?.child({ provider: LOCAL_HOST }),
-    daemonArgs,
-    stubPath: opts.stubPath,
-  });
-  const sshNames = Object.keys(config.hosts);
-  const progress = new Emitter<HostProgress>();
-  const ssh: SshPtyProvider | undefined =
-    sshNames.length > 0
-      ? new (await import('../ssh/ssh-pty-provider.js')).SshPtyProvider({
-          link,
-          hosts: config.hosts,
-          log: opts.log?.child({ provider: 'ssh' }),
-          daemonArgs,
-          stubPath: opts.stubPath,
-          onProgress: (host, p) =>
-            progress.emit({
-              host,
-              step: p.step,
-              message: p.message,
-              ...('bytes' in p && p.bytes !== undefined ? { bytes: p.bytes, totalBytes: p.totalBytes } : {}),
-            }),
-        })
-      : undefined;
-  const all: IPtyProvider[] = ssh ? [local, ssh] : [local];
+export class ConfigHostRouter implements HostRouter {
+  private readonly local: LocalPtyProvider;
+  private ssh: SshPtyProvider | undefined;
+  private sshHosts: Record<string, SshHostConfig>;
+  private readonly progress = new Emitter<HostProgress>();
+  private readonly providerAdded = new Emitter<IPtyProvider>();
+  private readonly hostsChanged = new Emitter<HostsChange>();
+  private readonly link: { manualAck: boolean; maxInputAgeMs: number };
+  private readonly daemonArgs: string[];
+
+  constructor(
+    config: RelayConfig,
+    private readonly opts: HostRouterOptions = {},
+  ) {
+    const f = config.flowControl;
+    this.daemonArgs = [
+      ...['--ring-bytes', String(config.limits.ringBytes)],
+      ...['--background-ring-bytes', String(config.limits.backgroundRingBytes)],
+      ...['--credit-window', String(f.creditWindow)],
+      ...['--credit-window-max', String(f.creditWindowMax)],
+      ...['--keep-tail', String(f.keepTailBytes)],
+      ...['--pending-cap', String(f.stubPendingCap)],
+      ...(config.agents ? readinessDaemonArgs(config.agents) : []),
+      ...historyDaemonArgs(config.history),
+      ...(opts.daemonArgs ?? []),
+    ];
+    // The service acknowledges output for its consumers (relay/terminals/terminal-credit.ts), so a
+    // program is paused only when every consumer that watches it is behind.
+    this.link = { manualAck: true, maxInputAgeMs: config.input.maxQueueAgeMs };
+    this.local = new LocalPtyProvider({
+      link: this.link,
+      runtimeDir: opts.localRuntimeDir,
+      // Not `host`: the host link adds that key to its own lines (pino would write it twice).
+      log: opts.log?.child({ provider: LOCAL_HOST }),
+      daemonArgs: this.daemonArgs,
+      stubPath: opts.stubPath,
+    });
+    this.sshHosts = { ...config.hosts };
+  }
+
+  /** Loads the SSH stack and creates its provider when the config has SSH hosts. */
+  async start(): Promise<this> {
+    if (Object.keys(this.sshHosts).length > 0) await this.sshProvider();
+    // Created now, so output is acknowledged (free run) even before any consumer attaches.
+    creditFor(this);
+    return this;
+  }
+
+  private async sshProvider(): Promise<SshPtyProvider> {
+    if (this.ssh) return this.ssh;
+    const { SshPtyProvider } = await import('../ssh/ssh-pty-provider.js');
+    this.ssh ??= new SshPtyProvider({
+      link: this.link,
+      hosts: this.sshHosts,
+      log: this.opts.log?.child({ provider: 'ssh' }),
+      daemonArgs: this.daemonArgs,
+      stubPath: this.opts.stubPath,
+      onProgress: (host, p) =>
+        this.progress.emit({
+          host,
+          step: p.step,
+          message: p.message,
+          ...('bytes' in p && p.bytes !== undefined ? { bytes: p.bytes, totalBytes: p.totalBytes } : {}),
+        }),
+    });
+    this.providerAdded.emit(this.ssh);
+    return this.ssh;
+  }
+
+  /**
+   * Takes the SSH hosts of a reloaded config: added hosts can be used at once, removed ones are
+   * gone (their terminals keep running on the host), changed ones reconnect with their new
+   * settings; unchanged hosts keep their links.
+   */
+  async applyHosts(hosts: Record<string, SshHostConfig>): Promise<HostsChange> {
+    let change: HostsChange;
+    if (this.ssh) change = this.ssh.setHosts(hosts);
+    else {
+      // The first SSH hosts: the provider starts with them.
+      this.sshHosts = { ...hosts };
+      if (Object.keys(hosts).length > 0) await this.sshProvider();
+      change = { added: Object.keys(hosts), removed: [], changed: [] };
+    }
+    this.sshHosts = { ...hosts };
+    if (change.added.length + change.removed.length + change.changed.length > 0)
+      this.hostsChanged.emit(change);
+    return change;
+  }
+
+  /** Called after a reload changed the hosts. */
+  onHostsChanged(listener: (c: HostsChange) => void): Unsubscribe {
+    return this.hostsChanged.on(listener);
+  }
+
+  private isSsh(host: string): boolean {
+    return this.ssh !== undefined && Object.hasOwn(this.sshHosts, host);
+  }
+
   /** UNKNOWN_HOST naming the config file and the hosts it has. */
-  const unknownHost = (host: string, kind = ''): PtyRelayError => {
-    const names = [LOCAL_HOST, ...sshNames];
-    const file = opts.configFile ? ` in ${opts.configFile}` : '';
+  private unknownHost(host: string, kind = ''): PtyRelayError {
+    const names = this.hosts();
+    const file = this.opts.configFile ? ` in ${this.opts.configFile}` : '';
     return new PtyRelayError(
       'UNKNOWN_HOST',
       `no ${kind}host named ${host} is configured${file} (hosts: ${names.join(', ')})`,
-      { host, hosts: names, ...(opts.configFile ? { configFile: opts.configFile } : {}) },
+      { host, hosts: names, ...(this.opts.configFile ? { configFile: this.opts.configFile } : {}) },
     );
-  };
-  const router: HostRouter & { dispose(): Promise<void> } = {
-    hosts: () => [LOCAL_HOST, ...sshNames],
-    providerFor(host: string): IPtyProvider {
-      if (host === LOCAL_HOST) return local;
-      if (ssh && Object.hasOwn(config.hosts, host)) return ssh;
-      throw unknownHost(host);
-    },
-    providers: () => [...all],
-    listHost(host: string) {
-      if (host === LOCAL_HOST) return local.listHost(host);
-      if (ssh && Object.hasOwn(config.hosts, host)) return ssh.listHost(host);
-      return Promise.reject(unknownHost(host));
-    },
-    linkState(host: string): LinkState {
-      if (host === LOCAL_HOST) return local.linkState(host);
-      if (ssh && Object.hasOwn(config.hosts, host)) return ssh.linkState(host);
-      return { state: 'idle' };
-    },
-    onHostProgress: (listener) => progress.on(listener),
-    hostKeys(host: string) {
-      if (!ssh || !Object.hasOwn(config.hosts, host)) throw unknownHost(host, 'SSH ');
-      return {
-        inspect: () => ssh.inspectHostKey(host),
-        trust: (fingerprint, replace) => ssh.trustHostKey(host, fingerprint, replace),
-      };
-    },
-    async dispose() {
-      await Promise.allSettled(all.map((p) => p.dispose()));
-    },
-  };
-  // Created now, so output is acknowledged (free run) even before any consumer attaches.
-  creditFor(router);
-  return router;
+  }
+
+  hosts(): string[] {
+    return [LOCAL_HOST, ...Object.keys(this.sshHosts)];
+  }
+
+  providerFor(host: string): IPtyProvider {
+    if (host === LOCAL_HOST) return this.local;
+    if (this.isSsh(host)) return this.ssh!;
+    throw this.unknownHost(host);
+  }
+
+  providers(): IPtyProvider[] {
+    return this.ssh ? [this.local, this.ssh] : [this.local];
+  }
+
+  onProviderAdded(listener: (p: IPtyProvider) => void): Unsubscribe {
+    return this.providerAdded.on(listener);
+  }
+
+  listHost(host: string): Promise<PtyProcessInfo[]> {
+    if (host === LOCAL_HOST) return this.local.listHost(host);
+    if (this.isSsh(host)) return this.ssh!.listHost(host);
+    return Promise.reject(this.unknownHost(host));
+  }
+
+  linkState(host: string): LinkState {
+    if (host === LOCAL_HOST) return this.local.linkState(host);
+    if (this.isSsh(host)) return this.ssh!.linkState(host);
+    return { state: 'idle' };
+  }
+
+  onHostProgress(listener: (p: HostProgress) => void): Unsubscribe {
+    return this.progress.on(listener);
+  }
+
+  hostKeys(host: string): HostKeyAdmin {
+    if (!this.isSsh(host)) throw this.unknownHost(host, 'SSH ');
+    const ssh = this.ssh!;
+    return {
+      inspect: () => ssh.inspectHostKey(host),
+      trust: (fingerprint, replace) => ssh.trustHostKey(host, fingerprint, replace),
+    };
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.allSettled(this.providers().map((p) => p.dispose()));
+  }
+}
+
+/** A started {@link ConfigHostRouter} for `config`. */
+export function createHostRouter(
+  config: RelayConfig,
+  opts: HostRouterOptions = {},
+): Promise<ConfigHostRouter> {
+  return new ConfigHostRouter(config, opts).start();
 }
 
 /**

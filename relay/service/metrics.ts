@@ -1,5 +1,6 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { LinkState, Unsubscribe } from '../../provider/contract.js';
+import { eachProvider } from '../core/each-provider.js';
 import type { HostRouter } from '../core/rpc-types.js';
 import { creditFor } from '../terminals/terminal-credit.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
@@ -103,10 +104,12 @@ export class RelayMetrics {
       labelNames: ['host'],
       registers: [this.registry],
     });
-    for (const p of router.providers()) {
-      const off = p.onLinkState?.((e) => this.onLinkState(e.host, e.state));
-      if (off) this.offs.push(off);
-    }
+    this.offs.push(
+      eachProvider(router, (p) => {
+        const off = p.onLinkState?.((e) => this.onLinkState(e.host, e.state));
+        if (off) this.offs.push(off);
+      }),
+    );
   }
 
   /** Counts `conn`'s queued bytes in the buffered-bytes gauges until it closes. */

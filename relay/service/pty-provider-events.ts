@@ -8,6 +8,7 @@
  */
 import { RelayNotification } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider, LinkState } from '../../provider/contract.js';
+import { eachProvider } from '../core/each-provider.js';
 import { canSeeHost } from '../core/grant.js';
 import type { HostRouter } from '../core/rpc-types.js';
 import type { RouterBackground } from '../terminals/background-votes.js';
@@ -78,7 +79,7 @@ export function providerEvents(deps: {
       }
     });
   }
-  for (const p of router.providers()) subscribe(p);
+  eachProvider(router, subscribe);
   router.onHostProgress?.((p) => {
     for (const cs of conns)
       if (cs.clientId && canSeeHost(cs.conn.grant, p.host)) cs.conn.notify(RelayNotification.hostProgress, p);

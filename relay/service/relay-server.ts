@@ -68,6 +68,8 @@ export interface RelayServer {
   port: number;
   /** `http://HOST:PORT` (`https://` with TLS) */
   httpUrl: string;
+  /** The web page is served at `httpUrl/` (it was built). */
+  webServed: boolean;
   /** Who may do what (the startup token and the scoped ones). */
   auth: TokenAuthority;
   /** The installed AHP extension (tests, diagnostics). */
@@ -279,6 +281,7 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
   return {
     url: `${tls ? 'wss' : 'ws'}://${hostForUrl}:${port}`,
     httpUrl: `${scheme}://${hostForUrl}:${port}`,
+    webServed: web !== undefined,
     port,
     ahp,
     auth,

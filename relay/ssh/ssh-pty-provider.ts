@@ -75,14 +75,12 @@ export class SshPtyProvider extends StubBackedProvider {
   protected override readonly reconnectAttempts = RACING_RECONNECT_ATTEMPTS;
   protected override readonly failFirstContact = true;
 
-  constructor(private readonly opts: SshPtyProviderOptions) {
+  constructor(private opts: SshPtyProviderOptions) {
     super();
     const names = Object.keys(opts.hosts);
     if (names.length === 0)
       throw new PtyRelayError('CONFIG_INVALID', 'SshPtyProvider needs at least one host');
-    for (const n of names) {
-      if (n.includes('/')) throw new PtyRelayError('CONFIG_INVALID', `host name ${n} must not contain '/'`);
-    }
+    checkHostNames(names);
     this.defaultHost = names[0];
     this.log = opts.log ?? createLogger({ name: 'ptyrelay-ssh' });
     if (opts.link) this.linkPolicy = opts.link;
@@ -91,6 +89,42 @@ export class SshPtyProvider extends StubBackedProvider {
 
   get hostNames(): string[] {
     return Object.keys(this.opts.hosts);
+  }
+
+  /**
+   * Replaces the configured hosts (a config reload). A removed host's links close (its terminals
+   * keep running in its daemon; adding it back finds them); a changed host's connection closes
+   * and its link reconnects with the new settings, re-attaching its sessions as after an outage;
+   * unchanged hosts keep their links.
+   */
+  setHosts(hosts: Record<string, SshHostConfig>): { added: string[]; removed: string[]; changed: string[] } {
+    checkHostNames(Object.keys(hosts));
+    const before = this.opts.hosts;
+    const added = Object.keys(hosts).filter((h) => !Object.hasOwn(before, h));
+    const removed = Object.keys(before).filter((h) => !Object.hasOwn(hosts, h));
+    const changed = Object.keys(hosts).filter(
+      (h) => Object.hasOwn(before, h) && JSON.stringify(before[h]) !== JSON.stringify(hosts[h]),
+    );
+    this.opts = { ...this.opts, hosts: { ...hosts } };
+    for (const h of removed) this.closeHost(h, true);
+    for (const h of changed) this.closeHost(h, false);
+    return { added, removed, changed };
+  }
+
+  /** Closes `host`'s SSH connection and forgets how it was reached; `forget` also ends its links. */
+  private closeHost(host: string, forget: boolean): void {
+    this.deployed.delete(host);
+    this.knownSocket.delete(host);
+    this.uploadMethods.delete(host);
+    this.links.get(host)?.ssh.close();
+    this.links.delete(host);
+    if (forget) {
+      for (const key of [...this.hostLinks.keys()]) {
+        if (key !== host && !key.startsWith(`${host}#`)) continue;
+        this.hostLinks.get(key)?.close();
+        this.hostLinks.delete(key);
+      }
+    } else this.dropLink(host);
   }
 
   /** How the host's link is carried, when connected. */
@@ -384,6 +418,12 @@ export class SshPtyProvider extends StubBackedProvider {
     this.disposeLinks();
     for (const l of this.links.values()) l.ssh.close();
     this.links.clear();
+  }
+}
+
+function checkHostNames(names: string[]): void {
+  for (const n of names) {
+    if (n.includes('/')) throw new PtyRelayError('CONFIG_INVALID', `host name ${n} must not contain '/'`);
   }
 }
 

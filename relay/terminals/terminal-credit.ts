@@ -1,4 +1,5 @@
 import type { IPtyProvider, PtyDataEvent, Unsubscribe } from '../../provider/contract.js';
+import { eachProvider } from '../core/each-provider.js';
 import type { HostRouter } from '../core/rpc-types.js';
 
 /**
@@ -168,7 +169,9 @@ const byRouter = new WeakMap<HostRouter, TerminalCredit>();
 export function creditFor(router: HostRouter): TerminalCredit {
   let c = byRouter.get(router);
   if (!c) {
-    c = new TerminalCredit().watch(router.providers());
+    const credit = new TerminalCredit();
+    eachProvider(router, (p) => credit.watch([p]));
+    c = credit;
     byRouter.set(router, c);
   }
   return c;

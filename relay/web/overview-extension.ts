@@ -1,5 +1,6 @@
 import type { Unsubscribe } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { eachProvider } from '../core/each-provider.js';
 import { canRead, needWrite } from '../core/grant.js';
 import type { HostRouter, RpcConnection, RpcExtension } from '../core/rpc-types.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
@@ -41,13 +42,15 @@ export function createOverviewExtension(opts: {
   let lastTick = Date.now();
   let debounce: NodeJS.Timeout | undefined;
 
-  for (const p of router.providers()) {
-    offs.push(
-      p.onData((e) => summaries.data(e.id, e.incarnationId, e.data.length)),
-      p.onFact((e) => summaries.fact(e.id, e.incarnationId, e.fact)),
-      p.onBackgroundStreamEvent((e) => summaries.background(e)),
-    );
-  }
+  offs.push(
+    eachProvider(router, (p) =>
+      offs.push(
+        p.onData((e) => summaries.data(e.id, e.incarnationId, e.data.length)),
+        p.onFact((e) => summaries.fact(e.id, e.incarnationId, e.fact)),
+        p.onBackgroundStreamEvent((e) => summaries.background(e)),
+      ),
+    ),
+  );
 
   const current = (): TerminalSummary[] => summaries.list(registry.list());
   /** What one connection's token may see of the overview. */

@@ -1,0 +1,135 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allOf, rootAvailable } from '../support/capabilities.js';
+import { CLI_MAIN, runCli } from '../support/cli-runner.js';
+import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
+import { waitFor } from '../support/local-daemon.js';
+import { hostFor } from '../support/ssh-fixture.js';
+import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
+
+const available = allOf(sshdAvailable(), rootAvailable('a throwaway login user'));
+/** A login user of this file's own (its daemon is nobody else's); removed after. */
+const USER = 'ptyrelay-t52-reload';
+
+describe.skipIf(!available)('the relay re-reads its config file while it runs', { timeout: 180_000 }, () => {
+  let root: string;
+  let sshd: SshdInstance;
+  let relay: ChildProcess | undefined;
+  let stderr = '';
+  let env: NodeJS.ProcessEnv;
+  let configFile: string;
+  const runtimeDir = () => join(root, 'run');
+
+  /** Writes the config as editors do: a new file renamed over the old one. */
+  const writeConfig = (config: unknown) => {
+    const tmp = `${configFile}.tmp`;
+    writeFileSync(tmp, typeof config === 'string' ? config : JSON.stringify(config, null, 2), {
+      mode: 0o600,
+    });
+    renameSync(tmp, configFile);
+  };
+  const reloads = () =>
+    stderr.split('\n').filter((l) => l.includes('config reloaded') || l.includes('config edit refused'));
+  const nextReload = async (before: number) => {
+    await waitFor(() => reloads().length > before, 20_000, 'the relay to re-read its config');
+    return reloads()[before]!;
+  };
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), 'ptr-reload-'));
+    mkdirSync(join(root, 'home', '.config', 'ptyrelay'), { recursive: true });
+    configFile = join(root, 'home', '.config', 'ptyrelay', 'config.json');
+    writeConfig({ hosts: {} });
+    sshd = await startSshd({ user: USER });
+    env = { ...process.env, HOME: join(root, 'home'), PTYRELAY_RUNTIME_DIR: runtimeDir() };
+    for (const k of [
+      'PTYRELAY_TOKEN',
+      'PTYRELAY_CONFIG',
+      'PTYRELAY_URL',
+      'XDG_RUNTIME_DIR',
+      'VITEST',
+      'PTYRELAY_CLIENT_ID',
+    ])
+      delete env[k];
+    relay = spawn(process.execPath, [CLI_MAIN, 'serve', '--listen', '127.0.0.1:0'], { env });
+    relay.stderr?.on('data', (d) => {
+      stderr += d;
+    });
+    relay.stdout?.resume();
+    await waitFor(() => /relay listening on (ws:\S+)/.test(stderr), 60_000, 'the relay to listen');
+    env.PTYRELAY_URL = /relay listening on (ws:\S+)/.exec(stderr)![1];
+  });
+  afterAll(async () => {
+    await endProcess(relay);
+    await killDaemonsOf(runtimeDir());
+    spawnSync('pkill', ['-KILL', '-u', USER], { stdio: 'ignore' });
+    await sshd?.stop();
+    spawnSync('userdel', ['-r', USER], { stdio: 'ignore' });
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('says where the web page is and that the config is re-read', () => {
+    expect(stderr).toMatch(
+      /web page: http:\/\/127\.0\.0\.1:\d+\/ {2}\(it asks for the token; or open http:\/\/\S+\/#token=\$\(cat ~\/\.config\/ptyrelay\/token\)\)/,
+    );
+    expect(stderr).toContain('(config: ~/.config/ptyrelay/config.json, re-read when it changes)');
+  });
+
+  it('a host added to the file can be used at once', async () => {
+    const before = reloads().length;
+    writeConfig({ hosts: { sshbox: hostFor(sshd) } });
+    expect(await nextReload(before)).toContain('config reloaded: hosts: added sshbox');
+    const opened = await runCli(['open', 'sshbox', '--', 'sh', '-c', 'echo on-sshbox; exec sleep 60'], env);
+    expect(opened.code, opened.stderr).toBe(0);
+    expect(opened.stdout.trim()).toMatch(/^sshbox\/pty-\d+$/);
+    const hosts = await runCli(['hosts'], env);
+    expect(hosts.stdout).toMatch(/^sshbox\s+connected/m);
+  });
+
+  it('an edit that does not validate is refused with its key, and the running config stays', async () => {
+    const before = reloads().length;
+    writeConfig({ hosts: { sshbox: { ...hostFor(sshd), port: 'twenty-two' } } });
+    const line = await nextReload(before);
+    expect(line).toContain('config edit refused (CONFIG_INVALID)');
+    expect(line).toContain(configFile);
+    expect(line).toContain('hosts.sshbox.port');
+    const ls = await runCli(['ls', 'sshbox'], env);
+    expect(ls.code, ls.stderr).toBe(0);
+    expect(ls.stdout).toMatch(/sshbox\/pty-\d+/);
+  });
+
+  it('SIGHUP re-reads the file too; other sections changed apply at the next restart', async () => {
+    writeFileSync(
+      configFile,
+      JSON.stringify({ hosts: { sshbox: hostFor(sshd) }, limits: { maxTerminals: 7 } }),
+      {
+        mode: 0o600,
+      },
+    );
+    // The file watch sees that write as well; SIGHUP must give at least one more reload.
+    await new Promise((r) => setTimeout(r, 500));
+    const before = reloads().length;
+    relay!.kill('SIGHUP');
+    const line = await nextReload(before);
+    expect(line).toContain('config reloaded: hosts unchanged; limits changed: applies at the next restart');
+    expect(relay!.exitCode).toBeNull();
+  });
+
+  it('a removed host is gone from the relay (its terminals keep running on the host)', async () => {
+    const before = reloads().length;
+    writeConfig({ hosts: {} });
+    expect(await nextReload(before)).toContain('config reloaded: hosts: removed sshbox');
+    const hosts = await runCli(['hosts'], env);
+    expect(hosts.stdout).not.toContain('sshbox');
+    const open = await runCli(['open', 'sshbox'], env);
+    expect(open.code).toBe(1);
+    expect(open.stderr).toContain(
+      `UNKNOWN_HOST: no host named sshbox is configured in ${configFile} (hosts: local)`,
+    );
+    const alive = spawnSync('pgrep', ['-u', USER, '-f', 'sleep 60']);
+    expect(alive.status, 'the terminal on the removed host is still running').toBe(0);
+  });
+});
