@@ -205,6 +205,16 @@ export interface PtyProcessInfo {
   alias?: string;
   /** A terminal lost with its host, known from its cold-restore record (attach gives the record). */
   coldRestored?: boolean;
+  /** The last command shell integration reported (where it runs): line, running or its exit. */
+  lastCommand?: LastCommand;
+}
+
+/** A terminal's last command, as its shell integration reported it. */
+export interface LastCommand {
+  commandLine: string;
+  running: boolean;
+  exitCode?: number;
+  durationMs?: number;
 }
 
 export interface ForegroundProcess {

@@ -39,6 +39,7 @@ export const ErrorCodes = {
   UNSUPPORTED_PLATFORM: { phase: 'deploy', retryable: false },
   DEPLOY_FAILED: { phase: 'deploy', retryable: true },
   DAEMON_START_FAILED: { phase: 'deploy', retryable: false },
+  STUB_NOT_INSTALLED: { phase: 'deploy', retryable: false },
   UPLOAD_FAILED: { phase: 'deploy', retryable: false },
   DIR_NOT_WRITABLE: { phase: 'deploy', retryable: false },
   DISK_FULL: { phase: 'deploy', retryable: false },

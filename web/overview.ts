@@ -109,7 +109,10 @@ function terminalRow(t: TerminalSummary, m: OverviewModel, actions: OverviewActi
         h('span', { class: 'host' }, t.host),
         t.cwd && h('span', { class: 'cwd', title: t.cwd }, shortCwd(t.cwd)),
         exited && h('span', { class: 'status fail' }, `exited ${t.exitCode}`),
-        !mine && h('span', { class: 'owner', title: 'claimed by another client: view only' }, t.owner),
+        !mine &&
+          (t.owner === 'unclaimed'
+            ? h('span', { class: 'owner', title: 'nobody has claimed it yet: open it to take it' }, 'unclaimed')
+            : h('span', { class: 'owner', title: 'claimed by another client: view only' }, t.owner)),
       ),
       commandLine(t),
     ),

@@ -368,5 +368,6 @@ function describe(s: PtySession) {
     name: s.name,
     ...(s.alias !== undefined ? { alias: s.alias } : {}),
     ...(s.exited ? { exited: s.exited } : {}),
+    ...(s.lastCommand ? { lastCommand: { ...s.lastCommand } } : {}),
   };
 }

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type * as pty from 'node-pty';
 import type {
   AgentReadResult,
+  LastCommand,
   PtyExitInfo,
   PtyFact,
   ScreenSnapshot,
@@ -120,6 +121,8 @@ export class PtySession {
   atPrompt = false;
   /** Exit code of the last command shell integration reported finished, until the next one starts. */
   lastExitCode: number | undefined;
+  /** The last command shell integration reported: its line, and running or how it ended. */
+  lastCommand: LastCommand | undefined;
   private readonly exitWaiters: Array<() => void> = [];
   private readonly exitListeners: Array<() => void> = [];
   private flushTimer: NodeJS.Timeout | undefined;
@@ -350,7 +353,16 @@ export class PtySession {
       else if (fact.type === 'commandStarted') {
         this.atPrompt = false;
         this.lastExitCode = undefined;
-      } else if (fact.type === 'commandFinished') this.lastExitCode = fact.exitCode;
+        this.lastCommand = { commandLine: fact.commandLine, running: true };
+      } else if (fact.type === 'commandFinished') {
+        this.lastExitCode = fact.exitCode;
+        this.lastCommand = {
+          commandLine: fact.commandLine ?? this.lastCommand?.commandLine ?? '',
+          running: false,
+          ...(fact.exitCode !== undefined ? { exitCode: fact.exitCode } : {}),
+          ...(fact.durationMs !== undefined ? { durationMs: fact.durationMs } : {}),
+        };
+      }
       for (const w of this.watchers) w.fact(fact);
       if (fact.type === 'promptStart' || fact.type === 'promptEnd') continue;
       if (fact.type === 'title') this.title = fact.title;

@@ -71,6 +71,10 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     });
     printStarted(args, relay, token);
     logOut.release();
+    // The terminals hosts already hold are published (web page, ls, AHP catalog) without waiting for a use.
+    const adopt = () =>
+      relay.router.adoptAll().then((hosts) => log.info({ hosts }, 'adopted the hosts that run this stub'));
+    void adopt();
     const watcher = new ConfigWatch({
       file: relay.file,
       load: () => loadConfig(configFile),
@@ -80,6 +84,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
         // What a removed host holds keeps running there; this relay no longer lists it.
         for (const r of relay.registry.list())
           if (change.removed.includes(r.host)) relay.registry.remove(r.id);
+        void adopt();
         return change;
       },
       log: log.child({ part: 'config' }),

@@ -66,6 +66,8 @@ export interface StubDeployerOptions {
   installDir?: string;
   /** The upload method that worked on this host before: tried first. */
   uploadMethod?: UploadMethod;
+  /** Use an intact install only: STUB_NOT_INSTALLED instead of installing (adoption at relay start). */
+  adoptOnly?: boolean;
 }
 
 /** The stub bundle targets node18 (Debian bookworm's node). */
@@ -161,6 +163,10 @@ export class StubDeployer {
       this.reportGc(gc);
       return this.done(result(false, 0), t0);
     }
+    if (this.opts.adoptOnly)
+      throw new PtyRelayError('STUB_NOT_INSTALLED', `no intact stub of this build in ${installDir}`, {
+        installDir,
+      });
     if (verify.complete)
       this.opts.log?.warn({ installDir, bad: verify.bad }, 'stub install damaged; reinstalling');
 

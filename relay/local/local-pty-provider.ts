@@ -5,7 +5,11 @@ import {
   connectOrStartDaemon,
   liveLegacyDaemons,
 } from '../../provider/daemon-runtime/daemon-launcher.js';
-import { daemonSocketPath, defaultRuntimeDir } from '../../provider/daemon-runtime/stub-paths.js';
+import {
+  daemonSocketPath,
+  defaultRuntimeDir,
+  listDaemonSockets,
+} from '../../provider/daemon-runtime/stub-paths.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
 import { stubBuildId, stubBundlePath } from '../core/stub-bundle.js';
@@ -88,6 +92,22 @@ export class LocalPtyProvider extends StubBackedProvider {
     });
     await client.ready;
     return client;
+  }
+
+  /**
+   * Connects to this machine's daemon if one runs (a daemon socket exists; never starts one for
+   * nothing): its terminals are then published like after any connect. Resolves whether it did.
+   */
+  async adopt(): Promise<boolean> {
+    if (this.linkState('local').state !== 'idle') return true;
+    if (listDaemonSockets(this.runtimeDir).length === 0) return false;
+    try {
+      await this.listHost('local');
+      return true;
+    } catch (err) {
+      this.log?.info({ err: (err as Error).message }, 'local daemon not adopted at start');
+      return false;
+    }
   }
 
   override async listProcesses(): Promise<PtyProcessInfo[]> {

@@ -126,6 +126,19 @@ export class ConfigHostRouter implements HostRouter {
     return change;
   }
 
+  /**
+   * Connects to every host that already runs this build's stub (adoption never deploys, nor
+   * starts a local daemon where none runs), so the terminals they hold are published. Resolves
+   * with the hosts adopted; never rejects.
+   */
+  async adoptAll(): Promise<string[]> {
+    const tries = this.hosts().map(async (h) => {
+      const ok = h === LOCAL_HOST ? await this.local.adopt() : await (this.ssh?.adopt(h) ?? false);
+      return ok ? [h] : [];
+    });
+    return (await Promise.all(tries)).flat();
+  }
+
   /** Called after a reload changed the hosts. */
   onHostsChanged(listener: (c: HostsChange) => void): Unsubscribe {
     return this.hostsChanged.on(listener);

@@ -15,6 +15,7 @@ import { askHosts } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter, RpcExtension, RpcMethodHandler } from '../core/rpc-types.js';
 import { backgroundFor } from '../terminals/background-votes.js';
+import { HostPublisher } from '../terminals/host-publisher.js';
 import { creditFor } from '../terminals/terminal-credit.js';
 import { checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-quota.js';
 import { claimHolder, type TerminalRegistry } from '../terminals/terminal-registry.js';
@@ -86,6 +87,8 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   };
 
   const events = providerEvents({ router, registry, fanout, background, conns: clients.conns });
+  // Every terminal a host holds is published when the relay's link to it comes up.
+  new HostPublisher(router, registry, log);
   const { linkStates } = events;
   const core: PtyCore = {
     router,
@@ -180,9 +183,13 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
         if (fanout.isBound(a)) fanout.detach(a);
         throw err;
       }
-      // Terminals the registry does not know (spawned before this relay started) are adopted, by
-      // a client that may drive them: a watcher's attach claims nothing.
-      if (!registry.find(r.id) && canWrite(conn.grant, r.id)) record(cs, r, hostOf(r.id));
+      // Terminals nobody claimed through this relay (spawned before it started, published from
+      // their host) are adopted by a client that may drive them: a watcher's attach claims nothing.
+      const known = registry.find(r.id);
+      if ((!known || known.claim.kind === 'none') && canWrite(conn.grant, r.id)) {
+        if (known) registry.update(r.id, { claim: { kind: 'client', clientId: cs.clientId! } });
+        else record(cs, r, hostOf(r.id));
+      }
       if (!r.sessionExpired) background.attached(id, warn);
     } finally {
       settle();
@@ -264,7 +271,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       .filter((t) => canRead(conn.grant, t.id))
       .map((t) => {
         const r = registry.find(t.id);
-        return r ? { ...t, owner: claimHolder(r.claim) } : t;
+        return r && r.claim.kind !== 'none' ? { ...t, owner: claimHolder(r.claim) } : t;
       });
     return { terminals, unavailable: answer.unavailable };
   };

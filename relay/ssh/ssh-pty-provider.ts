@@ -69,6 +69,8 @@ export class SshPtyProvider extends StubBackedProvider {
   private readonly legacySockets = new Map<string, string>();
   /** The upload method that last worked on each host: the next deploy tries it first. */
   private readonly uploadMethods = new Map<string, UploadMethod>();
+  /** Hosts being adopted at relay start: their first contact uses an intact install only. */
+  private readonly adopting = new Set<string>();
   /** Daemon socket of each host as last reached by streamlocal forwarding. */
   private readonly knownSocket = new Map<string, string>();
   protected readonly log: Logger;
@@ -109,6 +111,24 @@ export class SshPtyProvider extends StubBackedProvider {
     for (const h of removed) this.closeHost(h, true);
     for (const h of changed) this.closeHost(h, false);
     return { added, removed, changed };
+  }
+
+  /**
+   * Connects to `host` if this build's stub is already installed there (never deploys): its
+   * terminals are then published like after any connect. Resolves whether it connected.
+   */
+  async adopt(host: string): Promise<boolean> {
+    if (this.linkState(host).state !== 'idle') return true;
+    this.adopting.add(host);
+    try {
+      await this.link(host);
+      return true;
+    } catch (err) {
+      this.log.info({ host, err: (err as Error).message }, 'not adopted at start');
+      return false;
+    } finally {
+      this.adopting.delete(host);
+    }
   }
 
   /** Closes `host`'s SSH connection and forgets how it was reached; `forget` also ends its links. */
@@ -228,6 +248,7 @@ export class SshPtyProvider extends StubBackedProvider {
           ensureDaemon: this.opts.preferExec ? undefined : daemonArgs,
           installDir: cfg.installDir,
           uploadMethod: this.uploadMethods.get(host),
+          adoptOnly: this.adopting.has(host),
           ...(this.opts.stubPath
             ? { artifacts: (p: StubPlatform) => collectStubArtifacts(p, this.opts.stubPath) }
             : {}),

@@ -197,6 +197,13 @@ export class HostLink {
   private attemptFailed(err: Error, reconnect: boolean): void {
     const e = err instanceof PtyRelayError ? err : new PtyRelayError('CONNECT_FAILED', String(err));
     this.lastError = e;
+    if (e.code === 'STUB_NOT_INSTALLED') {
+      // Adoption at start found nothing to adopt: idle, and the next use deploys.
+      this.stopConnecting();
+      this.setState({ state: 'idle' });
+      this.rejectWaiters(e);
+      return;
+    }
     if (e.phase === 'deploy') {
       this.deployFailed(e, reconnect);
       return;

@@ -1,10 +1,19 @@
+import type { LastCommand } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 
-/** Who owns a terminal (AHP TerminalClaim). */
+/**
+ * Who owns a terminal (AHP TerminalClaim). `none`: published from what a host holds (it ran
+ * before this relay started, or its owner's relay is gone); the first client that attaches to
+ * drive it claims it.
+ */
 export type TerminalClaim =
   | { kind: 'client'; clientId: string }
-  | { kind: 'session'; session: string; turnId?: string; toolCallId?: string };
+  | { kind: 'session'; session: string; turnId?: string; toolCallId?: string }
+  | { kind: 'none' };
+
+/** The holder string of an unclaimed terminal (never a client's or a session's). */
+export const UNCLAIMED = 'unclaimed';
 
 export interface TerminalRecord {
   /** Provider id, `<host>/<id>`. */
@@ -21,9 +30,12 @@ export interface TerminalRecord {
   createdAt: number;
   /** Client-chosen AHP channel URI, stored with the session on its daemon. */
   alias?: string;
+  /** The last command its host reported when the relay published it (facts update the live one). */
+  lastCommand?: LastCommand;
 }
 
 export function claimHolder(claim: TerminalClaim): string {
+  if (claim.kind === 'none') return UNCLAIMED;
   return claim.kind === 'client' ? `client:${claim.clientId}` : `session:${claim.session}`;
 }
 
@@ -69,6 +81,8 @@ export class TerminalRegistry {
   /** Throws NOT_FOUND or NOT_OWNER unless `holder` (see claimHolder) owns the terminal. */
   checkClaim(id: string, holder: string): TerminalRecord {
     const r = this.get(id);
+    if (r.claim.kind === 'none')
+      throw new PtyRelayError('NOT_OWNER', `${id} is not claimed by anyone yet: attach to claim it`, { id });
     if (claimHolder(r.claim) !== holder) {
       throw new PtyRelayError('NOT_OWNER', `${id} is claimed by ${claimHolder(r.claim)}`, { id });
     }

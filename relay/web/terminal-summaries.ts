@@ -125,6 +125,8 @@ export class TerminalSummaries {
         if (cwd) s.cwd = cwd;
         if (r.exitCode !== undefined) s.exitCode = r.exitCode;
         if (fresh && l.lastCommand) s.lastCommand = { ...l.lastCommand };
+        // Published from its host: the last command the host reported, until facts say more.
+        else if (r.lastCommand) s.lastCommand = { ...r.lastCommand };
         return s;
       });
   }
