@@ -47,7 +47,8 @@ export async function adoptTerminal(
     id: r.id,
     incarnationId: r.incarnationId,
     title,
-    claim: known?.claim ?? claim,
+    // One published from its host but not claimed yet is claimed by the client that adopts it.
+    claim: known && known.claim.kind !== 'none' ? known.claim : claim,
     cwd: known?.cwd ?? r.cwd,
     cols: known?.cols ?? r.cols,
     rows: known?.rows ?? r.rows,
@@ -60,7 +61,10 @@ export async function adoptTerminal(
   // A terminal lost with its host (cold restore): its channel shows the saved screen and scrollback.
   else if (r.sessionExpired && r.coldRestore) ch.seed(new TextEncoder().encode(r.coldRestore.scrollback), 0);
   ch.seed(replay, r.providerSequence.value - replay.length);
-  if (known) return hub.exists(uri);
+  if (known) {
+    if (known.claim.kind === 'none') registry.update(r.id, { claim });
+    return hub.exists(uri);
+  }
   registry.add({
     id: r.id,
     host: target.host,

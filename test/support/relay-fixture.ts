@@ -2,6 +2,7 @@ import { RelayClient, type RelayClientOptions } from '../../provider/client/rela
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { type RelayLimits, validateConfig } from '../../relay/service/config.js';
 import { createHostKeyExtension } from '../../relay/service/host-key-extension.js';
+import type { HostRouter } from '../../relay/core/rpc-types.js';
 import { createHostRouter, routerOver } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import {
@@ -20,7 +21,7 @@ export interface RelayFixture {
   local: LocalFixture;
   server: RelayServer;
   registry: TerminalRegistry;
-  router: Awaited<ReturnType<typeof createHostRouter>>;
+  router: HostRouter & { dispose(): Promise<void> };
   url: string;
   port: number;
   /** A RelayClient against `url` (or another, e.g. a FaultProxy); disposed by cleanup(). */
