@@ -111,7 +111,11 @@ function terminalRow(t: TerminalSummary, m: OverviewModel, actions: OverviewActi
         exited && h('span', { class: 'status fail' }, `exited ${t.exitCode}`),
         !mine &&
           (t.owner === 'unclaimed'
-            ? h('span', { class: 'owner', title: 'nobody has claimed it yet: open it to take it' }, 'unclaimed')
+            ? h(
+                'span',
+                { class: 'owner', title: 'nobody has claimed it yet: open it to take it' },
+                'unclaimed',
+              )
             : h('span', { class: 'owner', title: 'claimed by another client: view only' }, t.owner)),
       ),
       commandLine(t),

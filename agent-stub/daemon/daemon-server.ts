@@ -1,5 +1,5 @@
 import { chmodSync, mkdirSync, unlinkSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { socketAnswers } from '../../provider/daemon-runtime/daemon-launcher.js';
 import { assertPrivateRuntime } from '../../provider/daemon-runtime/private-dir.js';
@@ -13,7 +13,7 @@ import { AgentRequests } from '../readiness/agent-requests.js';
 import { ColdRestoreService } from '../restore/cold-restore.js';
 import { ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
-import { resolveLimits } from './daemon-limits.js';
+import { type DaemonLimits, resolveLimits } from './daemon-limits.js';
 import { acquirePidLock, releasePidLock } from './daemon-lock.js';
 import { HeapTrimmer } from './heap-trimmer.js';
 import { StubRequestHandler } from './request-handler.js';
@@ -67,11 +67,22 @@ export function ownBuildId(): string {
   }
 }
 
-/**
- * The per-user stub daemon: a Unix socket (0600 in a 0700 dir), many connections, the sessions,
- * and an idle exit when nothing has used it for a while.
- */
-export async function runDaemon(opts: DaemonOptions): Promise<void> {
+/** What a daemon runs with once its limits are resolved and its runtime dir is its own. */
+interface DaemonSetup {
+  stateDir: string;
+  /** The runtime dir (0700, checked): the socket, the lock, the shell integration scripts. */
+  dir: string;
+  buildId: string;
+  socketPath: string;
+  lockPath: string;
+  idleExitMs: number;
+  limits: DaemonLimits;
+  historyLimits: HistoryLimits;
+  readiness: ReadinessConfig;
+}
+
+/** The daemon's limits, the history's (its tail bounded by the ring) and the agent send tuning. */
+function daemonLimits(opts: DaemonOptions) {
   const limits = resolveLimits(opts);
   // The tail is never larger than the ring a session would keep without a log.
   const historyLimits = resolveHistoryLimits({
@@ -83,6 +94,16 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
       `--tail-bytes ${historyLimits.tailBytes} must not exceed --ring-bytes ${limits.ringBytes}`,
     );
   const readiness = resolveReadinessConfig(opts.readiness ?? {}, limits.ringBytes);
+  return { limits, historyLimits, readiness };
+}
+
+/**
+ * The per-user stub daemon: a Unix socket (0600 in a 0700 dir), many connections, the sessions,
+ * and an idle exit when nothing has used it for a while. Returns at once when another daemon
+ * already owns the runtime dir for this build.
+ */
+export async function runDaemon(opts: DaemonOptions): Promise<void> {
+  const { limits, historyLimits, readiness } = daemonLimits(opts);
   const dir = opts.runtimeDir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // A dir others can enter (or replace) would hand them the socket: refused, never chmodded.
@@ -100,180 +121,226 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     // no stale socket
   }
   const idleExitMs = opts.idleExitMs ?? DEFAULT_IDLE_EXIT_MS;
-  const startedAt = Date.now();
-  const model = new ScreenModelHost();
-  const trimAddon = heapTrimAddon();
-  if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
-  const { addon } = trimAddon;
-  const trimmer = new HeapTrimmer({ trim: addon && trimOnPool(addon), log });
-  const connections = new Set<StubConnection>();
-  let idleTimer: NodeJS.Timeout | undefined;
-  let server: Server | undefined;
-  const ids = new TerminalIdAllocator(join(opts.stateDir, 'ids'), `${buildId} ${process.pid}`, log);
-  // Cold restore first: the history store's sweep keeps the logs its records still need.
-  const coldRestore = ColdRestoreService.open({
+  const daemon = new StubDaemon({
     stateDir: opts.stateDir,
-    runtimeDir: dir,
-    sessions: () => registry.list(),
-    log,
-  });
-  const history = new HistoryStore(
-    opts.stateDir,
+    dir,
+    buildId,
+    socketPath,
+    lockPath,
+    idleExitMs,
+    limits,
     historyLimits,
-    log,
-    (owner, id) => coldRestore?.needsLog(owner, id) ?? false,
-  );
-  // Attaches of restored terminals wait for it; nothing else does.
-  void coldRestore?.restoreFromLogs();
+    readiness,
+  });
+  await daemon.listen();
+}
 
-  const registry = new SessionRegistry(
-    model,
-    {
-      ringBytes: limits.ringBytes,
-      backgroundRingBytes: limits.backgroundRingBytes,
-      scrollbackRows: limits.scrollbackRows,
-      scrollbackIdleMs: limits.scrollbackIdleMs,
-      creditWindow: limits.creditWindow,
-      creditWindowMax: limits.creditWindowMax,
-      tailBytes: historyLimits.tailBytes,
-      logBytes: historyLimits.sessionBytes,
-      // A roll drops whole segments until a new one fits: what remains can be two segments short.
-      logKeepsBytes: historyLimits.sessionBytes - 2 * historyLimits.segmentBytes,
-    },
-    join(dir, 'shell'),
-    () => armIdle(),
-    () => ids.next(),
-    history,
-    {
-      spawned: (s) => coldRestore?.track(s),
-      removed: (s) => coldRestore?.forget(s.id),
-      isReserved: (id) => coldRestore?.isReserved(id) ?? false,
-      aliasHolder: (alias) => coldRestore?.aliasHolder(alias),
-    },
-  );
-
-  const shutdown = async (reason: string) => {
-    log('daemon exiting', { reason });
-    clearTimeout(idleTimer);
-    trimmer.stop();
-    server?.close();
-    for (const c of connections) c.close();
-    await registry.shutdownAll();
-    // Asked to end its sessions: they ended cleanly and leave no record. Otherwise (SIGTERM at a
-    // reboot, idle) the final saves stay for a cold restore.
-    if (reason === REQUESTED) await coldRestore?.discard(registry.list().map((s) => s.id));
-    else await coldRestore?.stop();
-    history.dispose();
-    releasePidLock(lockPath);
-    try {
-      unlinkSync(socketPath);
-    } catch {
-      // already gone
-    }
-    await model.dispose();
-    process.exit(0);
-  };
-
+/**
+ * A running daemon once it holds its lock: the sessions (with cold restore, the output logs and
+ * the screen model worker), the connections on its socket, the periodic sweeps, and its exit
+ * (asked for, on a signal, when idle, or with its last session once a newer build took over).
+ */
+class StubDaemon {
+  private readonly startedAt = Date.now();
+  private readonly model = new ScreenModelHost();
+  private readonly trimmer: HeapTrimmer;
+  private readonly connections = new Set<StubConnection>();
+  private readonly coldRestore: ColdRestoreService | undefined;
+  private readonly history: HistoryStore;
+  private readonly registry: SessionRegistry;
+  private readonly handler: StubRequestHandler;
+  private readonly inputLedger = new Map<string, number>();
+  private idleTimer: NodeJS.Timeout | undefined;
+  private server: Server | undefined;
   /** Set once a relay of a newer build treats this daemon as legacy: it exits with its last session. */
-  let superseded = false;
+  private superseded = false;
+
+  constructor(private readonly setup: DaemonSetup) {
+    const trimAddon = heapTrimAddon();
+    if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
+    const { addon } = trimAddon;
+    this.trimmer = new HeapTrimmer({ trim: addon && trimOnPool(addon), log });
+    const ids = new TerminalIdAllocator(join(setup.stateDir, 'ids'), `${setup.buildId} ${process.pid}`, log);
+    // Cold restore first: the history store's sweep keeps the logs its records still need.
+    const coldRestore = ColdRestoreService.open({
+      stateDir: setup.stateDir,
+      runtimeDir: setup.dir,
+      sessions: () => this.registry.list(),
+      log,
+    });
+    this.coldRestore = coldRestore;
+    this.history = new HistoryStore(
+      setup.stateDir,
+      setup.historyLimits,
+      log,
+      (owner, id) => coldRestore?.needsLog(owner, id) ?? false,
+    );
+    // Attaches of restored terminals wait for it; nothing else does.
+    void coldRestore?.restoreFromLogs();
+    this.registry = this.sessionRegistry(() => ids.next());
+    this.handler = new StubRequestHandler(
+      this.registry,
+      { info: () => this.info(), shutdown: () => void this.shutdown(REQUESTED) },
+      new AgentRequests(setup.readiness),
+      coldRestore,
+    );
+  }
+
+  private sessionRegistry(mintId: () => string): SessionRegistry {
+    const { limits, historyLimits } = this.setup;
+    const coldRestore = this.coldRestore;
+    return new SessionRegistry(
+      this.model,
+      {
+        ringBytes: limits.ringBytes,
+        backgroundRingBytes: limits.backgroundRingBytes,
+        scrollbackRows: limits.scrollbackRows,
+        scrollbackIdleMs: limits.scrollbackIdleMs,
+        creditWindow: limits.creditWindow,
+        creditWindowMax: limits.creditWindowMax,
+        tailBytes: historyLimits.tailBytes,
+        logBytes: historyLimits.sessionBytes,
+        // A roll drops whole segments until a new one fits: what remains can be two segments short.
+        logKeepsBytes: historyLimits.sessionBytes - 2 * historyLimits.segmentBytes,
+      },
+      join(this.setup.dir, 'shell'),
+      () => this.armIdle(),
+      mintId,
+      this.history,
+      {
+        spawned: (s) => coldRestore?.track(s),
+        removed: (s) => coldRestore?.forget(s.id),
+        isReserved: (id) => coldRestore?.isReserved(id) ?? false,
+        aliasHolder: (alias) => coldRestore?.aliasHolder(alias),
+      },
+    );
+  }
+
+  /** The `daemonInfo` answer. */
+  private info() {
+    return {
+      pid: process.pid,
+      buildId: this.setup.buildId,
+      protocol: STUB_PROTOCOL_VERSION,
+      sessions: this.registry.aliveCount,
+      connections: this.connections.size,
+      startedAt: this.startedAt,
+      rss: process.memoryUsage.rss(),
+      heapTrim: this.trimmer.stats(),
+    };
+  }
+
+  /** Listens on the socket, then starts the sweeps, the signal handlers and the idle countdown. */
+  async listen(): Promise<void> {
+    const { socketPath, buildId } = this.setup;
+    const server = createServer((socket) => this.accept(socket));
+    this.server = server;
+    // Created 0600 (no window where another uid could connect), and checked like a client checks it.
+    const oldMask = process.umask(0o177);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(socketPath, () => resolve());
+      });
+    } finally {
+      process.umask(oldMask);
+    }
+    chmodSync(socketPath, 0o600);
+    assertPrivateRuntime(this.setup.dir, socketPath);
+    this.startSweeps();
+    process.on('SIGTERM', () => void this.shutdown('SIGTERM'));
+    process.on('SIGINT', () => void this.shutdown('SIGINT'));
+    // Session exits do not call back here; a periodic check notices the last one ending.
+    setInterval(() => this.armIdle(), Math.min(this.setup.idleExitMs, SWEEP_INTERVAL_MS)).unref();
+    this.trimmer.start();
+    log('daemon listening', { socketPath, buildId, protocol: STUB_PROTOCOL_VERSION });
+    this.armIdle();
+  }
+
+  private accept(socket: Socket): void {
+    const conn = new StubConnection(socket, {
+      buildId: this.setup.buildId,
+      handler: this.handler,
+      inputLedger: this.inputLedger,
+      keepTailMin: this.setup.limits.keepTailMin,
+      pendingCap: this.setup.limits.pendingCap,
+      totalBuffered: () => {
+        let n = 0;
+        for (const c of this.connections) n += c.buffered;
+        return n;
+      },
+      log,
+      onSuperseded: () => {
+        this.superseded = true;
+        log('a relay of another build uses this daemon as legacy');
+      },
+      onClose: (c) => {
+        this.connections.delete(c);
+        this.armIdle();
+      },
+    });
+    this.connections.add(conn);
+    this.armIdle();
+  }
+
+  private startSweeps(): void {
+    setInterval(() => {
+      this.registry.sweep();
+      this.coldRestore?.sweep();
+    }, SWEEP_INTERVAL_MS).unref();
+    setInterval(() => {
+      const now = Date.now();
+      for (const s of this.registry.list()) {
+        s.credits.sweep(now);
+        // A dropped link whose claim just ended no longer needs the full ring.
+        s.refreshRingLimit();
+        if (s.sweepModel(now)) log('model scrollback dropped', { id: s.id });
+      }
+    }, CREDIT_SWEEP_MS).unref();
+  }
 
   /** Starts the idle countdown when nothing is alive and nobody is connected; cancels it otherwise. */
-  function armIdle(): void {
-    if (superseded && registry.aliveCount === 0) {
+  private armIdle(): void {
+    const { registry, connections } = this;
+    if (this.superseded && registry.aliveCount === 0) {
       // Let the reply to the request that ended the last session go out first.
       setTimeout(() => {
-        if (registry.aliveCount === 0) void shutdown('superseded by a newer build; last session ended');
+        if (registry.aliveCount === 0) void this.shutdown('superseded by a newer build; last session ended');
       }, SUPERSEDED_EXIT_DELAY_MS);
       return;
     }
     const busy = registry.aliveCount > 0 || connections.size > 0;
     if (busy) {
-      clearTimeout(idleTimer);
-      idleTimer = undefined;
-    } else if (!idleTimer) {
-      idleTimer = setTimeout(() => {
-        idleTimer = undefined;
-        if (registry.aliveCount === 0 && connections.size === 0) void shutdown('idle');
-        else armIdle();
-      }, idleExitMs);
+      clearTimeout(this.idleTimer);
+      this.idleTimer = undefined;
+    } else if (!this.idleTimer) {
+      this.idleTimer = setTimeout(() => {
+        this.idleTimer = undefined;
+        if (registry.aliveCount === 0 && connections.size === 0) void this.shutdown('idle');
+        else this.armIdle();
+      }, this.setup.idleExitMs);
     }
   }
 
-  const handler = new StubRequestHandler(
-    registry,
-    {
-      info: () => ({
-        pid: process.pid,
-        buildId,
-        protocol: STUB_PROTOCOL_VERSION,
-        sessions: registry.aliveCount,
-        connections: connections.size,
-        startedAt,
-        rss: process.memoryUsage.rss(),
-        heapTrim: trimmer.stats(),
-      }),
-      shutdown: () => void shutdown(REQUESTED),
-    },
-    new AgentRequests(readiness),
-    coldRestore,
-  );
-  const inputLedger = new Map<string, number>();
-
-  server = createServer((socket) => {
-    const conn = new StubConnection(socket, {
-      buildId,
-      handler,
-      inputLedger,
-      keepTailMin: limits.keepTailMin,
-      pendingCap: limits.pendingCap,
-      totalBuffered: () => {
-        let n = 0;
-        for (const c of connections) n += c.buffered;
-        return n;
-      },
-      log,
-      onSuperseded: () => {
-        superseded = true;
-        log('a relay of another build uses this daemon as legacy');
-      },
-      onClose: (c) => {
-        connections.delete(c);
-        armIdle();
-      },
-    });
-    connections.add(conn);
-    armIdle();
-  });
-  // Created 0600 (no window where another uid could connect), and checked like a client checks it.
-  const oldMask = process.umask(0o177);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server!.once('error', reject);
-      server!.listen(socketPath, () => resolve());
-    });
-  } finally {
-    process.umask(oldMask);
-  }
-  chmodSync(socketPath, 0o600);
-  assertPrivateRuntime(dir, socketPath);
-  setInterval(() => {
-    registry.sweep();
-    coldRestore?.sweep();
-  }, SWEEP_INTERVAL_MS).unref();
-  setInterval(() => {
-    const now = Date.now();
-    for (const s of registry.list()) {
-      s.credits.sweep(now);
-      // A dropped link whose claim just ended no longer needs the full ring.
-      s.refreshRingLimit();
-      if (s.sweepModel(now)) log('model scrollback dropped', { id: s.id });
+  private async shutdown(reason: string): Promise<void> {
+    log('daemon exiting', { reason });
+    clearTimeout(this.idleTimer);
+    this.trimmer.stop();
+    this.server?.close();
+    for (const c of this.connections) c.close();
+    await this.registry.shutdownAll();
+    // Asked to end its sessions: they ended cleanly and leave no record. Otherwise (SIGTERM at a
+    // reboot, idle) the final saves stay for a cold restore.
+    if (reason === REQUESTED) await this.coldRestore?.discard(this.registry.list().map((s) => s.id));
+    else await this.coldRestore?.stop();
+    this.history.dispose();
+    releasePidLock(this.setup.lockPath);
+    try {
+      unlinkSync(this.setup.socketPath);
+    } catch {
+      // already gone
     }
-  }, CREDIT_SWEEP_MS).unref();
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  // Session exits do not call back here; a periodic check notices the last one ending.
-  setInterval(() => armIdle(), Math.min(idleExitMs, SWEEP_INTERVAL_MS)).unref();
-  trimmer.start();
-  log('daemon listening', { socketPath, buildId, protocol: STUB_PROTOCOL_VERSION });
-  armIdle();
+    await this.model.dispose();
+    process.exit(0);
+  }
 }

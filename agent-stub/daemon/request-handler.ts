@@ -147,24 +147,8 @@ export class StubRequestHandler {
         const { session, reused } = this.registry.spawn(spawnParams(raw));
         return this.attach(conn, session, 0, reply, { reused });
       }
-      case 'attach': {
-        const p = check(stubParamsSchemas[method], raw, method);
-        const restored = await this.restoredAttach(p.id, p.expectedIncarnationId);
-        if (restored) return { result: restored };
-        const s = this.registry.get(p.id);
-        const expected = p.expectedIncarnationId;
-        if (typeof expected === 'string' && expected !== s.incarnationId) {
-          throw new PtyRelayError(
-            'INCARNATION_MISMATCH',
-            `${s.id} runs incarnation ${s.incarnationId}, not ${expected}`,
-            {
-              id: s.id,
-              incarnationId: s.incarnationId,
-            },
-          );
-        }
-        return this.attach(conn, s, p.fromSeq, reply);
-      }
+      case 'attach':
+        return this.attachRequest(conn, check(stubParamsSchemas[method], raw, method), reply);
       case 'detach':
         conn.detach(this.registry.get(check(stubParamsSchemas[method], raw, method).id));
         return { result: {} };
@@ -173,36 +157,19 @@ export class StubRequestHandler {
         this.registry.get(p.id).resize(p.cols, p.rows);
         return { result: {} };
       }
-      case 'shutdown': {
-        const p = check(stubParamsSchemas[method], raw, method);
-        if (!this.registry.find(p.id) && (await this.coldRestore?.dismiss(p.id))) {
-          return { result: {} };
-        }
-        const s = this.registry.get(p.id);
-        await s.shutdown({ immediate: p.immediate === true, deadlineMs: p.deadlineMs });
-        this.registry.remove(s.id);
-        return { result: {} };
-      }
+      case 'shutdown':
+        return this.shutdownRequest(check(stubParamsSchemas[method], raw, method));
       case 'signal': {
         const p = check(stubParamsSchemas[method], raw, method);
         this.registry.get(p.id).signal(p.signal);
         return { result: {} };
       }
-      case 'getCwd': {
-        const s = this.registry.get(check(stubParamsSchemas[method], raw, method).id);
-        const fg = s.alive ? foregroundProcess(s.pid) : undefined;
+      case 'getCwd':
+      case 'getForegroundProcess':
+      case 'hasChildProcesses':
         return {
-          result: { cwd: (fg && readCwd(fg.pid)) ?? (s.alive ? readCwd(s.pid) : undefined) ?? s.cwd },
+          result: processFact(method, this.registry.get(check(stubParamsSchemas[method], raw, method).id)),
         };
-      }
-      case 'getForegroundProcess': {
-        const s = this.registry.get(check(stubParamsSchemas[method], raw, method).id);
-        return { result: { process: s.alive ? foregroundProcess(s.pid) : undefined } };
-      }
-      case 'hasChildProcesses': {
-        const s = this.registry.get(check(stubParamsSchemas[method], raw, method).id);
-        return { result: { value: s.alive && childPids(s.pid).length > 0 } };
-      }
       case 'probe':
         return {
           result: {
@@ -227,13 +194,8 @@ export class StubRequestHandler {
         return this.setBackgrounded(conn, this.registry.get(p.id), p.background, reply);
       }
       case 'agentSend':
-      case 'agentRead': {
-        if (!this.agent)
-          throw new PtyRelayError('INVALID_ARGUMENT', `${method} is not enabled in this daemon`);
-        const p = check(stubParamsSchemas[method], raw, method);
-        const s = this.registry.get(p.id);
-        return { result: await (method === 'agentSend' ? this.agent.send(s, p) : this.agent.read(s, p)) };
-      }
+      case 'agentRead':
+        return this.agentRequest(method, raw);
       case 'readHistory': {
         const q = check(stubParamsSchemas[method], raw, method);
         return readHistoryPage(this.registry.get(q.id), q.fromSeq ?? 0, q.maxBytes);
@@ -251,6 +213,50 @@ export class StubRequestHandler {
         setImmediate(() => this.control.shutdown());
         return { result: {} };
     }
+  }
+
+  private async attachRequest(
+    conn: HandlerConnection,
+    p: z.output<(typeof stubParamsSchemas)['attach']>,
+    reply: ReplyNow,
+  ): Promise<HandlerOutput> {
+    const restored = await this.restoredAttach(p.id, p.expectedIncarnationId);
+    if (restored) return { result: restored };
+    const s = this.registry.get(p.id);
+    const expected = p.expectedIncarnationId;
+    if (typeof expected === 'string' && expected !== s.incarnationId) {
+      throw new PtyRelayError(
+        'INCARNATION_MISMATCH',
+        `${s.id} runs incarnation ${s.incarnationId}, not ${expected}`,
+        {
+          id: s.id,
+          incarnationId: s.incarnationId,
+        },
+      );
+    }
+    return this.attach(conn, s, p.fromSeq, reply);
+  }
+
+  /** Ends a session; a terminal only a cold-restore record still knows is dismissed instead. */
+  private async shutdownRequest(p: z.output<(typeof stubParamsSchemas)['shutdown']>): Promise<HandlerOutput> {
+    if (!this.registry.find(p.id) && (await this.coldRestore?.dismiss(p.id))) {
+      return { result: {} };
+    }
+    const s = this.registry.get(p.id);
+    await s.shutdown({ immediate: p.immediate === true, deadlineMs: p.deadlineMs });
+    this.registry.remove(s.id);
+    return { result: {} };
+  }
+
+  /** An agent send or read (AgentRequests), when this daemon serves them. */
+  private async agentRequest(method: 'agentSend' | 'agentRead', raw: unknown): Promise<HandlerOutput> {
+    if (!this.agent) throw new PtyRelayError('INVALID_ARGUMENT', `${method} is not enabled in this daemon`);
+    if (method === 'agentSend') {
+      const p = check(stubParamsSchemas.agentSend, raw, method);
+      return { result: await this.agent.send(this.registry.get(p.id), p) };
+    }
+    const p = check(stubParamsSchemas.agentRead, raw, method);
+    return { result: await this.agent.read(this.registry.get(p.id), p) };
   }
 
   /** A terminal that no live session but a cold-restore record answers for (sessionExpired). */
@@ -353,6 +359,20 @@ export class StubRequestHandler {
       s.refreshRingLimit();
     }
     throw new PtyRelayError('TIMEOUT', `${s.id} produces output faster than it can be snapshotted`);
+  }
+}
+
+/** What `/proc` says about a session's processes: its cwd, foreground process or children. */
+function processFact(method: 'getCwd' | 'getForegroundProcess' | 'hasChildProcesses', s: PtySession) {
+  switch (method) {
+    case 'getCwd': {
+      const fg = s.alive ? foregroundProcess(s.pid) : undefined;
+      return { cwd: (fg && readCwd(fg.pid)) ?? (s.alive ? readCwd(s.pid) : undefined) ?? s.cwd };
+    }
+    case 'getForegroundProcess':
+      return { process: s.alive ? foregroundProcess(s.pid) : undefined };
+    case 'hasChildProcesses':
+      return { value: s.alive && childPids(s.pid).length > 0 };
   }
 }
 

@@ -87,8 +87,6 @@ export function runSend(
   req: SendRequest,
   cfg: ReadinessConfig,
 ): Promise<AgentSendResult> {
-  const startedAt = Date.now();
-  const typed = req.data.length > 0;
   if (!s.alive) {
     return Promise.resolve({
       reason: 'session_exit',
@@ -98,106 +96,161 @@ export function runSend(
       elapsedMs: 0,
     });
   }
-  const tty = probeSupported() ? s.ttyPath : undefined;
-  const before = new Map<number, number>();
-  if (typed && tty) for (const w of probeTty(s.pid, tty)?.waits ?? []) before.set(w.pid, w.switches);
-  const startSeq = s.history.head;
-  const idleMs = req.idleMs ?? cfg.inferredIdleMs;
-  let promptSeen = typed ? false : s.atPrompt;
-  // Not `atPrompt` alone: bash writes a command's end and its next prompt in two writes, and a
-  // wait that starts between them must still report the code when the prompt comes.
-  let exitCode = typed ? undefined : s.lastExitCode;
-  let lastOutputAt = startedAt;
-  let hitAt: number | undefined;
+  return new SendWait(s, req, cfg).run();
+}
 
-  return new Promise((resolve, reject) => {
-    let finished = false;
-    let interval: NodeJS.Timeout | undefined;
-    let deadline: NodeJS.Timeout | undefined;
-    const finish = (reason: AgentEndReason) => {
-      if (finished) return;
-      finished = true;
-      off();
-      clearInterval(interval);
-      clearTimeout(deadline);
-      const code =
-        reason === 'session_exit' ? s.exited?.exitCode : reason === 'stdin_read' ? exitCode : undefined;
-      const elapsedMs = Date.now() - startedAt;
-      sendOutputFromHistory(s.history, startSeq, cfg.maxReadBytes).then(
-        ({ output, truncated }) =>
-          resolve({
-            reason,
-            output,
-            truncated,
-            ...(code !== undefined ? { exitCode: code } : {}),
-            elapsedMs,
-          }),
-        reject,
-      );
-    };
-    const off = s.watch({
-      output: () => {
-        lastOutputAt = Date.now();
-      },
-      fact: (f) => {
-        if (f.type === 'promptStart' || f.type === 'promptEnd') promptSeen = true;
-        else if (f.type === 'commandStarted') {
-          promptSeen = false;
-          exitCode = undefined;
-        } else if (f.type === 'commandFinished') exitCode = f.exitCode;
-      },
-      exit: () => finish('session_exit'),
-    });
-    const poll = (outputCaughtUp = false) => {
-      if (finished) return;
-      const now = Date.now();
-      let topIsForeground: boolean | undefined;
-      let topWaitsForInput: boolean | undefined;
-      let confirmed = false;
-      if (tty) {
-        // The first poll runs one interval after the write: the probe never sees the moment before it.
-        const p = probeTty(s.pid, tty);
-        topIsForeground = p?.topIsForeground;
-        topWaitsForInput = p?.topWaits;
-        const fresh = p && !p.busy ? newWaits(p.waits, before) : [];
-        if (fresh.length === 0) hitAt = undefined;
-        else if (hitAt !== undefined && lastOutputAt <= hitAt) confirmed = true;
-        else hitAt = now;
-      } else if (process.platform === 'linux') {
-        const st = readProcStat(s.pid);
-        topIsForeground = st ? st.tpgid === st.pgrp : undefined;
-      }
-      const reason = endReason({
-        now,
-        deadline: startedAt + req.timeoutMs,
-        idleMs,
-        promptGraceMs: cfg.promptGraceMs,
-        exited: !s.alive,
-        promptSeen,
-        lastOutputAt,
-        topIsForeground,
-        topWaitsForInput,
-        ttyWaitConfirmed: confirmed,
-      });
-      if (!reason) return;
-      // /proc shows the present, but output the shell wrote before it sat down to wait can still
-      // be in the kernel: timers run before I/O in an event-loop turn, and a starved daemon is a
-      // turn behind. Decide again after this turn's reads (which may bring facts that undo it).
-      if (outputCaughtUp) finish(reason);
-      else setImmediate(() => poll(true));
-    };
-    interval = setInterval(poll, cfg.pollIntervalMs);
-    deadline = setTimeout(poll, req.timeoutMs);
-    if (typed) {
-      try {
-        s.write(Buffer.from(req.data, 'utf8'));
-      } catch (err) {
-        finished = true;
-        off();
-        clearInterval(interval);
-        clearTimeout(deadline);
-        reject(err);
-      }
+/** What the tty probe (or, without it, /proc's stat) says about the foreground at one poll. */
+interface ForegroundState {
+  topIsForeground: boolean | undefined;
+  topWaitsForInput: boolean | undefined;
+  /** A new wait for tty input held over two polls with no output between. */
+  confirmed: boolean;
+}
+
+/** One send in flight (see runSend): the facts it watches, its poll timer and its deadline. */
+class SendWait {
+  private readonly startedAt = Date.now();
+  private readonly typed: boolean;
+  private readonly tty: string | undefined;
+  /** Waits for tty input that existed before the write: pid → its voluntary context switches then. */
+  private readonly before = new Map<number, number>();
+  private readonly startSeq: number;
+  private readonly idleMs: number;
+  private promptSeen: boolean;
+  private exitCode: number | undefined;
+  private lastOutputAt: number;
+  /** When the probe first saw a new wait for input (it counts once a later poll still sees it). */
+  private hitAt: number | undefined;
+  private finished = false;
+  private interval: NodeJS.Timeout | undefined;
+  private deadline: NodeJS.Timeout | undefined;
+  private off: () => void = () => {};
+  private resolve: (r: AgentSendResult) => void = () => {};
+  private reject: (err: unknown) => void = () => {};
+
+  constructor(
+    private readonly s: ReadinessSession,
+    private readonly req: SendRequest,
+    private readonly cfg: ReadinessConfig,
+  ) {
+    this.typed = req.data.length > 0;
+    this.tty = probeSupported() ? s.ttyPath : undefined;
+    if (this.typed && this.tty) {
+      for (const w of probeTty(s.pid, this.tty)?.waits ?? []) this.before.set(w.pid, w.switches);
     }
-  });
+    this.startSeq = s.history.head;
+    this.idleMs = req.idleMs ?? cfg.inferredIdleMs;
+    this.promptSeen = this.typed ? false : s.atPrompt;
+    // Not `atPrompt` alone: bash writes a command's end and its next prompt in two writes, and a
+    // wait that starts between them must still report the code when the prompt comes.
+    this.exitCode = this.typed ? undefined : s.lastExitCode;
+    this.lastOutputAt = this.startedAt;
+  }
+
+  run(): Promise<AgentSendResult> {
+    return new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+      this.off = this.s.watch({
+        output: () => {
+          this.lastOutputAt = Date.now();
+        },
+        fact: (f) => {
+          if (f.type === 'promptStart' || f.type === 'promptEnd') this.promptSeen = true;
+          else if (f.type === 'commandStarted') {
+            this.promptSeen = false;
+            this.exitCode = undefined;
+          } else if (f.type === 'commandFinished') this.exitCode = f.exitCode;
+        },
+        exit: () => this.finish('session_exit'),
+      });
+      this.interval = setInterval(() => this.poll(), this.cfg.pollIntervalMs);
+      this.deadline = setTimeout(() => this.poll(), this.req.timeoutMs);
+      if (this.typed) {
+        try {
+          this.s.write(Buffer.from(this.req.data, 'utf8'));
+        } catch (err) {
+          this.stop();
+          reject(err);
+        }
+      }
+    });
+  }
+
+  private poll(outputCaughtUp = false): void {
+    if (this.finished) return;
+    const now = Date.now();
+    const { topIsForeground, topWaitsForInput, confirmed } = this.foreground(now);
+    const reason = endReason({
+      now,
+      deadline: this.startedAt + this.req.timeoutMs,
+      idleMs: this.idleMs,
+      promptGraceMs: this.cfg.promptGraceMs,
+      exited: !this.s.alive,
+      promptSeen: this.promptSeen,
+      lastOutputAt: this.lastOutputAt,
+      topIsForeground,
+      topWaitsForInput,
+      ttyWaitConfirmed: confirmed,
+    });
+    if (!reason) return;
+    // /proc shows the present, but output the shell wrote before it sat down to wait can still
+    // be in the kernel: timers run before I/O in an event-loop turn, and a starved daemon is a
+    // turn behind. Decide again after this turn's reads (which may bring facts that undo it).
+    if (outputCaughtUp) this.finish(reason);
+    else setImmediate(() => this.poll(true));
+  }
+
+  private foreground(now: number): ForegroundState {
+    const { s, tty } = this;
+    if (tty) {
+      // The first poll runs one interval after the write: the probe never sees the moment before it.
+      const p = probeTty(s.pid, tty);
+      const fresh = p && !p.busy ? newWaits(p.waits, this.before) : [];
+      let confirmed = false;
+      if (fresh.length === 0) this.hitAt = undefined;
+      else if (this.hitAt !== undefined && this.lastOutputAt <= this.hitAt) confirmed = true;
+      else this.hitAt = now;
+      return { topIsForeground: p?.topIsForeground, topWaitsForInput: p?.topWaits, confirmed };
+    }
+    if (process.platform === 'linux') {
+      const st = readProcStat(s.pid);
+      return {
+        topIsForeground: st ? st.tpgid === st.pgrp : undefined,
+        topWaitsForInput: undefined,
+        confirmed: false,
+      };
+    }
+    return { topIsForeground: undefined, topWaitsForInput: undefined, confirmed: false };
+  }
+
+  private finish(reason: AgentEndReason): void {
+    if (this.finished) return;
+    this.stop();
+    const code =
+      reason === 'session_exit'
+        ? this.s.exited?.exitCode
+        : reason === 'stdin_read'
+          ? this.exitCode
+          : undefined;
+    const elapsedMs = Date.now() - this.startedAt;
+    sendOutputFromHistory(this.s.history, this.startSeq, this.cfg.maxReadBytes).then(
+      ({ output, truncated }) =>
+        this.resolve({
+          reason,
+          output,
+          truncated,
+          ...(code !== undefined ? { exitCode: code } : {}),
+          elapsedMs,
+        }),
+      this.reject,
+    );
+  }
+
+  private stop(): void {
+    this.finished = true;
+    this.off();
+    clearInterval(this.interval);
+    clearTimeout(this.deadline);
+  }
 }

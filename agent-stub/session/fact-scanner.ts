@@ -203,6 +203,7 @@ export class FactScanner {
   }
 
   /** Scans one chunk; the result's facts carry offsets into the result's `data`. */
+  // long-function: one byte loop whose states share its cursors (i, runStart, escPos) as hot-path locals
   push(chunk: Uint8Array): ScanResult {
     const len = chunk.length;
     this.segLen = 0;
@@ -282,6 +283,15 @@ export class FactScanner {
       }
     }
 
+    return this.result(chunk, runStart, escPos);
+  }
+
+  /**
+   * The end of a push: an escape still open at the chunk's end is withheld (its bytes are the
+   * carry), a 633 being stripped is not output, and the forwarded run joins the segments.
+   */
+  private result(chunk: Uint8Array, runStart: number, escPos: number): ScanResult {
+    const len = chunk.length;
     let runEnd = len;
     const st = this.state;
     if (st === PREFIX || st === OSC_ESC || st === STR_ESC || st === STRIP_ESC) {

@@ -30,39 +30,46 @@ interface ModelEntry {
 export function runModelWorker(): void {
   const port = parentPort;
   if (!port) throw new Error('model worker started outside a worker thread');
-  const models = new Map<string, ModelEntry>();
-  const send = (m: FromModel) => port.postMessage(m);
+  const worker = new ModelWorker((m) => port.postMessage(m));
+  port.on('message', (m: ToModel) => worker.handle(m));
+}
 
-  const handle = (m: ToModel): void => {
+/** The models of one worker thread, by session id, and what is done to them in message order. */
+class ModelWorker {
+  private readonly models = new Map<string, ModelEntry>();
+
+  constructor(private readonly send: (m: FromModel) => void) {}
+
+  handle(m: ToModel): void {
     if (m.kind === 'open') {
       const model = new TerminalModel(m.cols, m.rows, m.scrollback);
-      models.set(m.sid, { model, scrollback: m.scrollback, queuedSeq: 0, parsedSeq: 0, lastReported: 0 });
+      this.models.set(m.sid, {
+        model,
+        scrollback: m.scrollback,
+        queuedSeq: 0,
+        parsedSeq: 0,
+        lastReported: 0,
+      });
       return;
     }
-    const e = models.get(m.sid);
+    const e = this.models.get(m.sid);
     if (!e) {
       // Every request gets an answer, or its caller would wait for the timeout.
-      if (m.kind === 'snapshot' || m.kind === 'text') send({ kind: 'gone', sid: m.sid, req: m.req });
+      if (m.kind === 'snapshot' || m.kind === 'text') this.send({ kind: 'gone', sid: m.sid, req: m.req });
       return;
     }
     if (e.held && m.kind !== 'close') {
       e.held.push(m);
       return;
     }
+    this.apply(e, m);
+  }
+
+  private apply(e: ModelEntry, m: Exclude<ToModel, { kind: 'open' }>): void {
     switch (m.kind) {
-      case 'data': {
-        const end = m.seq + m.data.length;
-        e.queuedSeq = end;
-        e.model.write(m.data, () => {
-          // Skipped output makes seq jump: parsed state is "everything up to end".
-          e.parsedSeq = end;
-          if (end - e.lastReported >= PROGRESS_EVERY_BYTES || end === e.queuedSeq) {
-            e.lastReported = end;
-            send({ kind: 'progress', sid: m.sid, seq: end });
-          }
-        });
+      case 'data':
+        this.write(e, m.sid, m.seq, m.data);
         break;
-      }
       // Every operation queues behind earlier ones, so it applies at the right point of the stream.
       case 'resize':
         e.model.resize(m.cols, m.rows);
@@ -78,16 +85,16 @@ export function runModelWorker(): void {
         e.model.unshrink();
         break;
       case 'grow':
-        grow(m.sid, e, m.steps);
+        this.grow(m.sid, e, m.steps);
         break;
       case 'snapshot':
         e.model.snapshot(m.scrollbackRows, (s) =>
-          send({ kind: 'snapshot', sid: m.sid, req: m.req, snapshot: { ...s, seq: e.parsedSeq } }),
+          this.send({ kind: 'snapshot', sid: m.sid, req: m.req, snapshot: { ...s, seq: e.parsedSeq } }),
         );
         break;
       case 'text':
         e.model.plainLines((lines) =>
-          send({
+          this.send({
             kind: 'text',
             sid: m.sid,
             req: m.req,
@@ -95,20 +102,41 @@ export function runModelWorker(): void {
           }),
         );
         break;
-      case 'close': {
-        // Requests already made (a save at exit asks for the last screen) are answered first:
-        // what waited for a rebuild goes to the live model, which closes after its queue.
-        e.rebuilding?.dispose();
-        e.rebuilding = undefined;
-        const held = e.held ?? [];
-        e.held = undefined;
-        for (const h of held) handle(h);
-        models.delete(m.sid);
-        e.model.close();
+      case 'close':
+        this.close(m.sid, e);
         break;
-      }
     }
-  };
+  }
+
+  private write(e: ModelEntry, sid: string, seq: number, data: Uint8Array): void {
+    const end = seq + data.length;
+    e.queuedSeq = end;
+    e.model.write(data, () => {
+      // Skipped output makes seq jump: parsed state is "everything up to end".
+      e.parsedSeq = end;
+      if (end - e.lastReported >= PROGRESS_EVERY_BYTES || end === e.queuedSeq) {
+        e.lastReported = end;
+        this.send({ kind: 'progress', sid, seq: end });
+      }
+    });
+  }
+
+  private close(sid: string, e: ModelEntry): void {
+    // Requests already made (a save at exit asks for the last screen) are answered first:
+    // what waited for a rebuild goes to the live model, which closes after its queue.
+    e.rebuilding?.dispose();
+    e.rebuilding = undefined;
+    this.release(e);
+    this.models.delete(sid);
+    e.model.close();
+  }
+
+  /** Applies the messages that waited for a rebuild, to whichever model it left in place. */
+  private release(e: ModelEntry): void {
+    const held = e.held ?? [];
+    e.held = undefined;
+    for (const h of held) this.handle(h);
+  }
 
   /**
    * Rebuilds a shrunk model from the steps (the log up to everything posted so far) and adopts the
@@ -116,7 +144,7 @@ export function runModelWorker(): void {
    * and the state there mattered) the live screen stays, keeping scrollback from now on. Messages
    * arriving meanwhile wait and then apply to the model kept.
    */
-  const grow = (sid: string, e: ModelEntry, steps: Parameters<typeof rebuildModel>[0]): void => {
+  private grow(sid: string, e: ModelEntry, steps: Parameters<typeof rebuildModel>[0]): void {
     e.held = [];
     const live = e.model;
     const fresh: TerminalModel = rebuildModel(steps, e.scrollback, () =>
@@ -131,16 +159,12 @@ export function runModelWorker(): void {
             fresh.dispose();
             live.unshrink();
           }
-          send({ kind: 'grown', sid, adopted });
+          this.send({ kind: 'grown', sid, adopted });
           collectGarbageSoon();
-          const held = e.held ?? [];
-          e.held = undefined;
-          for (const h of held) handle(h);
+          this.release(e);
         }),
       ),
     );
     e.rebuilding = fresh;
-  };
-
-  port.on('message', handle);
+  }
 }

@@ -94,25 +94,98 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
  * server and one owner per session; a session that ends (DELETE, or the service closing it)
  * releases its owner, whose terminals then live for the grace period.
  */
-export function createMcpHttpRoute(o: McpHttpOptions) {
+export function createMcpHttpRoute(o: McpHttpOptions): McpHttpRoute {
   if (!o.auth && !o.token) throw new Error('createMcpHttpRoute needs a token');
-  const ownAuth = o.auth === undefined;
-  const auth = o.auth ?? new TokenAuthority({ startupToken: o.token!, ...(o.log ? { log: o.log } : {}) });
-  const sessions = new Map<string, McpSession>();
-  // A revoked or expired token's sessions end (their open streams with them).
-  const offEnded = auth.onEnded((ids) => {
-    for (const s of sessions.values()) if (ids.has(s.tokenId)) void s.transport.close();
-  });
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const s of sessions.values()) {
-      if (s.inFlight === 0 && now - s.lastSeen > SESSION_IDLE_MS) void s.transport.close();
+  return new McpHttpRoute(o);
+}
+
+/** The `/mcp` route (see createMcpHttpRoute): its sessions, their idle sweep and token checks. */
+export class McpHttpRoute {
+  private readonly ownAuth: boolean;
+  private readonly auth: TokenAuthority;
+  private readonly sessions = new Map<string, McpSession>();
+  private readonly offEnded: () => void;
+  private readonly sweep: NodeJS.Timeout;
+
+  constructor(private readonly o: McpHttpOptions) {
+    this.ownAuth = o.auth === undefined;
+    this.auth = o.auth ?? new TokenAuthority({ startupToken: o.token!, ...(o.log ? { log: o.log } : {}) });
+    // A revoked or expired token's sessions end (their open streams with them).
+    this.offEnded = this.auth.onEnded((ids) => {
+      for (const s of this.sessions.values()) if (ids.has(s.tokenId)) void s.transport.close();
+    });
+    this.sweep = setInterval(() => {
+      const now = Date.now();
+      for (const s of this.sessions.values()) {
+        if (s.inFlight === 0 && now - s.lastSeen > SESSION_IDLE_MS) void s.transport.close();
+      }
+    }, IDLE_SWEEP_MS);
+    this.sweep.unref();
+  }
+
+  /** Serves a request to `/mcp` (true) or leaves it to the next route (false). Bound: routes are passed as functions. */
+  readonly handle = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const path = new URL(req.url ?? '/', 'http://relay').pathname;
+    if (path !== MCP_PATH) return false;
+    if (!originAllowed(req, this.o.allowedOrigins ?? [])) {
+      plain(res, 403, 'forbidden');
+      return true;
     }
-  }, IDLE_SWEEP_MS);
-  sweep.unref();
+    const grant = this.auth.authenticate(presentedToken(req));
+    if (!grant) {
+      plain(res, 401, 'unauthorized', { 'www-authenticate': 'Bearer' });
+      return true;
+    }
+    const sid = req.headers['mcp-session-id'] as string | undefined;
+    const known = sid ? this.sessions.get(sid) : undefined;
+    if (known && known.tokenId !== grant.tokenId) {
+      plain(res, 403, 'this MCP session belongs to another token');
+      return true;
+    }
+    try {
+      await this.route(req, res, grant, sid, known);
+    } catch (err) {
+      this.o.log?.warn({ err: (err as Error).message }, 'MCP request failed');
+      if (!res.headersSent) rpcError(res, 400, (err as Error).message);
+      else res.end();
+    }
+    return true;
+  };
+
+  /** Ends every MCP session (their owners enter the grace period). */
+  async close(): Promise<void> {
+    clearInterval(this.sweep);
+    this.offEnded();
+    if (this.ownAuth) this.auth.dispose();
+    await Promise.allSettled([...this.sessions.values()].map((s) => s.transport.close()));
+    this.sessions.clear();
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** An authorized request: to its session, to a new one (initialize), or refused. */
+  private async route(
+    req: IncomingMessage,
+    res: ServerResponse,
+    grant: Grant,
+    sid: string | undefined,
+    known: McpSession | undefined,
+  ): Promise<void> {
+    if (req.method === 'POST') {
+      const body = await readJson(req);
+      if (known) await this.forward(known, req, res, body);
+      else if (!sid && (await loadMcp()).isInitializeRequest(body)) await this.open(req, res, body, grant);
+      else rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'initialize first');
+      return;
+    }
+    if (!known) rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'mcp-session-id required');
+    else await this.forward(known, req, res);
+  }
 
   /** Passes a request to a known session, keeping its idle clock. */
-  async function forward(
+  private async forward(
     s: McpSession,
     req: IncomingMessage,
     res: ServerResponse,
@@ -128,13 +201,17 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
     }
   }
 
-  async function open(req: IncomingMessage, res: ServerResponse, body: unknown, grant: Grant): Promise<void> {
+  private async open(req: IncomingMessage, res: ServerResponse, body: unknown, grant: Grant): Promise<void> {
+    const { o, sessions } = this;
     const url = new URL(req.url ?? '/', 'http://relay');
     const named =
       (req.headers[AGENT_HEADER] as string | undefined) ?? url.searchParams.get('agent') ?? undefined;
     const owner = o.service.owner(named ? `agent:${named}` : `mcp:${randomUUID()}`);
     const mcp = await loadMcp();
-    const server = mcp.createTerminalMcpServer(o.service, owner, o.version, { grant, audit: auth.audit });
+    const server = mcp.createTerminalMcpServer(o.service, owner, o.version, {
+      grant,
+      audit: this.auth.audit,
+    });
     const transport: StreamableHTTPServerTransport = new mcp.Transport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
@@ -154,57 +231,4 @@ export function createMcpHttpRoute(o: McpHttpOptions) {
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
   }
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    const path = new URL(req.url ?? '/', 'http://relay').pathname;
-    if (path !== MCP_PATH) return false;
-    if (!originAllowed(req, o.allowedOrigins ?? [])) {
-      plain(res, 403, 'forbidden');
-      return true;
-    }
-    const grant = auth.authenticate(presentedToken(req));
-    if (!grant) {
-      plain(res, 401, 'unauthorized', { 'www-authenticate': 'Bearer' });
-      return true;
-    }
-    const sid = req.headers['mcp-session-id'] as string | undefined;
-    const known = sid ? sessions.get(sid) : undefined;
-    if (known && known.tokenId !== grant.tokenId) {
-      plain(res, 403, 'this MCP session belongs to another token');
-      return true;
-    }
-    try {
-      if (req.method === 'POST') {
-        const body = await readJson(req);
-        if (known) await forward(known, req, res, body);
-        else if (!sid && (await loadMcp()).isInitializeRequest(body)) await open(req, res, body, grant);
-        else rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'initialize first');
-        return true;
-      }
-      if (!known) rpcError(res, sid ? 404 : 400, sid ? 'unknown MCP session' : 'mcp-session-id required');
-      else await forward(known, req, res);
-    } catch (err) {
-      o.log?.warn({ err: (err as Error).message }, 'MCP request failed');
-      if (!res.headersSent) rpcError(res, 400, (err as Error).message);
-      else res.end();
-    }
-    return true;
-  }
-
-  return {
-    handle,
-    /** Ends every MCP session (their owners enter the grace period). */
-    async close(): Promise<void> {
-      clearInterval(sweep);
-      offEnded();
-      if (ownAuth) auth.dispose();
-      await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
-      sessions.clear();
-    },
-    get sessionCount(): number {
-      return sessions.size;
-    },
-  };
 }
-
-export type McpHttpRoute = ReturnType<typeof createMcpHttpRoute>;

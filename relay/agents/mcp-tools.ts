@@ -41,6 +41,12 @@ function logPageHead(id: string, from: number, r: AgentReadResult): string {
   return `${id}: log lines [${r.lineBegin}, ${r.lineEnd}) of ${r.totalLines}${gap}${r.truncated ? ' (cut by the byte bound)' : ''}${next}`;
 }
 
+/** The first line of an `offset` page's text: where it sits back from the newest line and what is older. */
+function offsetPageHead(id: string, r: AgentReadResult): string {
+  const more = r.lineEnd < r.totalLines ? `; older: offset=${r.lineEnd}` : '; this reaches the oldest line';
+  return `${id}: lines [${r.lineBegin}, ${r.lineEnd}) back from the newest of ${r.totalLines}${r.truncated ? ' (cut by the byte bound)' : ''}${more}`;
+}
+
 /**
  * A waiting send reports progress this often when the client asked for progress: MCP clients time
  * requests out (the SDK's default is 60 s) unless progress resets the clock.
@@ -108,18 +114,8 @@ export function createTerminalMcpServer(
   service: TerminalToolService,
   owner: AgentOwner,
   version: string,
-  opts: { progressMs?: number; grant?: Grant; audit?: InputAudit } = {},
+  opts: TerminalMcpOptions = {},
 ): McpServer {
-  // `ptyrelay mcp` on stdio is the user's own process: it acts with the startup token's rights.
-  const grant = opts.grant ?? STARTUP_GRANT;
-  /** The provider id of one of the owner's terminals (the service itself answers NOT_FOUND/NOT_OWNER). */
-  const providerIdOf = (id: string): string | undefined =>
-    service.list(owner).find((t) => t.id === id)?.providerId;
-  const check = (id: string, need: (g: Grant, pid: string) => void): string | undefined => {
-    const pid = providerIdOf(id);
-    if (pid !== undefined) need(grant, pid);
-    return pid;
-  };
   const server = new McpServer(
     { name: 'ptyrelay', version },
     {
@@ -127,169 +123,224 @@ export function createTerminalMcpServer(
         'Persistent terminals on the hosts of a ptyrelay relay. Open one, then send commands and read output; the terminal keeps its cwd, environment and running programs between calls.',
     },
   );
-
-  server.registerTool(
-    'terminal_open',
-    {
-      description: `Opens a persistent terminal (the user's login shell, or "command") on a host and returns its id. Hosts: ${service
-        .hosts()
-        .filter((h) => canSeeHost(grant, h))
-        .join(', ')}.`,
-      inputSchema: {
-        host: z.string().optional().describe('Host name (default "local")'),
-        cwd: z.string().optional().describe('Working directory (default: home)'),
-        command: z.string().optional().describe('Program to run instead of the login shell'),
-        args: z.array(z.string()).optional().describe('Arguments of command'),
-        name: z.string().optional().describe('Display name'),
-      },
-    },
-    (a) =>
-      tool(async () => {
-        needCreate(grant, a.host ?? 'local');
-        const t = await service.open(owner, a.host ?? 'local', a);
-        return text(`opened ${t.id} on ${t.host} (${t.providerId}; a human can \`ptyrelay attach\` it)`, {
-          id: t.id,
-          host: t.host,
-          providerId: t.providerId,
-        });
-      }),
-  );
-
-  server.registerTool(
-    'terminal_send',
-    {
-      description: SEND_DESCRIPTION,
-      inputSchema: {
-        ...idShape,
-        text: z.string().describe('Text to type; empty to only wait'),
-        timeoutMs: z
-          .number()
-          .int()
-          .min(1)
-          .max(MAX_AGENT_TIMEOUT_MS)
-          .optional()
-          .describe(`Longest wait in ms (default ${service.defaultTimeoutMs})`),
-        enter: z.boolean().optional().describe('Press Enter after the text (default true)'),
-      },
-      outputSchema: {
-        reason: z.enum(['stdin_read', 'inferred_idle', 'timeout', 'session_exit']),
-        output: z.string(),
-        truncated: z.boolean(),
-        exitCode: z.number().int().optional(),
-        elapsedMs: z.number(),
-        meaning: z.string(),
-      },
-    },
-    (a, extra) =>
-      tool(async () => {
-        const pid = check(a.id, (g, p) => needWrite(g, p, 'type into'));
-        if (pid !== undefined && a.text.length > 0) opts.audit?.record(grant, pid, Buffer.byteLength(a.text));
-        const r = await withProgress(
-          // Not wire data: the SDK's own request context, whose generic type does not name sendNotification's params.
-          extra as unknown as Extra,
-          service.send(owner, a.id, a.text, { timeoutMs: a.timeoutMs, enter: a.enter }),
-          opts.progressMs ?? SEND_PROGRESS_MS,
-        );
-        return text(sendResultText(a.id, r), { ...r, meaning: END_REASON_TEXT[r.reason] });
-      }),
-  );
-
-  server.registerTool(
-    'terminal_read',
-    {
-      description: READ_DESCRIPTION,
-      inputSchema: {
-        ...idShape,
-        offset: z.number().int().min(0).optional().describe('Lines back from the newest line (default 0)'),
-        from: z
-          .number()
-          .int()
-          .min(0)
-          .optional()
-          .describe(
-            'Instead of offset: absolute line number in the output log where the page starts (0 = first line)',
-          ),
-        count: z
-          .number()
-          .int()
-          .min(1)
-          .max(MAX_AGENT_READ_LINES)
-          .optional()
-          .describe(`Lines wanted (default ${DEFAULT_AGENT_READ_LINES})`),
-      },
-      outputSchema: {
-        lines: z.array(z.string()),
-        lineBegin: z.number().int(),
-        lineEnd: z.number().int(),
-        totalLines: z.number().int(),
-        truncated: z.boolean(),
-        logLines: z.number().int().optional(),
-        historyStartLine: z.number().int().optional(),
-      },
-    },
-    (a) =>
-      tool(async () => {
-        check(a.id, needRead);
-        if (a.from !== undefined) {
-          const r = await service.read(owner, a.id, { from: a.from, count: a.count });
-          return text(`${logPageHead(a.id, a.from, r)}\n${r.lines.join('\n')}`, { ...r });
-        }
-        const r = await service.read(owner, a.id, { offset: a.offset, count: a.count });
-        const more =
-          r.lineEnd < r.totalLines ? `; older: offset=${r.lineEnd}` : '; this reaches the oldest line';
-        const head = `${a.id}: lines [${r.lineBegin}, ${r.lineEnd}) back from the newest of ${r.totalLines}${r.truncated ? ' (cut by the byte bound)' : ''}${more}`;
-        return text(`${head}\n${r.lines.join('\n')}`, { ...r });
-      }),
-  );
-
-  server.registerTool(
-    'terminal_signal',
-    {
-      description:
-        'Sends a real signal (default SIGINT, like Ctrl-C) to the foreground process group of a terminal. Works while a send is waiting; that send then ends with its end reason.',
-      inputSchema: {
-        ...idShape,
-        signal: z.string().optional().describe('INT, TERM, KILL, HUP, … (default INT)'),
-      },
-    },
-    (a) =>
-      tool(async () => {
-        check(a.id, (g, p) => needWrite(g, p, 'signal'));
-        const sig = await service.signal(owner, a.id, a.signal ?? 'SIGINT');
-        return text(`sent ${sig} to ${a.id}`);
-      }),
-  );
-
-  server.registerTool(
-    'terminal_list',
-    {
-      description:
-        'Lists your open agent terminals: id, host, whether a send is waiting, exit code once exited.',
-    },
-    () =>
-      tool(async () => {
-        const terms = service.list(owner).filter((t) => canRead(grant, t.providerId));
-        const lines = terms.map(
-          (t) =>
-            `${t.id}  host=${t.host}${t.name ? ` name=${t.name}` : ''}${t.sending ? ' sending' : ''}${t.exitCode !== undefined ? ` exited=${t.exitCode}` : ''}`,
-        );
-        return text(lines.length ? lines.join('\n') : 'no terminals', { terminals: terms });
-      }),
-  );
-
-  server.registerTool(
-    'terminal_close',
-    {
-      description: 'Closes an agent terminal (its processes get SIGHUP, then SIGKILL).',
-      inputSchema: idShape,
-    },
-    (a) =>
-      tool(async () => {
-        check(a.id, (g, p) => needWrite(g, p, 'close'));
-        await service.close(owner, a.id);
-        return text(`closed ${a.id}`);
-      }),
-  );
-
+  new TerminalMcpTools(service, owner, opts).register(server);
   return server;
+}
+
+export interface TerminalMcpOptions {
+  /** How often a waiting send reports progress (default SEND_PROGRESS_MS). */
+  progressMs?: number;
+  /** What the session's token may do (default: the startup token's rights). */
+  grant?: Grant;
+  /** Counts who typed how much into which terminal (never what). */
+  audit?: InputAudit;
+}
+
+/** The six terminal tools of one MCP session: one method registers each, its schema and its body. */
+class TerminalMcpTools {
+  private readonly grant: Grant;
+
+  constructor(
+    private readonly service: TerminalToolService,
+    private readonly owner: AgentOwner,
+    private readonly opts: TerminalMcpOptions,
+  ) {
+    // `ptyrelay mcp` on stdio is the user's own process: it acts with the startup token's rights.
+    this.grant = opts.grant ?? STARTUP_GRANT;
+  }
+
+  register(server: McpServer): void {
+    this.registerOpen(server);
+    this.registerSend(server);
+    this.registerRead(server);
+    this.registerSignal(server);
+    this.registerList(server);
+    this.registerClose(server);
+  }
+
+  /** Checks the grant on one of the owner's terminals (the service itself answers NOT_FOUND/NOT_OWNER). */
+  private check(id: string, need: (g: Grant, pid: string) => void): string | undefined {
+    const pid = this.service.list(this.owner).find((t) => t.id === id)?.providerId;
+    if (pid !== undefined) need(this.grant, pid);
+    return pid;
+  }
+
+  private registerOpen(server: McpServer): void {
+    const { service, owner, grant } = this;
+    server.registerTool(
+      'terminal_open',
+      {
+        description: `Opens a persistent terminal (the user's login shell, or "command") on a host and returns its id. Hosts: ${service
+          .hosts()
+          .filter((h) => canSeeHost(grant, h))
+          .join(', ')}.`,
+        inputSchema: {
+          host: z.string().optional().describe('Host name (default "local")'),
+          cwd: z.string().optional().describe('Working directory (default: home)'),
+          command: z.string().optional().describe('Program to run instead of the login shell'),
+          args: z.array(z.string()).optional().describe('Arguments of command'),
+          name: z.string().optional().describe('Display name'),
+        },
+      },
+      (a) =>
+        tool(async () => {
+          needCreate(grant, a.host ?? 'local');
+          const t = await service.open(owner, a.host ?? 'local', a);
+          return text(`opened ${t.id} on ${t.host} (${t.providerId}; a human can \`ptyrelay attach\` it)`, {
+            id: t.id,
+            host: t.host,
+            providerId: t.providerId,
+          });
+        }),
+    );
+  }
+
+  private registerSend(server: McpServer): void {
+    const { service, owner, grant, opts } = this;
+    server.registerTool(
+      'terminal_send',
+      {
+        description: SEND_DESCRIPTION,
+        inputSchema: {
+          ...idShape,
+          text: z.string().describe('Text to type; empty to only wait'),
+          timeoutMs: z
+            .number()
+            .int()
+            .min(1)
+            .max(MAX_AGENT_TIMEOUT_MS)
+            .optional()
+            .describe(`Longest wait in ms (default ${service.defaultTimeoutMs})`),
+          enter: z.boolean().optional().describe('Press Enter after the text (default true)'),
+        },
+        outputSchema: {
+          reason: z.enum(['stdin_read', 'inferred_idle', 'timeout', 'session_exit']),
+          output: z.string(),
+          truncated: z.boolean(),
+          exitCode: z.number().int().optional(),
+          elapsedMs: z.number(),
+          meaning: z.string(),
+        },
+      },
+      (a, extra) =>
+        tool(async () => {
+          const pid = this.check(a.id, (g, p) => needWrite(g, p, 'type into'));
+          if (pid !== undefined && a.text.length > 0)
+            opts.audit?.record(grant, pid, Buffer.byteLength(a.text));
+          const r = await withProgress(
+            // Not wire data: the SDK's own request context, whose generic type does not name sendNotification's params.
+            extra as unknown as Extra,
+            service.send(owner, a.id, a.text, { timeoutMs: a.timeoutMs, enter: a.enter }),
+            opts.progressMs ?? SEND_PROGRESS_MS,
+          );
+          return text(sendResultText(a.id, r), { ...r, meaning: END_REASON_TEXT[r.reason] });
+        }),
+    );
+  }
+
+  private registerRead(server: McpServer): void {
+    const { service, owner } = this;
+    server.registerTool(
+      'terminal_read',
+      {
+        description: READ_DESCRIPTION,
+        inputSchema: {
+          ...idShape,
+          offset: z.number().int().min(0).optional().describe('Lines back from the newest line (default 0)'),
+          from: z
+            .number()
+            .int()
+            .min(0)
+            .optional()
+            .describe(
+              'Instead of offset: absolute line number in the output log where the page starts (0 = first line)',
+            ),
+          count: z
+            .number()
+            .int()
+            .min(1)
+            .max(MAX_AGENT_READ_LINES)
+            .optional()
+            .describe(`Lines wanted (default ${DEFAULT_AGENT_READ_LINES})`),
+        },
+        outputSchema: {
+          lines: z.array(z.string()),
+          lineBegin: z.number().int(),
+          lineEnd: z.number().int(),
+          totalLines: z.number().int(),
+          truncated: z.boolean(),
+          logLines: z.number().int().optional(),
+          historyStartLine: z.number().int().optional(),
+        },
+      },
+      (a) =>
+        tool(async () => {
+          this.check(a.id, needRead);
+          if (a.from !== undefined) {
+            const r = await service.read(owner, a.id, { from: a.from, count: a.count });
+            return text(`${logPageHead(a.id, a.from, r)}\n${r.lines.join('\n')}`, { ...r });
+          }
+          const r = await service.read(owner, a.id, { offset: a.offset, count: a.count });
+          return text(`${offsetPageHead(a.id, r)}\n${r.lines.join('\n')}`, { ...r });
+        }),
+    );
+  }
+
+  private registerSignal(server: McpServer): void {
+    const { service, owner } = this;
+    server.registerTool(
+      'terminal_signal',
+      {
+        description:
+          'Sends a real signal (default SIGINT, like Ctrl-C) to the foreground process group of a terminal. Works while a send is waiting; that send then ends with its end reason.',
+        inputSchema: {
+          ...idShape,
+          signal: z.string().optional().describe('INT, TERM, KILL, HUP, … (default INT)'),
+        },
+      },
+      (a) =>
+        tool(async () => {
+          this.check(a.id, (g, p) => needWrite(g, p, 'signal'));
+          const sig = await service.signal(owner, a.id, a.signal ?? 'SIGINT');
+          return text(`sent ${sig} to ${a.id}`);
+        }),
+    );
+  }
+
+  private registerList(server: McpServer): void {
+    const { service, owner, grant } = this;
+    server.registerTool(
+      'terminal_list',
+      {
+        description:
+          'Lists your open agent terminals: id, host, whether a send is waiting, exit code once exited.',
+      },
+      () =>
+        tool(async () => {
+          const terms = service.list(owner).filter((t) => canRead(grant, t.providerId));
+          const lines = terms.map(
+            (t) =>
+              `${t.id}  host=${t.host}${t.name ? ` name=${t.name}` : ''}${t.sending ? ' sending' : ''}${t.exitCode !== undefined ? ` exited=${t.exitCode}` : ''}`,
+          );
+          return text(lines.length ? lines.join('\n') : 'no terminals', { terminals: terms });
+        }),
+    );
+  }
+
+  private registerClose(server: McpServer): void {
+    const { service, owner } = this;
+    server.registerTool(
+      'terminal_close',
+      {
+        description: 'Closes an agent terminal (its processes get SIGHUP, then SIGKILL).',
+        inputSchema: idShape,
+      },
+      (a) =>
+        tool(async () => {
+          this.check(a.id, (g, p) => needWrite(g, p, 'close'));
+          await service.close(owner, a.id);
+          return text(`closed ${a.id}`);
+        }),
+    );
+  }
 }

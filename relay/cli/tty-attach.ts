@@ -52,77 +52,113 @@ export async function attachTty(
   open: () => Promise<PtyAttachResult>,
   opts: TtyAttachOptions = {},
 ): Promise<{ why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo }> {
-  const stdin = opts.stdin ?? process.stdin;
   const stdout = opts.stdout ?? process.stdout;
-  const early: PtyDataEvent[] = [];
-  let id: string | undefined;
-  let exit: PtyExitInfo | undefined;
-  let finish: ((why: TtyAttachEnd) => void) | undefined;
-  const offData = provider.onData((e) => {
-    if (id === undefined) early.push(e);
-    else if (e.id === id) stdout.write(Buffer.from(e.data));
-  });
-  const earlyExits: PtyExitEvent[] = [];
-  const onExit = (e: PtyExitEvent) => {
-    exit = { exitCode: e.exitCode, ...(e.signal ? { signal: e.signal } : {}) };
-    finish?.('exited');
-  };
-  const offExit = provider.onExit((e) => {
-    if (id === undefined) earlyExits.push(e);
-    else if (e.id === id) onExit(e);
-  });
-  const offReattach = provider.onReattach?.((e) => {
-    if (e.id !== id) return;
-    if (e.sessionExpired) finish?.('exited');
-    else if (e.snapshot) paintSnapshot(stdout, e.snapshot);
-  });
-  const unsubscribe = () => {
-    offData();
-    offExit();
-    offReattach?.();
-  };
+  const events = new AttachEvents(provider, stdout);
   let attach: PtyAttachResult;
   try {
     attach = await open();
   } catch (err) {
-    unsubscribe();
+    events.unsubscribe();
     throw err;
   }
-  id = attach.id;
   if (attach.sessionExpired && attach.coldRestore) {
-    unsubscribe();
+    events.unsubscribe();
     return { why: 'restored', attach, exit: attach.exited };
   }
   paintAttach(stdout, attach);
-  for (const e of early) {
-    if (e.id === id && e.seq >= attach.providerSequence.value) stdout.write(Buffer.from(e.data));
+  events.start(attach);
+  if (events.exit || opts.signal?.aborted) {
+    events.unsubscribe();
+    return { why: events.exit ? 'exited' : 'lost', attach, exit: events.exit };
   }
-  for (const e of earlyExits) if (e.id === id && e.incarnationId === attach.incarnationId) onExit(e);
-  exit ??= attach.exited;
-  if (exit || opts.signal?.aborted) {
-    unsubscribe();
-    return { why: exit ? 'exited' : 'lost', attach, exit };
+  const why = await forwardTty(provider, attach.id, events, opts);
+  return { why, attach, exit: events.exit };
+}
+
+/**
+ * The provider's events for one attach: output and exits that come before the attach result are
+ * kept, then those of its terminal are written (or end the attach) as they come.
+ */
+class AttachEvents {
+  exit: PtyExitInfo | undefined;
+  /** Ends the attach once it is interactive (set by forwardTty). */
+  finish: ((why: TtyAttachEnd) => void) | undefined;
+  private id: string | undefined;
+  private readonly early: PtyDataEvent[] = [];
+  private readonly earlyExits: PtyExitEvent[] = [];
+  private readonly offs: Array<(() => void) | undefined>;
+
+  constructor(
+    provider: IPtyProvider,
+    private readonly stdout: NodeJS.WriteStream,
+  ) {
+    this.offs = [
+      provider.onData((e) => {
+        if (this.id === undefined) this.early.push(e);
+        else if (e.id === this.id) stdout.write(Buffer.from(e.data));
+      }),
+      provider.onExit((e) => {
+        if (this.id === undefined) this.earlyExits.push(e);
+        else if (e.id === this.id) this.onExit(e);
+      }),
+      provider.onReattach?.((e) => {
+        if (e.id !== this.id) return;
+        if (e.sessionExpired) this.finish?.('exited');
+        else if (e.snapshot) paintSnapshot(stdout, e.snapshot);
+      }),
+    ];
   }
-  const termId = id;
+
+  /** The attach result is written: from here on only its terminal's events count. */
+  start(attach: PtyAttachResult): void {
+    const id = attach.id;
+    this.id = id;
+    for (const e of this.early) {
+      if (e.id === id && e.seq >= attach.providerSequence.value) this.stdout.write(Buffer.from(e.data));
+    }
+    for (const e of this.earlyExits)
+      if (e.id === id && e.incarnationId === attach.incarnationId) this.onExit(e);
+    this.exit ??= attach.exited;
+  }
+
+  unsubscribe(): void {
+    for (const off of this.offs) off?.();
+  }
+
+  private onExit(e: PtyExitEvent): void {
+    this.exit = { exitCode: e.exitCode, ...(e.signal ? { signal: e.signal } : {}) };
+    this.finish?.('exited');
+  }
+}
+
+/** The interactive part: raw mode, keys to the terminal (until the detach key), resizes. */
+function forwardTty(
+  provider: IPtyProvider,
+  termId: string,
+  events: AttachEvents,
+  opts: TtyAttachOptions,
+): Promise<TtyAttachEnd> {
+  const stdin = opts.stdin ?? process.stdin;
+  const stdout = opts.stdout ?? process.stdout;
   return new Promise((resolve) => {
-    finish = (why) => {
-      finish = undefined;
-      unsubscribe();
+    events.finish = (why) => {
+      events.finish = undefined;
+      events.unsubscribe();
       opts.signal?.removeEventListener('abort', onAbort);
       stdin.off('data', onInput);
       stdout.off('resize', onResize);
       if (stdin.isTTY) stdin.setRawMode(false);
       stdin.pause();
-      resolve({ why, attach, exit });
+      resolve(why);
     };
-    const onAbort = () => finish?.('lost');
+    const onAbort = () => events.finish?.('lost');
     const send = (data: Buffer) =>
       void provider.write(termId, data).catch((err: unknown) => opts.onInputLost?.(data.length, err));
     const onInput = (chunk: Buffer) => {
       const k = chunk.indexOf(DETACH_KEY);
       if (k >= 0) {
         if (k > 0) send(chunk.subarray(0, k));
-        finish?.('detached');
+        events.finish?.('detached');
         return;
       }
       send(chunk);

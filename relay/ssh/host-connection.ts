@@ -169,43 +169,77 @@ export async function connectSsh(
         'CONFIG_INVALID',
         `ProxyJump of ${h.alias} goes deeper than ${MAX_JUMP_DEPTH} hops (a loop?)`,
       );
-    // `a,b`: b is reached through a, the target through b (as `ssh -J a,b` does).
-    const last = hops[hops.length - 1]!;
-    const spec = parseJumpSpec(last);
-    const jh = opts.resolveJump?.(last) ?? resolveHost({ host: spec.host, user: spec.user, port: spec.port });
-    const before = hops.slice(0, -1);
-    jump = await connectSsh(
-      { ...jh, proxyJump: before.length > 0 ? before.join(',') : jh.proxyJump },
-      { ...opts, inspectHostKey: undefined },
-      depth + 1,
-    ).catch((err: unknown) => {
-      if (err instanceof PtyRelayError && err.details?.hop === undefined)
-        throw new PtyRelayError(err.code, `jump host ${last}: ${err.message}`, { ...err.details, hop: last });
-      throw err;
-    });
-    let off = () => {};
-    sock = await new Promise<Duplex>((resolve, reject) => {
-      off = onAbort(opts.signal, () => reject(opts.signal?.reason));
-      jump!.client.forwardOut('127.0.0.1', 0, h.hostName, h.port, (err, stream) => {
-        if (err)
-          reject(
-            new PtyRelayError(
-              'CONNECT_FAILED',
-              `jump host ${last} cannot reach ${h.hostName}:${h.port}: ${err.message}`,
-              { cause: /refused/i.test(err.message) ? 'refused' : 'unreachable', hop: last },
-            ),
-          );
-        else resolve(stream);
-      });
-    })
-      .catch((e) => {
-        jump?.close();
-        throw e;
-      })
-      .finally(off);
+    ({ jump, sock } = await throughJump(h, hops, opts, depth));
   } else {
     sock = await openSocket(h, opts.signal, opts.lookup);
   }
+  const client = await handshake(h, sock, opts).catch((err: unknown) => {
+    jump?.close();
+    throw err;
+  });
+  return {
+    client,
+    host: h,
+    jump,
+    close() {
+      client.end();
+      sock.destroy();
+      jump?.close();
+    },
+  };
+}
+
+/**
+ * Connects to the last of `hops` (itself through the ones before it) and opens a channel from
+ * there to `h`: `a,b` reaches b through a and the target through b (as `ssh -J a,b` does).
+ */
+async function throughJump(
+  h: ResolvedHost,
+  hops: string[],
+  opts: ConnectOptions,
+  depth: number,
+): Promise<{ jump: SshConnection; sock: Duplex }> {
+  const last = hops[hops.length - 1]!;
+  const spec = parseJumpSpec(last);
+  const jh = opts.resolveJump?.(last) ?? resolveHost({ host: spec.host, user: spec.user, port: spec.port });
+  const before = hops.slice(0, -1);
+  const jump = await connectSsh(
+    { ...jh, proxyJump: before.length > 0 ? before.join(',') : jh.proxyJump },
+    { ...opts, inspectHostKey: undefined },
+    depth + 1,
+  ).catch((err: unknown) => {
+    if (err instanceof PtyRelayError && err.details?.hop === undefined)
+      throw new PtyRelayError(err.code, `jump host ${last}: ${err.message}`, { ...err.details, hop: last });
+    throw err;
+  });
+  let off = () => {};
+  const sock = await new Promise<Duplex>((resolve, reject) => {
+    off = onAbort(opts.signal, () => reject(opts.signal?.reason));
+    jump.client.forwardOut('127.0.0.1', 0, h.hostName, h.port, (err, stream) => {
+      if (err)
+        reject(
+          new PtyRelayError(
+            'CONNECT_FAILED',
+            `jump host ${last} cannot reach ${h.hostName}:${h.port}: ${err.message}`,
+            { cause: /refused/i.test(err.message) ? 'refused' : 'unreachable', hop: last },
+          ),
+        );
+      else resolve(stream);
+    });
+  })
+    .catch((e) => {
+      jump.close();
+      throw e;
+    })
+    .finally(off);
+  return { jump, sock };
+}
+
+/**
+ * The SSH handshake and authentication over `sock`; on failure the client and the socket are
+ * closed (the caller closes what it hops through).
+ */
+async function handshake(h: ResolvedHost, sock: Duplex, opts: ConnectOptions): Promise<Client> {
   const client = new Client();
   let refused: PtyRelayError | undefined;
   const auth = planAuth(h, opts.log);
@@ -255,20 +289,10 @@ export async function connectSsh(
     settled = true;
     client.end();
     sock.destroy();
-    jump?.close();
     throw err;
   } finally {
     off();
     sock.off('data', heard);
   }
-  return {
-    client,
-    host: h,
-    jump,
-    close() {
-      client.end();
-      sock.destroy();
-      jump?.close();
-    },
-  };
+  return client;
 }

@@ -29,14 +29,14 @@ const RACING_RECONNECT_ATTEMPTS = 3;
 
 export type { SshHostConfig } from './host-config.js';
 
+/** A step of reaching a host: connecting, deploying the stub, the link to its daemon. */
+export type HostSetupProgress = DeployProgress | { step: 'connect' | 'connected' | 'link'; message: string };
+
 export interface SshPtyProviderOptions {
   hosts: Record<string, SshHostConfig>;
   log?: Logger;
   /** Connection and deployment progress (the CLI prints it). */
-  onProgress?: (
-    host: string,
-    p: DeployProgress | { step: 'connect' | 'connected' | 'link'; message: string },
-  ) => void;
+  onProgress?: (host: string, p: HostSetupProgress) => void;
   /** Flags for a daemon this relay starts on a host (e.g. `--idle-exit-ms`). */
   daemonArgs?: string[];
   /** Always use the exec bridge instead of streamlocal forwarding (tests). */
@@ -196,14 +196,62 @@ export class SshPtyProvider extends StubBackedProvider {
    * connection at once, and only the attempt that claims the race registers the link.
    */
   private async open(host: string, cfg: SshHostConfig, attempt: RaceAttempt): Promise<StubClient> {
-    // Progress always reaches the log (step, bytes uploaded); a caller may also show it.
-    const progress: NonNullable<SshPtyProviderOptions['onProgress']> = (h, p) => {
-      this.log.info({ host: h, ...p }, `[${h}] ${p.message}`);
-      this.opts.onProgress?.(h, p);
-    };
     const log = this.log.child({ host });
+    const { ssh, t0 } = await this.connect(host, cfg, attempt, log);
+    const closeOnAbort = () => ssh.close();
+    attempt.signal.addEventListener('abort', closeOnAbort, { once: true });
+    let dropped = false;
+    ssh.client.once('close', () => {
+      dropped = true;
+    });
+    try {
+      attempt.signal.throwIfAborted();
+      const daemonArgs = this.daemonArgsFor(cfg);
+      const deploy = await this.deployTo(host, cfg, ssh, log, daemonArgs);
+      const channel = await this.channelTo(host, ssh, deploy, log, daemonArgs);
+      attempt.progress();
+      const client = new StubClient(channel.stream, {
+        role: 'ssh-relay',
+        buildId: deploy.buildId,
+        ...this.linkIdentity(host),
+      });
+      client.onReceive = () => attempt.progress();
+      await client.ready;
+      // Only the winning attempt gets past this line: a losing one never registers anything.
+      attempt.claim();
+      attempt.signal.removeEventListener('abort', closeOnAbort);
+      this.register(host, { ssh, client, deploy, via: channel.via }, channel);
+      this.progress(host, {
+        step: 'link',
+        message: `stub link up via ${channel.via} (daemon pid ${client.daemonHello?.pid})`,
+      });
+      log.info({ via: channel.via, uploaded: deploy.uploaded, ms: Date.now() - t0 }, 'host ready');
+      return client;
+    } catch (err) {
+      ssh.close();
+      // A failure may mean the install is gone: check it again next time (not when merely outraced).
+      if (!attempt.signal.aborted) this.deployed.delete(host);
+      // The host let us in, then dropped the connection: transient, whatever step it broke.
+      if (dropped && !attempt.signal.aborted) throw droppedDuringSetup(host, err);
+      throw err;
+    }
+  }
+
+  /** Progress always reaches the log (step, bytes uploaded); a caller may also show it. */
+  private progress(h: string, p: HostSetupProgress): void {
+    this.log.info({ host: h, ...p }, `[${h}] ${p.message}`);
+    this.opts.onProgress?.(h, p);
+  }
+
+  /** The SSH connection of one attempt, and when it started (for the log's timings). */
+  private async connect(
+    host: string,
+    cfg: SshHostConfig,
+    attempt: RaceAttempt,
+    log: Logger,
+  ): Promise<{ ssh: SshConnection; t0: number }> {
     const resolved = resolveHost(cfg);
-    progress(host, {
+    this.progress(host, {
       step: 'connect',
       message: `connecting to ${resolved.user}@${resolved.hostName}:${resolved.port}`,
     });
@@ -228,65 +276,40 @@ export class SshPtyProvider extends StubBackedProvider {
     }).catch((err: unknown) => {
       throw withHostHint(host, err);
     });
-    progress(host, { step: 'connected', message: `connected in ${Date.now() - t0} ms` });
-    const closeOnAbort = () => ssh.close();
-    attempt.signal.addEventListener('abort', closeOnAbort, { once: true });
-    let dropped = false;
-    ssh.client.once('close', () => {
-      dropped = true;
-    });
-    try {
-      attempt.signal.throwIfAborted();
-      // A reconnect reuses this provider's verified install; a full check runs on first contact.
-      const daemonArgs = this.daemonArgsFor(cfg);
-      const deploy =
-        this.deployed.get(host) ??
-        (await new StubDeployer(ssh.client, {
-          log,
-          onProgress: (p: DeployProgress) => progress(host, p),
-          // An intact install also gets its daemon ensured in the probe's command (one exec).
-          ensureDaemon: this.opts.preferExec ? undefined : daemonArgs,
-          installDir: cfg.installDir,
-          uploadMethod: this.uploadMethods.get(host),
-          adoptOnly: this.adopting.has(host),
-          ...(this.opts.stubPath
-            ? { artifacts: (p: StubPlatform) => collectStubArtifacts(p, this.opts.stubPath) }
-            : {}),
-        }).deploy());
-      if (deploy.method) {
-        this.uploadMethods.set(host, deploy.method);
-        log.info(
-          { method: deploy.method, installDir: deploy.installDir },
-          `stub deployed over ${deploy.method}`,
-        );
-      }
-      const channel = await this.channelTo(host, ssh, deploy, log, daemonArgs);
-      attempt.progress();
-      const client = new StubClient(channel.stream, {
-        role: 'ssh-relay',
-        buildId: deploy.buildId,
-        ...this.linkIdentity(host),
-      });
-      client.onReceive = () => attempt.progress();
-      await client.ready;
-      // Only the winning attempt gets past this line: a losing one never registers anything.
-      attempt.claim();
-      attempt.signal.removeEventListener('abort', closeOnAbort);
-      this.register(host, { ssh, client, deploy, via: channel.via }, channel);
-      progress(host, {
-        step: 'link',
-        message: `stub link up via ${channel.via} (daemon pid ${client.daemonHello?.pid})`,
-      });
-      log.info({ via: channel.via, uploaded: deploy.uploaded, ms: Date.now() - t0 }, 'host ready');
-      return client;
-    } catch (err) {
-      ssh.close();
-      // A failure may mean the install is gone: check it again next time (not when merely outraced).
-      if (!attempt.signal.aborted) this.deployed.delete(host);
-      // The host let us in, then dropped the connection: transient, whatever step it broke.
-      if (dropped && !attempt.signal.aborted) throw droppedDuringSetup(host, err);
-      throw err;
+    this.progress(host, { step: 'connected', message: `connected in ${Date.now() - t0} ms` });
+    return { ssh, t0 };
+  }
+
+  /** The host's install: the one this provider verified before (a reconnect), else a full deploy. */
+  private async deployTo(
+    host: string,
+    cfg: SshHostConfig,
+    ssh: SshConnection,
+    log: Logger,
+    daemonArgs: string[],
+  ): Promise<DeployResult> {
+    const deploy =
+      this.deployed.get(host) ??
+      (await new StubDeployer(ssh.client, {
+        log,
+        onProgress: (p: DeployProgress) => this.progress(host, p),
+        // An intact install also gets its daemon ensured in the probe's command (one exec).
+        ensureDaemon: this.opts.preferExec ? undefined : daemonArgs,
+        installDir: cfg.installDir,
+        uploadMethod: this.uploadMethods.get(host),
+        adoptOnly: this.adopting.has(host),
+        ...(this.opts.stubPath
+          ? { artifacts: (p: StubPlatform) => collectStubArtifacts(p, this.opts.stubPath) }
+          : {}),
+      }).deploy());
+    if (deploy.method) {
+      this.uploadMethods.set(host, deploy.method);
+      log.info(
+        { method: deploy.method, installDir: deploy.installDir },
+        `stub deployed over ${deploy.method}`,
+      );
     }
+    return deploy;
   }
 
   /** What `host` presents now (no login) and what known_hosts says about it. */
@@ -369,16 +392,16 @@ export class SshPtyProvider extends StubBackedProvider {
     link.client.closed.on(drop);
   }
 
-  /**
-   * On a reconnect the daemon is almost always still there, and on first contact the probe's
-   * command may have ensured it: forward straight to its socket (saves a remote command and a
-   * node start for `ensure`); otherwise, or if that fails, ensure it runs.
-   */
   /** Flags for a daemon this relay starts on a host: the provider's, plus the host's own dirs. */
   private daemonArgsFor(cfg: SshHostConfig): string[] {
     return hostDaemonArgs(this.opts.daemonArgs ?? [], cfg);
   }
 
+  /**
+   * On a reconnect the daemon is almost always still there, and on first contact the probe's
+   * command may have ensured it: forward straight to its socket (saves a remote command and a
+   * node start for `ensure`); otherwise, or if that fails, ensure it runs.
+   */
   private async channelTo(
     host: string,
     ssh: SshConnection,

@@ -34,83 +34,108 @@ export function createOverviewExtension(opts: {
   router: HostRouter;
   registry: TerminalRegistry;
 }): OverviewExtension {
-  const { router, registry } = opts;
-  const summaries = new TerminalSummaries();
-  const watchers = new Set<RpcConnection>();
-  const offs: Unsubscribe[] = [];
-  let lastJson = '';
-  let lastTick = Date.now();
-  let debounce: NodeJS.Timeout | undefined;
-
-  offs.push(
-    eachProvider(router, (p) =>
-      offs.push(
-        p.onData((e) => summaries.data(e.id, e.incarnationId, e.data.length)),
-        p.onFact((e) => summaries.fact(e.id, e.incarnationId, e.fact)),
-        p.onBackgroundStreamEvent((e) => summaries.background(e)),
-      ),
-    ),
-  );
-
-  const current = (): TerminalSummary[] => summaries.list(registry.list());
-  /** What one connection's token may see of the overview. */
-  const visible = (conn: RpcConnection, all: TerminalSummary[]) =>
-    all.filter((t) => canRead(conn.grant, t.id));
-  const push = (): void => {
-    if (watchers.size === 0) return;
-    const terminals = current();
-    const json = JSON.stringify(terminals);
-    if (json === lastJson) return;
-    lastJson = json;
-    for (const c of watchers) c.notify(WebNotification.overviewChanged, { terminals: visible(c, terminals) });
-  };
-  const timer = setInterval(() => {
-    const now = Date.now();
-    summaries.tick(now - lastTick);
-    lastTick = now;
-    push();
-  }, OVERVIEW_INTERVAL_MS);
-  timer.unref();
-  offs.push(
-    registry.changed.on(() => {
-      debounce ??= setTimeout(() => {
-        debounce = undefined;
-        push();
-      }, CATALOG_DEBOUNCE_MS);
-    }),
-  );
-
+  const feed = new OverviewFeed(opts.router, opts.registry);
   return {
     name: 'web',
     methods: {
-      [WebMethod.overview]: async (conn) => {
-        if (!watchers.has(conn)) {
-          watchers.add(conn);
-          conn.onClose(() => watchers.delete(conn));
-        }
-        return { terminals: visible(conn, current()) };
-      },
-      [WebMethod.rename]: async (conn, params) => {
-        const { id, name } = params;
-        if (typeof id !== 'string' || typeof name !== 'string' || name.length > MAX_NAME_LENGTH) {
-          throw new PtyRelayError(
-            'INVALID_ARGUMENT',
-            `web/rename wants {id, name} (name ≤ ${MAX_NAME_LENGTH} chars)`,
-          );
-        }
-        if (!conn.clientId)
-          throw new PtyRelayError('INVALID_ARGUMENT', 'call ptyrelay/hello or initialize first');
-        needWrite(conn.grant, id, 'rename');
-        registry.checkClaim(id, `client:${conn.clientId}`);
-        registry.update(id, { name: name.trim() || undefined });
-        return {};
-      },
+      [WebMethod.overview]: async (conn) => feed.watch(conn),
+      [WebMethod.rename]: async (conn, params) => feed.rename(conn, params),
     },
-    dispose() {
-      clearInterval(timer);
-      clearTimeout(debounce);
-      for (const off of offs.splice(0)) off();
-      watchers.clear();
-    },
+    dispose: () => feed.dispose(),
   };
+}
+
+/** The summaries, the connections watching them, and the tick and debounce that push changes. */
+class OverviewFeed {
+  private readonly summaries = new TerminalSummaries();
+  private readonly watchers = new Set<RpcConnection>();
+  private readonly offs: Unsubscribe[] = [];
+  private readonly timer: NodeJS.Timeout;
+  private lastJson = '';
+  private lastTick = Date.now();
+  private debounce: NodeJS.Timeout | undefined;
+
+  constructor(
+    router: HostRouter,
+    private readonly registry: TerminalRegistry,
+  ) {
+    const { summaries } = this;
+    this.offs.push(
+      eachProvider(router, (p) =>
+        this.offs.push(
+          p.onData((e) => summaries.data(e.id, e.incarnationId, e.data.length)),
+          p.onFact((e) => summaries.fact(e.id, e.incarnationId, e.fact)),
+          p.onBackgroundStreamEvent((e) => summaries.background(e)),
+        ),
+      ),
+    );
+    this.timer = setInterval(() => {
+      const now = Date.now();
+      summaries.tick(now - this.lastTick);
+      this.lastTick = now;
+      this.push();
+    }, OVERVIEW_INTERVAL_MS);
+    this.timer.unref();
+    this.offs.push(
+      registry.changed.on(() => {
+        this.debounce ??= setTimeout(() => {
+          this.debounce = undefined;
+          this.push();
+        }, CATALOG_DEBOUNCE_MS);
+      }),
+    );
+  }
+
+  /** `web/overview`: the connection's view now; it gets `web/overviewChanged` from then on. */
+  watch(conn: RpcConnection): { terminals: TerminalSummary[] } {
+    if (!this.watchers.has(conn)) {
+      this.watchers.add(conn);
+      conn.onClose(() => this.watchers.delete(conn));
+    }
+    return { terminals: visible(conn, this.current()) };
+  }
+
+  /** `web/rename`: the claim holder names a terminal (empty name: back to its title). */
+  rename(conn: RpcConnection, params: Record<string, unknown>): Record<string, never> {
+    const { id, name } = params;
+    if (typeof id !== 'string' || typeof name !== 'string' || name.length > MAX_NAME_LENGTH) {
+      throw new PtyRelayError(
+        'INVALID_ARGUMENT',
+        `web/rename wants {id, name} (name ≤ ${MAX_NAME_LENGTH} chars)`,
+      );
+    }
+    if (!conn.clientId)
+      throw new PtyRelayError('INVALID_ARGUMENT', 'call ptyrelay/hello or initialize first');
+    needWrite(conn.grant, id, 'rename');
+    this.registry.checkClaim(id, `client:${conn.clientId}`);
+    this.registry.update(id, { name: name.trim() || undefined });
+    return {};
+  }
+
+  dispose(): void {
+    clearInterval(this.timer);
+    clearTimeout(this.debounce);
+    for (const off of this.offs.splice(0)) off();
+    this.watchers.clear();
+  }
+
+  private current(): TerminalSummary[] {
+    return this.summaries.list(this.registry.list());
+  }
+
+  private push(): void {
+    if (this.watchers.size === 0) return;
+    const terminals = this.current();
+    const json = JSON.stringify(terminals);
+    if (json === this.lastJson) return;
+    this.lastJson = json;
+    for (const c of this.watchers) {
+      c.notify(WebNotification.overviewChanged, { terminals: visible(c, terminals) });
+    }
+  }
+}
+
+/** What one connection's token may see of the overview. */
+function visible(conn: RpcConnection, all: TerminalSummary[]): TerminalSummary[] {
+  return all.filter((t) => canRead(conn.grant, t.id));
 }

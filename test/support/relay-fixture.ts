@@ -1,8 +1,8 @@
 import { RelayClient, type RelayClientOptions } from '../../provider/client/relay-client.js';
+import type { HostRouter } from '../../relay/core/rpc-types.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { type RelayLimits, validateConfig } from '../../relay/service/config.js';
 import { createHostKeyExtension } from '../../relay/service/host-key-extension.js';
-import type { HostRouter } from '../../relay/core/rpc-types.js';
 import { createHostRouter, routerOver } from '../../relay/service/host-router.js';
 import { createPtyExtension } from '../../relay/service/pty-extension.js';
 import {
