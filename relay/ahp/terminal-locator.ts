@@ -72,7 +72,16 @@ export class TerminalLocator {
    * adopted (see adoptTerminal), claimed by `clientId`; NOT_FOUND when no host has it.
    */
   async resolve(uri: unknown, clientId: string): Promise<TerminalChannel> {
-    if (typeof uri !== 'string' || this.hub.exists(uri)) return this.hub.channelOf(uri);
+    if (typeof uri !== 'string') return this.hub.channelOf(uri);
+    if (this.hub.exists(uri)) {
+      // Published from its host but claimed by nobody: the first client that acts on it claims it.
+      const ch = this.hub.channelOf(uri);
+      if (this.registry.find(ch.id)?.claim.kind !== 'none') return ch;
+      if (!ch.historyMissing) {
+        this.registry.update(ch.id, { claim: { kind: 'client', clientId } });
+        return ch;
+      }
+    }
     let pending = this.adopting.get(uri);
     if (!pending) {
       pending = adoptTerminal(this.hub, this.router, this.registry, uri, { kind: 'client', clientId }, (u) =>
