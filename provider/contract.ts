@@ -90,8 +90,23 @@ export interface PtySpawnOptions {
    * relay restarts. Unique per daemon: a spawn with an alias in use fails with ALREADY_EXISTS.
    */
   alias?: string;
+  /**
+   * The agent that owns this terminal (agent terminals, docs/agents.md), kept with the session by
+   * its daemon so that a relay started later knows the owner and when it was last connected.
+   */
+  agent?: AgentTag;
   /** Aborts a spawn that has not been answered yet. */
   signal?: AbortSignal;
+}
+
+/** An agent terminal's owner as its daemon keeps it. */
+export interface AgentTag {
+  /** The owner's key (`agent:NAME`, `mcp:…`, `stdio:…`). */
+  owner: string;
+  /** The agent service's id of the terminal (`term-3`): the same id after a relay restart. */
+  id: string;
+  /** Epoch ms the owner was last known connected to a relay. */
+  seenAt: number;
 }
 
 export interface PtyAttachOptions {
@@ -207,6 +222,8 @@ export interface PtyProcessInfo {
   coldRestored?: boolean;
   /** The last command shell integration reported (where it runs): line, running or its exit. */
   lastCommand?: LastCommand;
+  /** The owning agent of an agent terminal (PtySpawnOptions.agent). */
+  agent?: AgentTag;
 }
 
 /** A terminal's last command, as its shell integration reported it. */
@@ -406,6 +423,11 @@ export interface IPtyProvider {
   agentSend?(id: string, data: string, opts: AgentSendOptions): Promise<AgentSendResult>;
   /** A page of the terminal's retained text as plain lines. Never waits behind a send. */
   agentRead?(id: string, opts?: AgentReadOptions): Promise<AgentReadResult>;
+  /**
+   * The owners of these agent terminals were connected at `seenAt` (PtySpawnOptions.agent):
+   * their daemons keep it, so the owner-gone grace counts from there across relay restarts.
+   */
+  agentSeen?(ids: string[], seenAt: number): Promise<void>;
   /**
    * Discards input that `owner` wrote and that still waits for an outage to end (for terminal
    * `id`, or all): it detached or went away. Those writes fail with INPUT_EXPIRED. Returns bytes.

@@ -212,6 +212,18 @@ export class StubRequestHandler {
       case 'daemonShutdown':
         setImmediate(() => this.control.shutdown());
         return { result: {} };
+      case 'agentSeen': {
+        const q = check(stubParamsSchemas[method], raw, method);
+        let updated = 0;
+        for (const id of q.ids) {
+          const s = this.registry.find(id);
+          if (s?.agent && q.seenAt > s.agent.seenAt) {
+            s.agent.seenAt = q.seenAt;
+            updated++;
+          }
+        }
+        return { result: { updated } };
+      }
     }
   }
 
@@ -389,5 +401,6 @@ function describe(s: PtySession) {
     ...(s.alias !== undefined ? { alias: s.alias } : {}),
     ...(s.exited ? { exited: s.exited } : {}),
     ...(s.lastCommand ? { lastCommand: { ...s.lastCommand } } : {}),
+    ...(s.agent ? { agent: { ...s.agent } } : {}),
   };
 }

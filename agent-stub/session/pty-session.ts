@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type * as pty from 'node-pty';
 import type {
   AgentReadResult,
+  AgentTag,
   LastCommand,
   PtyExitInfo,
   PtyFact,
@@ -97,6 +98,8 @@ export class PtySession {
   readonly name?: string;
   /** Client-chosen name (an AHP channel URI); the registry keeps it unique. */
   alias?: string;
+  /** The owning agent of an agent terminal, and when it was last seen connected. */
+  agent?: AgentTag;
   /** Program and arguments the PTY runs (what a cold restore reports). */
   readonly command: string;
   readonly args: readonly string[];

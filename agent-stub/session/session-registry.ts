@@ -87,6 +87,7 @@ export class SessionRegistry {
       session.alias = p.alias;
       this.byAlias.set(p.alias, id);
     }
+    if (p.agent !== undefined) session.agent = { ...p.agent };
     this.hooks.spawned?.(session);
     if (p.paneKey !== undefined) this.byPaneKey.set(p.paneKey, id);
     if (p.requestId !== undefined) {

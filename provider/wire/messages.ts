@@ -1,6 +1,7 @@
 import type {
   AgentReadResult,
   AgentSendResult,
+  AgentTag,
   ColdRestore,
   ForegroundProcess,
   PtyAttachOptions,
@@ -62,6 +63,8 @@ export interface StubSpawnParams {
   requestId?: string;
   /** Client-chosen name of the session (an AHP channel URI), unique in the daemon. */
   alias?: string;
+  /** The owning agent of an agent terminal (PtySpawnOptions.agent). */
+  agent?: AgentTag;
 }
 
 /** A page of output history: the blob holds `bytes` bytes from `fromSeq`. */
@@ -149,6 +152,8 @@ export interface StubMethods {
   };
   /** Ends every session and the daemon itself (tests, `ptyrelay` admin). */
   daemonShutdown: { params: Record<string, never>; result: Record<string, never> };
+  /** The owners of these agent terminals were connected at `seenAt` (ids unknown are skipped). */
+  agentSeen: { params: { ids: string[]; seenAt: number }; result: { updated: number } };
 }
 
 export type StubMethod = keyof StubMethods;

@@ -83,5 +83,12 @@ export const spawnFields = {
   alias: z.optional(nonEmpty(MAX_NAME_LENGTH)),
 };
 
+/** The owner of an agent terminal: only the relay's agent service sets it (not the relay API's spawn). */
+const agentTagSchema = z.object({
+  owner: nonEmpty(MAX_NAME_LENGTH),
+  id: nonEmpty(MAX_NAME_LENGTH),
+  seenAt: z.int({ error: 'must be an integer' }).check(z.minimum(0, 'must be at least 0')),
+});
+
 /** A spawn on the stub link (ids are the daemon's; no host). */
-export const stubSpawnParamsSchema = z.object(spawnFields);
+export const stubSpawnParamsSchema = z.object({ ...spawnFields, agent: z.optional(agentTagSchema) });

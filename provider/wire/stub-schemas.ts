@@ -64,6 +64,7 @@ export const stubParamsSchemas = {
   agentRead: agentReadParamsSchema,
   readHistory: historyParamsSchema,
   daemonShutdown: none,
+  agentSeen: z.looseObject({ ids: z.array(id()).check(z.maxLength(10_000)), seenAt: count() }),
 } satisfies Record<StubMethod, z.ZodMiniType>;
 
 export type StubParams<M extends StubMethod> = z.infer<(typeof stubParamsSchemas)[M]>;

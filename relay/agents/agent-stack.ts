@@ -40,8 +40,12 @@ export function createAgentService(o: AgentStackOptions): TerminalToolService {
     defaultTimeoutMs: o.agents?.defaultTimeoutMs,
     log: o.log,
     onPublished: (t, owner, r) => {
-      if (!o.registry || o.registry.find(t.providerId)) return;
+      if (!o.registry) return;
       const claim: TerminalClaim = { kind: 'session', session: owner.key };
+      const known = o.registry.find(t.providerId);
+      // Published from its host before this service adopted it: the owner's claim.
+      if (known?.claim.kind === 'none') o.registry.update(t.providerId, { claim });
+      if (known) return;
       o.registry.add({
         id: t.providerId,
         host: t.host,

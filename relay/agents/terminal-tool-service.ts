@@ -3,8 +3,9 @@ import type {
   AgentReadResult,
   AgentSendResult,
   IPtyProvider,
+  LinkStateEvent,
   PtyExitEvent,
-  PtySpawnResult,
+  PtyProcessInfo,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
@@ -19,10 +20,32 @@ export const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 const DEFAULT_COLS = 160;
 const DEFAULT_ROWS = 48;
 
-/** Where the service gets a provider for a host (the relay's HostRouter fits). */
+const DISPOSE_SEEN_WAIT_MS = 2000;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/** How often the daemons hear that a connected owner is still there (the grace counts from it). */
+export const OWNER_SEEN_REFRESH_MS = 60_000;
+
+/**
+ * Where the service gets a provider for a host (the relay's HostRouter fits). With `providers`
+ * and `listHost` it also finds the agent terminals hosts hold whenever a link comes up (a relay
+ * restarted under them), owners and ids as their daemons kept them.
+ */
 export interface AgentHosts {
   hosts(): string[];
   providerFor(host: string): IPtyProvider;
+  providers?(): IPtyProvider[];
+  onProviderAdded?(listener: (p: IPtyProvider) => void): () => void;
+  listHost?(host: string): Promise<PtyProcessInfo[]>;
+}
+
+/** What the catalog shows of a terminal when it is published. */
+export interface AgentTerminalFacts {
+  title?: string;
+  cwd?: string;
+  cols: number;
+  rows: number;
+  incarnationId: string;
 }
 
 export interface TerminalToolServiceOptions {
@@ -31,7 +54,7 @@ export interface TerminalToolServiceOptions {
   defaultTimeoutMs?: number;
   log?: Logger;
   /** Told when a terminal is published or removed (e.g. to show it in the relay's catalog). */
-  onPublished?: (t: AgentTerminalInfo, owner: AgentOwner, spawn: PtySpawnResult) => void;
+  onPublished?: (t: AgentTerminalInfo, owner: AgentOwner, facts: AgentTerminalFacts) => void;
   onRemoved?: (t: AgentTerminalInfo) => void;
   /** Throws to refuse a terminal before it is spawned (the relay's terminal limits). */
   beforeSpawn?: (host: string, owner: AgentOwner) => void;
@@ -82,9 +105,97 @@ export class TerminalToolService {
   readonly ownerGraceMs: number;
   readonly defaultTimeoutMs: number;
 
+  private readonly seenTimer: NodeJS.Timeout;
+  private readonly offs: Array<() => void> = [];
+
   constructor(private readonly opts: TerminalToolServiceOptions) {
     this.ownerGraceMs = opts.ownerGraceMs ?? DEFAULT_OWNER_GRACE_MS;
     this.defaultTimeoutMs = opts.defaultTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
+    this.seenTimer = setInterval(() => void this.markSeen((o) => !o.away), OWNER_SEEN_REFRESH_MS);
+    this.seenTimer.unref();
+    this.watchHosts();
+  }
+
+  /** Adopts the agent terminals a host holds each time a link to it comes up. */
+  private watchHosts(): void {
+    const { hosts } = this.opts;
+    if (!hosts.providers || !hosts.listHost) return;
+    const listHost = hosts.listHost.bind(hosts);
+    const watch = (p: IPtyProvider) => {
+      const off = p.onLinkState?.((e: LinkStateEvent) => {
+        if (e.state.state !== 'connected' || e.host.includes('#')) return;
+        listHost(e.host).then(
+          (list) => this.adopt(p, e.host, list),
+          (err: Error) =>
+            this.opts.log?.info({ host: e.host, err: err.message }, 'agent terminals not adopted'),
+        );
+      });
+      if (off) this.offs.push(off);
+    };
+    for (const p of hosts.providers()) watch(p);
+    const off = hosts.onProviderAdded?.(watch);
+    if (off) this.offs.push(off);
+  }
+
+  /**
+   * Takes over the agent terminals of `list` this service does not know (a relay restarted under
+   * them), under the ids and owners their daemons kept. An owner that is not connected here gets
+   * what is left of its grace, counted from when it was last seen connected to any relay.
+   */
+  adopt(provider: IPtyProvider, host: string, list: PtyProcessInfo[]): void {
+    if (this.disposed) return;
+    const known = new Set([...this.terms.values()].map((t) => t.info.providerId));
+    for (const t of list) {
+      if (!t.agent || known.has(t.id) || t.exited) continue;
+      let owner = this.owners.get(t.agent.owner);
+      if (!owner || owner.gone) {
+        owner = new AgentOwner(t.agent.owner);
+        this.owners.set(owner.key, owner);
+        this.graceFrom(owner, t.agent.seenAt);
+      }
+      const n = /^term-(\d+)$/.exec(t.agent.id);
+      const taken = this.terms.has(t.agent.id);
+      const id = taken ? `term-${this.nextId++}` : t.agent.id;
+      if (n && !taken) this.nextId = Math.max(this.nextId, Number(n[1]) + 1);
+      const info: AgentTerminalInfo = {
+        id,
+        host,
+        providerId: t.id,
+        ...(t.name ? { name: t.name } : {}),
+        createdAt: Date.now(),
+        sending: false,
+      };
+      this.watchExits(provider);
+      this.terms.set(id, { info, owner, provider });
+      this.opts.log?.info({ id, providerId: t.id, owner: owner.key }, 'agent terminal adopted');
+      this.opts.onPublished?.(info, owner, t);
+    }
+  }
+
+  /** An owner not connected here: its grace runs from `seenAt` (never less than nothing). */
+  private graceFrom(owner: AgentOwner, seenAt: number): void {
+    const left = Math.max(0, seenAt + this.ownerGraceMs - Date.now());
+    owner.startGrace(left, () => {
+      if (this.owners.get(owner.key) === owner) this.owners.delete(owner.key);
+      void this.closeAll(owner);
+    });
+  }
+
+  /** Tells the daemons that the owners `which` picks are connected now (best effort). */
+  private async markSeen(which: (o: AgentOwner) => boolean): Promise<void> {
+    const now = Date.now();
+    const byProvider = new Map<IPtyProvider, string[]>();
+    for (const t of this.terms.values()) {
+      if (t.owner.gone || !which(t.owner) || t.info.exitCode !== undefined) continue;
+      byProvider.set(t.provider, [...(byProvider.get(t.provider) ?? []), t.info.providerId]);
+    }
+    await Promise.all(
+      [...byProvider].map(([p, ids]) =>
+        p
+          .agentSeen?.(ids, now)
+          .catch((err: Error) => this.opts.log?.debug({ err: err.message }, 'agent owners not marked seen')),
+      ),
+    );
   }
 
   /**
@@ -105,6 +216,7 @@ export class TerminalToolService {
   /** The owner went away: its terminals are closed after the grace period unless it comes back. */
   release(owner: AgentOwner): void {
     if (this.owners.get(owner.key) !== owner || owner.gone) return;
+    void this.markSeen((o) => o === owner);
     owner.startGrace(this.ownerGraceMs, () => {
       this.owners.delete(owner.key);
       void this.closeAll(owner);
@@ -123,8 +235,11 @@ export class TerminalToolService {
     }
     this.opts.beforeSpawn?.(host, owner);
     this.watchExits(provider);
+    const id = `term-${this.nextId++}`;
     const r = await provider.spawn({
       host,
+      // Kept by the daemon: a relay started later knows whose terminal this is (adopt).
+      agent: { owner: owner.key, id, seenAt: Date.now() },
       cols: o.cols ?? DEFAULT_COLS,
       rows: o.rows ?? DEFAULT_ROWS,
       ...(o.cwd ? { cwd: o.cwd } : {}),
@@ -138,7 +253,7 @@ export class TerminalToolService {
       throw new PtyRelayError('NOT_OWNER', 'the owner went away before the terminal was published');
     }
     const info: AgentTerminalInfo = {
-      id: `term-${this.nextId++}`,
+      id,
       host,
       providerId: r.id,
       ...(o.name ? { name: o.name } : {}),
@@ -207,11 +322,21 @@ export class TerminalToolService {
     await this.remove(t);
   }
 
-  /** Closes every terminal (the service is going away with its relay). */
-  async dispose(): Promise<void> {
+  /**
+   * The service is going away with its relay. Its terminals keep running by default, with their
+   * owners' last-seen time on their daemons, so the next relay adopts them (`adopt`); `close`
+   * ends them instead (a process whose terminals nobody can reach again, e.g. `mcp --embedded`
+   * without an agent name).
+   */
+  async dispose(opts: { close?: boolean } = {}): Promise<void> {
+    // Bounded: a host that is down must not hold up the relay's stop.
+    if (!opts.close) await Promise.race([this.markSeen((o) => !o.away), sleep(DISPOSE_SEEN_WAIT_MS)]);
     this.disposed = true;
+    clearInterval(this.seenTimer);
+    for (const off of this.offs.splice(0)) off();
     for (const o of this.owners.values()) o.end();
-    await Promise.allSettled([...this.terms.values()].map((t) => this.remove(t)));
+    if (opts.close) await Promise.allSettled([...this.terms.values()].map((t) => this.remove(t)));
+    this.terms.clear();
   }
 
   private async closeAll(owner: AgentOwner): Promise<void> {

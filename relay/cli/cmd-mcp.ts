@@ -100,13 +100,15 @@ async function embedded(configPath: string | undefined, agent: string | undefine
   const router = await createHostRouter(config, { log });
   const service = createAgentService({ router, agents: config.agents, log: log.child({ ext: 'agents' }) });
   const owner = service.owner(agent ? `agent:${agent}` : `stdio:${process.pid}`);
+  void router.adoptAll();
   const server = createTerminalMcpServer(service, owner, packageVersion());
   const stdio = new StdioServerTransport();
   const done = closed(stdio);
   await server.connect(stdio);
   await done;
-  // Nobody can reach this process's terminals once it ends: close them.
-  await service.dispose();
+  // Without an agent name nobody can reach this process's terminals once it ends: close them.
+  // With one, they stay for the owner's grace: a later `ptyrelay mcp --agent NAME` adopts them.
+  await service.dispose({ close: agent === undefined });
   await router.dispose();
   return 0;
 }

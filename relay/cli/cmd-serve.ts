@@ -180,6 +180,8 @@ async function startRelay(
     server,
     async close() {
       await agents.mcp.close();
+      // Agent terminals keep running; their daemons keep the owners and when they were last seen.
+      await agents.service.dispose();
       await server.close();
       await router.dispose();
     },

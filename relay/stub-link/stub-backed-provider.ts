@@ -169,6 +169,19 @@ export abstract class StubBackedProvider extends StubLinks implements IPtyProvid
     await this.call(id, 'signal', { signal });
   }
 
+  async agentSeen(ids: string[], seenAt: number): Promise<void> {
+    const byDaemon = new Map<string, string[]>();
+    for (const id of ids) {
+      const { host, localId } = this.resolve(id);
+      byDaemon.set(host, [...(byDaemon.get(host) ?? []), localId]);
+    }
+    await Promise.all(
+      [...byDaemon].map(async ([host, local]) =>
+        (await this.link(host)).call('agentSeen', { ids: local, seenAt }),
+      ),
+    );
+  }
+
   async agentSend(id: string, data: string, opts: AgentSendOptions): Promise<AgentSendResult> {
     const { host, localId } = this.resolve(id);
     const client = await this.link(host);

@@ -62,7 +62,8 @@ export class HostPublisher {
       this.registry.add({
         id: t.id,
         host,
-        claim: { kind: 'none' },
+        // An agent terminal keeps its owner's claim (the agent service adopts it too).
+        claim: t.agent ? { kind: 'session', session: t.agent.owner } : { kind: 'none' },
         title: t.title,
         ...(t.name ? { name: t.name } : {}),
         ...(t.cwd ? { cwd: t.cwd } : {}),
