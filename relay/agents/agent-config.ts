@@ -1,10 +1,11 @@
+import type { z } from 'zod';
 import type { PtyRelayError } from '../../provider/errors.js';
 import {
   DEFAULT_READINESS,
   type ReadinessConfig,
   resolveReadinessConfig,
 } from '../../provider/readiness-config.js';
-import { configError, integer, type Obj, object, onlyKeys } from '../core/config-validate.js';
+import { type ConfigProblem, integer, settings } from '../core/config-validate.js';
 import { DEFAULT_OWNER_GRACE_MS, DEFAULT_SEND_TIMEOUT_MS } from './terminal-tool-service.js';
 
 /** The relay config's `agents` section (docs/config.md). */
@@ -16,29 +17,36 @@ export interface AgentsConfig extends ReadinessConfig {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-const KEYS = ['ownerGraceMs', 'defaultTimeoutMs', ...Object.keys(DEFAULT_READINESS)];
+const readinessValue = (key: keyof ReadinessConfig) =>
+  integer(1, Number.MAX_SAFE_INTEGER).default(DEFAULT_READINESS[key]);
 
-/** Validates `agents` against the ring each session retains; messages name the field. */
-export function validateAgentsConfig(raw: unknown, retainedBytes: number): AgentsConfig {
-  const o: Obj = object(raw, 'agents');
-  onlyKeys(o, KEYS, 'agents');
-  const given: Partial<ReadinessConfig> = {};
-  for (const k of Object.keys(DEFAULT_READINESS) as (keyof ReadinessConfig)[]) {
-    const v = integer(o, k, 'agents', 1, Number.MAX_SAFE_INTEGER);
-    if (v !== undefined) given[k] = v;
-  }
-  let readiness: ReadinessConfig;
+/**
+ * The `agents` section, defaults filled in. How the readiness values relate to each other and to
+ * the ring each session retains is {@link agentsProblem}'s (the stub's own rules).
+ */
+export const agentsConfigSchema = settings({
+  ownerGraceMs: integer(0, 7 * DAY_MS).default(DEFAULT_OWNER_GRACE_MS),
+  defaultTimeoutMs: integer(1, DAY_MS).default(DEFAULT_SEND_TIMEOUT_MS),
+  pollIntervalMs: readinessValue('pollIntervalMs'),
+  promptGraceMs: readinessValue('promptGraceMs'),
+  inferredIdleMs: readinessValue('inferredIdleMs'),
+  maxReadBytes: readinessValue('maxReadBytes'),
+}) satisfies z.ZodType<AgentsConfig>;
+
+/**
+ * What breaks the stub's readiness rules (resolveReadinessConfig) in `agents`, where the bytes a
+ * session retains are `limits.ringBytes`: the key and the message, or undefined.
+ */
+export function agentsProblem(agents: AgentsConfig, ringBytes: number): ConfigProblem | undefined {
   try {
-    readiness = resolveReadinessConfig(given, retainedBytes, 'agents.');
+    resolveReadinessConfig(agents, ringBytes);
+    return undefined;
   } catch (err) {
-    // The stub says "retained bytes"; here that is limits.ringBytes.
-    throw configError((err as PtyRelayError).message.replace('the retained bytes', 'limits.ringBytes'));
+    const field = String((err as PtyRelayError).details?.field);
+    // The stub says "the retained bytes"; here that is limits.ringBytes.
+    const message = (err as Error).message.slice(field.length + 1);
+    return { path: ['agents', field], message: message.replace('the retained bytes', 'limits.ringBytes') };
   }
-  return {
-    ...readiness,
-    ownerGraceMs: integer(o, 'ownerGraceMs', 'agents', 0, 7 * DAY_MS, DEFAULT_OWNER_GRACE_MS),
-    defaultTimeoutMs: integer(o, 'defaultTimeoutMs', 'agents', 1, DAY_MS, DEFAULT_SEND_TIMEOUT_MS),
-  };
 }
 
 /** Daemon flags that carry the readiness settings to the daemons this relay starts. */

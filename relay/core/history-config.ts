@@ -1,5 +1,6 @@
+import { z } from 'zod';
 import { type HistoryLimits, resolveHistoryLimits } from '../../agent-stub/history/history-limits.js';
-import { configError, describe, integer, type Obj, object, onlyKeys, optBoolean } from './config-validate.js';
+import { bool, type ConfigProblem, describe, integer, settings } from './config-validate.js';
 
 /**
  * The output history settings of daemons this relay starts (docs/config.md, `history`): what is
@@ -15,45 +16,56 @@ const FLAGS = {
   freePercent: '--history-free-percent',
   tailBytes: '--tail-bytes',
 } as const;
-const KEYS = ['enabled', ...Object.keys(FLAGS)];
+
+const percentError = (iss: { input?: unknown }) => `must be a number in (0, 100], got ${describe(iss.input)}`;
+const size = () => integer(1, Number.MAX_SAFE_INTEGER).optional();
 
 /**
- * Validates a `history` object at `field` (`history`, `hosts.build1.history`) by the daemon's own
- * rules, with messages naming the fields. `ringBytes`: the ring the tail must fit in.
+ * A `history` object (at the top, and in each host): each value's type. How the values relate
+ * (the daemon's own rules, and the ring the tail must fit in) is {@link historyProblem}'s.
  */
-export function validateHistoryConfig(
-  raw: unknown,
-  field: string,
+export const historyConfigSchema = settings({
+  enabled: bool().optional(),
+  segmentBytes: size(),
+  sessionBytes: size(),
+  hostBytes: size(),
+  freePercent: z
+    .number({ error: percentError })
+    .gt(0, { error: percentError })
+    .lte(100, { error: percentError })
+    .optional(),
+  tailBytes: size(),
+}) satisfies z.ZodType<HistoryConfig>;
+
+/**
+ * What breaks the daemon's rules (resolveHistoryLimits) in the history at `path` (`['history']`,
+ * `['hosts', 'build1', 'history']`), or a tail larger than `ringBytes`: the key and the message,
+ * its daemon flags renamed to the keys (`history.sessionBytes 4194304 must be at least twice
+ * history.segmentBytes 4194304`); undefined when the history is fine.
+ */
+export function historyProblem(
+  h: HistoryConfig,
+  path: string[],
   ringBytes: number,
-): HistoryConfig | undefined {
-  if (raw === undefined) return undefined;
-  const o: Obj = object(raw, field);
-  onlyKeys(o, KEYS, field);
-  const out: HistoryConfig = {};
-  const enabled = optBoolean(o, 'enabled', field);
-  if (enabled !== undefined) out.enabled = enabled;
-  for (const k of ['segmentBytes', 'sessionBytes', 'hostBytes', 'tailBytes'] as const) {
-    const v = integer(o, k, field, 1, Number.MAX_SAFE_INTEGER);
-    if (v !== undefined) out[k] = v;
-  }
-  const pct = o.freePercent;
-  if (pct !== undefined) {
-    if (typeof pct !== 'number' || !(pct > 0 && pct <= 100))
-      throw configError(`${field}.freePercent must be a number in (0, 100], got ${describe(pct)}`);
-    out.freePercent = pct;
-  }
+): ConfigProblem | undefined {
+  const field = path.join('.');
   try {
-    resolveHistoryLimits(out);
+    resolveHistoryLimits(h);
   } catch (err) {
-    let m = (err as Error).message;
-    for (const [k, flag] of Object.entries(FLAGS)) m = m.replaceAll(flag, `${field}.${k}`);
-    throw configError(m);
+    // The daemon's message starts with the flag at fault: that key is the issue's.
+    const message = (err as Error).message;
+    const [flag = '', ...rest] = message.split(' ');
+    const key = Object.keys(FLAGS).find((k) => FLAGS[k as keyof typeof FLAGS] === flag);
+    let m = key ? rest.join(' ') : message;
+    for (const [k, f] of Object.entries(FLAGS)) m = m.replaceAll(f, `${field}.${k}`);
+    return { path: key ? [...path, key] : path, message: m };
   }
-  if (out.tailBytes !== undefined && out.tailBytes > ringBytes)
-    throw configError(
-      `${field}.tailBytes (${out.tailBytes}) must not exceed limits.ringBytes (${ringBytes})`,
-    );
-  return out;
+  if (h.tailBytes !== undefined && h.tailBytes > ringBytes)
+    return {
+      path: [...path, 'tailBytes'],
+      message: `(${h.tailBytes}) must not exceed limits.ringBytes (${ringBytes})`,
+    };
+  return undefined;
 }
 
 /** Daemon flags for the settings given (a daemon takes the first of a repeated flag). */

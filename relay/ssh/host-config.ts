@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import type { z } from 'zod';
 import { PtyRelayError } from '../../provider/errors.js';
-import type { HistoryConfig } from '../core/history-config.js';
+import { addIssue, argv, bool, integer, oneOf, settings, text } from '../core/config-validate.js';
+import { type HistoryConfig, historyConfigSchema } from '../core/history-config.js';
 import { expandTilde, expandTokens, loadUserSshConfig, SshConfigError } from './ssh-config.js';
 
 /** One SSH host as configured for SshPtyProvider (fixed shape). */
@@ -48,6 +50,51 @@ export interface SshHostConfig {
 
 /** How unknown and changed host keys are treated (StrictHostKeyChecking yes / ask / accept-new / no). */
 export type HostKeyPolicy = 'strict' | 'ask' | 'accept-new' | 'no';
+
+/** A dir on the host: absolute, or under the host's home. */
+const hostDir = () =>
+  text()
+    .refine((v) => v.startsWith('/') || v.startsWith('~/'), {
+      error: (iss) => `must be an absolute path or start with ~/ (the host's home), got ${iss.input}`,
+    })
+    .optional();
+
+/** The settings of a host entry in the relay config, in the order its messages list them. */
+const HOST_SHAPE = {
+  host: text('is required (a host name, address or ssh alias)'),
+  port: integer(1, 65535).optional(),
+  user: text().optional(),
+  identityFile: text().optional(),
+  passphrase: text().optional(),
+  password: text().optional(),
+  passwordCommand: argv().optional(),
+  passphraseCommand: argv().optional(),
+  knownHostsFile: text().optional(),
+  hostKeyPolicy: oneOf(['strict', 'ask', 'accept-new', 'no']).optional(),
+  proxyJump: text().optional(),
+  useAgent: bool().optional(),
+  installDir: hostDir(),
+  runtimeDir: hostDir(),
+  stateDir: hostDir(),
+  history: historyConfigSchema.optional(),
+};
+
+/** The keys a host entry may have (also what the config fuzz suite generates). */
+export const HOST_KEYS: readonly string[] = Object.keys(HOST_SHAPE);
+
+/**
+ * One entry of the relay config's `hosts`. A secret comes as itself or from its command, not
+ * both; its history's relations to the ring are checked with the whole config.
+ */
+export const hostConfigSchema = settings(HOST_SHAPE).check((payload) => {
+  for (const [plain, command] of [
+    ['password', 'passwordCommand'],
+    ['passphrase', 'passphraseCommand'],
+  ] as const) {
+    if (payload.value[plain] !== undefined && payload.value[command] !== undefined)
+      addIssue(payload, [], `: set ${plain} or ${command}, not both`);
+  }
+}) satisfies z.ZodType<SshHostConfig>;
 
 /** OpenSSH's StrictHostKeyChecking values (as ssh-config.ts normalises them) in ptyrelay's terms. */
 const POLICY_OF_STRICT_HOST_KEY_CHECKING: Record<string, HostKeyPolicy> = {
