@@ -212,19 +212,22 @@ export class StubRequestHandler {
       case 'daemonShutdown':
         setImmediate(() => this.control.shutdown());
         return { result: {} };
-      case 'agentSeen': {
-        const q = check(stubParamsSchemas[method], raw, method);
-        let updated = 0;
-        for (const id of q.ids) {
-          const s = this.registry.find(id);
-          if (s?.agent && q.seenAt > s.agent.seenAt) {
-            s.agent.seenAt = q.seenAt;
-            updated++;
-          }
-        }
-        return { result: { updated } };
+      case 'agentSeen':
+        return { result: this.agentSeen(check(stubParamsSchemas[method], raw, method)) };
+    }
+  }
+
+  /** The owners of these agent terminals were connected at `seenAt` (kept when newer). */
+  private agentSeen(q: { ids: string[]; seenAt: number }): { updated: number } {
+    let updated = 0;
+    for (const id of q.ids) {
+      const s = this.registry.find(id);
+      if (s?.agent && q.seenAt > s.agent.seenAt) {
+        s.agent.seenAt = q.seenAt;
+        updated++;
       }
     }
+    return { updated };
   }
 
   private async attachRequest(
