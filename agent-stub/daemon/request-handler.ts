@@ -170,12 +170,10 @@ export class StubRequestHandler {
         return {
           result: processFact(method, this.registry.get(check(stubParamsSchemas[method], raw, method).id)),
         };
-      case 'probe':
-        return {
-          result: {
-            alive: this.registry.find(check(stubParamsSchemas[method], raw, method).id)?.alive ?? false,
-          },
-        };
+      case 'probe': {
+        const p = check(stubParamsSchemas[method], raw, method);
+        return { result: { alive: this.registry.find(p.id)?.alive ?? false } };
+      }
       case 'snapshot': {
         const p = check(stubParamsSchemas[method], raw, method);
         return { result: await this.registry.get(p.id).snapshot(p.scrollbackRows) };
