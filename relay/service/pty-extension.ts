@@ -13,16 +13,21 @@ import { parseMessage } from '../../provider/wire/parse-message.js';
 import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead } from '../core/grant.js';
 import { askHosts } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
-import type { HostRouter, RpcExtension, RpcMethodHandler } from '../core/rpc-types.js';
-import { backgroundFor } from '../terminals/background-votes.js';
+import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from '../core/rpc-types.js';
+import { backgroundFor, type RouterBackground } from '../terminals/background-votes.js';
 import { HostPublisher } from '../terminals/host-publisher.js';
 import { creditFor } from '../terminals/terminal-credit.js';
 import { checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-quota.js';
 import { claimHolder, type TerminalRegistry } from '../terminals/terminal-registry.js';
-import { DEFAULT_LIMITS } from './config.js';
-import { type ConnState, clientConnections, inputFrames } from './pty-client-input.js';
+import { DEFAULT_LIMITS, type RelayLimits } from './config.js';
+import {
+  type ClientConnections,
+  type ConnState,
+  clientConnections,
+  inputFrames,
+} from './pty-client-input.js';
 import { hostOf, type PtyCore, termId } from './pty-core.js';
-import { providerEvents } from './pty-provider-events.js';
+import { type ProviderEvents, providerEvents } from './pty-provider-events.js';
 import { terminalMethods } from './pty-terminal-methods.js';
 import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
 
@@ -46,66 +51,126 @@ export interface PtyExtensionContext {
  * mutating calls check the claim in the shared TerminalRegistry, and socket backpressure becomes
  * withheld credit toward the provider (see RelayFanout).
  *
- * This file assembles the pieces and keeps the calls that bind a connection to a terminal
+ * PtyExtension assembles the pieces and keeps the calls that bind a connection to a terminal
  * (spawn, attach, resume of a lagging view) and to the relay (hello, hosts, list). The client
  * connections and their input live in pty-client-input.ts, provider events to clients in
  * pty-provider-events.ts, the methods on one terminal in pty-terminal-methods.ts.
  */
 export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
-  const { router, registry, log } = ctx;
-  const limits = { ...DEFAULT_LIMITS, ...ctx.limits };
-  const serverInstanceId = randomUUID();
-  const fanout = new RelayFanout({
-    credit: creditFor(router),
-    clientBufferBytes: ctx.clientBufferBytes,
-    slowConsumerBytes: ctx.relayPendingCap,
-    resume: (a) => resume(a),
-    onHole: (id, seq, got) =>
-      log?.warn({ id, seq, got }, 'output past a view would have left a hole; it resumes from history'),
-  });
-  const background = backgroundFor(router);
-  const warn = (fields: Record<string, unknown>, msg: string) => log?.warn(fields, msg);
-  const clients = clientConnections({ router, fanout, background, warn });
-  const { state, holder } = clients;
+  return new PtyExtension(ctx).extension();
+}
 
-  const providerOf = (host: string): IPtyProvider => {
-    const p = router.providerFor(host);
-    events.subscribe(p);
+/** The extension's state and the methods that are not about one existing terminal. */
+class PtyExtension {
+  private readonly router: HostRouter;
+  private readonly registry: TerminalRegistry;
+  private readonly log?: Logger;
+  private readonly limits: RelayLimits;
+  private readonly serverInstanceId = randomUUID();
+  private readonly fanout: RelayFanout;
+  private readonly background: RouterBackground;
+  private readonly clients: ClientConnections;
+  private readonly events: ProviderEvents;
+  private readonly core: PtyCore;
+  /** Hosts whose last listing failed while their link stayed idle (e.g. a key not trusted yet). */
+  private readonly listFailures = new Map<string, HostUnavailable>();
+  private readonly warn = (fields: Record<string, unknown>, msg: string): void => this.log?.warn(fields, msg);
+
+  constructor(ctx: PtyExtensionContext) {
+    const { router, registry, log } = ctx;
+    this.router = router;
+    this.registry = registry;
+    this.log = log;
+    this.limits = { ...DEFAULT_LIMITS, ...ctx.limits };
+    this.fanout = new RelayFanout({
+      credit: creditFor(router),
+      clientBufferBytes: ctx.clientBufferBytes,
+      slowConsumerBytes: ctx.relayPendingCap,
+      resume: (a) => this.resume(a),
+      onHole: (id, seq, got) =>
+        log?.warn({ id, seq, got }, 'output past a view would have left a hole; it resumes from history'),
+    });
+    this.background = backgroundFor(router);
+    const { fanout, background, warn } = this;
+    this.clients = clientConnections({ router, fanout, background, warn });
+    this.events = providerEvents({ router, registry, fanout, background, conns: this.clients.conns });
+    // Every terminal a host holds is published when the relay's link to it comes up.
+    new HostPublisher(router, registry, log);
+    this.core = {
+      router,
+      registry,
+      log,
+      fanout,
+      background,
+      warn,
+      state: this.clients.state,
+      providerOf: (host) => this.providerOf(host),
+      providerForId: (id) => this.providerForId(id),
+      owned: (cs, id) => this.owned(cs, id),
+    };
+  }
+
+  /** The RpcExtension: the methods here, those on one terminal, acks and Input frames. */
+  extension(): RpcExtension {
+    const { fanout, log, core } = this;
+    const methods: Record<string, RpcMethodHandler> = {
+      [RelayMethod.hello]: (conn, params) => this.hello(conn, params),
+      [RelayMethod.hosts]: async (conn) => this.hosts(conn),
+      [RelayMethod.list]: (conn, params) => this.list(conn, params),
+      [RelayMethod.spawn]: (conn, params) => this.spawn(conn, params),
+      [RelayMethod.attach]: (conn, params) => this.attach(conn, params),
+      ...terminalMethods(core),
+    };
+    return {
+      name: 'ptyrelay',
+      methods,
+      notifications: {
+        [RelayNotification.ack]: (conn, params) => {
+          // A notification has no reply: a malformed ack is logged and dropped.
+          const r = relayParamsSchemas.ack.safeParse(params);
+          if (r.success) fanout.ack(conn as FanoutSink, termId(r.data.id), r.data.seq);
+          else
+            log?.warn(
+              { conn: conn.connectionId, issue: r.error.issues[0]?.message },
+              'malformed ptyrelay/ack dropped',
+            );
+        },
+      },
+      onBinary: inputFrames({
+        registry: this.registry,
+        log,
+        maxInputBytes: this.limits.maxInputBytes,
+        state: core.state,
+        owned: core.owned,
+      }),
+      onConnection: (conn) => void core.state(conn),
+    };
+  }
+
+  private providerOf(host: string): IPtyProvider {
+    const p = this.router.providerFor(host);
+    this.events.subscribe(p);
     return p;
-  };
-  const providerForId = (id: string) => providerOf(registry.find(id)?.host ?? hostOf(id));
+  }
+
+  private providerForId(id: string): IPtyProvider {
+    return this.providerOf(this.registry.find(id)?.host ?? hostOf(id));
+  }
 
   /** Throws NOT_FOUND or NOT_OWNER unless this connection's client holds the terminal's claim. */
-  const owned = (cs: ConnState, id: string): IPtyProvider => {
-    const h = holder(cs);
-    if (!registry.find(id)) {
+  private owned(cs: ConnState, id: string): IPtyProvider {
+    const h = this.clients.holder(cs);
+    if (!this.registry.find(id)) {
       const msg = `${id} is not claimed through this relay; attach to adopt it`;
       throw new PtyRelayError('NOT_FOUND', msg, { id });
     }
-    registry.checkClaim(id, h);
-    return providerForId(id);
-  };
-
-  const events = providerEvents({ router, registry, fanout, background, conns: clients.conns });
-  // Every terminal a host holds is published when the relay's link to it comes up.
-  new HostPublisher(router, registry, log);
-  const { linkStates } = events;
-  const core: PtyCore = {
-    router,
-    registry,
-    log,
-    fanout,
-    background,
-    warn,
-    state,
-    providerOf,
-    providerForId,
-    owned,
-  };
+    this.registry.checkClaim(id, h);
+    return this.providerForId(id);
+  }
 
   /** Publishes a terminal in the registry, claimed by this connection's client. */
-  const record = (cs: ConnState, r: PtySpawnResult, host: string, name?: string): void => {
-    registry.add({
+  private record(cs: ConnState, r: PtySpawnResult, host: string, name?: string): void {
+    this.registry.add({
       id: r.id,
       host,
       claim: { kind: 'client', clientId: cs.clientId! },
@@ -119,11 +184,12 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       createdAt: Date.now(),
       ...(r.alias !== undefined ? { alias: r.alias } : {}),
     });
-  };
+  }
 
-  const spawn: RpcMethodHandler = async (conn, params) => {
-    const cs = state(conn);
-    holder(cs);
+  private async spawn(conn: RpcConnection, params: Record<string, unknown>): Promise<unknown> {
+    const { registry, fanout, background } = this;
+    const cs = this.clients.state(conn);
+    this.clients.holder(cs);
     const { manualAck, ...given } = parseMessage(
       relayParamsSchemas.spawn,
       params,
@@ -133,8 +199,8 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     const opts = { ...given, cols: given.cols ?? 80, rows: given.rows ?? 24 };
     const host = opts.host ?? 'local';
     needCreate(conn.grant, host);
-    checkTerminalQuota(registry, limits, host, `client:${cs.clientId}`);
-    const p = providerOf(host);
+    checkTerminalQuota(registry, this.limits, host, `client:${cs.clientId}`);
+    const p = this.providerOf(host);
     // Output can overtake the spawn reply; keep it until the id is known.
     const take = fanout.capture();
     let r: PtySpawnResult;
@@ -146,27 +212,28 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     }
     const early = take(r.id);
     // Registered only once the spawn succeeded.
-    if (!registry.find(r.id)) record(cs, r, host, opts.name);
+    if (!registry.find(r.id)) this.record(cs, r, host, opts.name);
     if (cs.closed) return {};
     const result = fanout.complete(fanout.bind(conn, r.id, manualAck === true, early), r, p);
     await background.vote(r.id, conn, false);
     return result;
-  };
+  }
 
-  const attach: RpcMethodHandler = async (conn, params) => {
-    const cs = state(conn);
-    holder(cs);
+  private async attach(conn: RpcConnection, params: Record<string, unknown>): Promise<unknown> {
+    const { registry, fanout, background, warn } = this;
+    const cs = this.clients.state(conn);
+    this.clients.holder(cs);
     const q = parseMessage(relayParamsSchemas.attach, params, 'attach', 'INVALID_ARGUMENT');
     const { fromSeq, expectedIncarnationId, manualAck, background: hidden } = q;
     const id = termId(q.id);
     needRead(conn.grant, id);
-    const p = providerForId(id);
+    const p = this.providerForId(id);
     // A viewer counts as foreground unless it attaches hidden. Voted before binding: bringing the
     // terminal out of other viewers' background resets their views (marker and snapshot), while
     // this one attaches to the foreground stream.
     await background.vote(id, conn, hidden === true).catch((err: Error) => {
       background.leave(conn, id, warn);
-      log?.debug({ id, err: err.message }, 'attach: background vote not applied');
+      this.log?.debug({ id, err: err.message }, 'attach: background vote not applied');
     });
     const a = fanout.bind(conn, id, manualAck === true);
     // Input for this terminal that arrives meanwhile waits for it (see `input`).
@@ -188,7 +255,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
       const known = registry.find(r.id);
       if ((!known || known.claim.kind === 'none') && canWrite(conn.grant, r.id)) {
         if (known) registry.update(r.id, { claim: { kind: 'client', clientId: cs.clientId! } });
-        else record(cs, r, hostOf(r.id));
+        else this.record(cs, r, hostOf(r.id));
       }
       if (!r.sessionExpired) background.attached(id, warn);
     } finally {
@@ -203,16 +270,17 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     }
     if (cs.closed || !fanout.isBound(a)) return {};
     return fanout.complete(a, r, p);
-  };
+  }
 
   /**
    * A lagging attachment whose socket drained catches up from the host's history: the stub
    * replays exactly from the seq it reached, or answers with a snapshot reset.
    */
-  function resume(a: Attachment): void {
+  private resume(a: Attachment): void {
+    const { fanout, log } = this;
     let p: IPtyProvider;
     try {
-      p = providerForId(a.id);
+      p = this.providerForId(a.id);
     } catch (err) {
       log?.warn({ id: a.id, err: (err as Error).message }, 'lagging consumer cannot resume');
       fanout.resumeFailed(a);
@@ -221,7 +289,7 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     p.attach(a.id, { fromSeq: a.sentSeq }).then(
       (r) => {
         fanout.resumed(a, r, p, RelayNotification.reattach);
-        background.attached(a.id, warn);
+        this.background.attached(a.id, this.warn);
       },
       (err: Error) => {
         log?.warn({ id: a.id, err: err.message }, 'lagging consumer resume failed; closing its connection');
@@ -230,34 +298,33 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
     );
   }
 
-  const hello: RpcMethodHandler = async (conn, params): Promise<HelloResult> => {
+  private async hello(conn: RpcConnection, params: Record<string, unknown>): Promise<HelloResult> {
     const { clientId, instanceId } = parseMessage(
       relayParamsSchemas.hello,
       params,
       'hello',
       'INVALID_ARGUMENT',
     );
-    const input = clients.hello(conn, clientId, instanceId);
-    return { api: RELAY_API_VERSION, serverInstanceId, clientId, input };
-  };
+    const input = this.clients.hello(conn, clientId, instanceId);
+    return { api: RELAY_API_VERSION, serverInstanceId: this.serverInstanceId, clientId, input };
+  }
 
-  /** Hosts whose last listing failed while their link stayed idle (e.g. a key not trusted yet). */
-  const listFailures = new Map<string, HostUnavailable>();
   /** Link state of a host as `hosts` reports it: a failure the link did not record shows as lost. */
-  const linkStateOf = (name: string): LinkState => {
-    const s = linkStates.get(name) ?? router.linkState(name);
-    const f = listFailures.get(name);
+  private linkStateOf(name: string): LinkState {
+    const s = this.events.linkStates.get(name) ?? this.router.linkState(name);
+    const f = this.listFailures.get(name);
     return s.state === 'idle' && f
       ? { state: 'lost', reason: f.reason, ...(f.cause ? { cause: f.cause } : {}) }
       : s;
-  };
+  }
 
   // Answers within LISTING_DEADLINE_MS with the hosts that answered, naming the others.
-  const list: RpcMethodHandler = async (conn, params) => {
+  private async list(conn: RpcConnection, params: Record<string, unknown>): Promise<unknown> {
+    const { router, registry, listFailures, log } = this;
     const { host } = parseMessage(relayParamsSchemas.list, params, 'list', 'INVALID_ARGUMENT');
     if (host) needHost(conn.grant, host);
     const hosts = host ? [host] : router.hosts().filter((h) => canSeeHost(conn.grant, h));
-    for (const h of hosts) providerOf(h);
+    for (const h of hosts) this.providerOf(h);
     const answer = await askHosts(hosts, {
       ask: (h) => router.listHost(h),
       stateOf: (h) => router.linkState(h),
@@ -274,40 +341,14 @@ export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
         return r && r.claim.kind !== 'none' ? { ...t, owner: claimHolder(r.claim) } : t;
       });
     return { terminals, unavailable: answer.unavailable };
-  };
+  }
 
-  const hosts: RpcMethodHandler = async (conn) => ({
-    hosts: router
-      .hosts()
-      .filter((name) => canSeeHost(conn.grant, name))
-      .map((name) => ({ name, state: linkStateOf(name) })),
-  });
-
-  const methods: Record<string, RpcMethodHandler> = {
-    [RelayMethod.hello]: hello,
-    [RelayMethod.hosts]: hosts,
-    [RelayMethod.list]: list,
-    [RelayMethod.spawn]: spawn,
-    [RelayMethod.attach]: attach,
-    ...terminalMethods(core),
-  };
-
-  return {
-    name: 'ptyrelay',
-    methods,
-    notifications: {
-      [RelayNotification.ack]: (conn, params) => {
-        // A notification has no reply: a malformed ack is logged and dropped.
-        const r = relayParamsSchemas.ack.safeParse(params);
-        if (r.success) fanout.ack(conn as FanoutSink, termId(r.data.id), r.data.seq);
-        else
-          log?.warn(
-            { conn: conn.connectionId, issue: r.error.issues[0]?.message },
-            'malformed ptyrelay/ack dropped',
-          );
-      },
-    },
-    onBinary: inputFrames({ registry, log, maxInputBytes: limits.maxInputBytes, state, owned }),
-    onConnection: (conn) => void state(conn),
-  };
+  private hosts(conn: RpcConnection): unknown {
+    return {
+      hosts: this.router
+        .hosts()
+        .filter((name) => canSeeHost(conn.grant, name))
+        .map((name) => ({ name, state: this.linkStateOf(name) })),
+    };
+  }
 }

@@ -27,14 +27,29 @@ type TerminalFn = (
 ) => Promise<unknown>;
 
 export function terminalMethods(core: PtyCore): Record<string, RpcMethodHandler> {
-  const { router, registry, fanout, background, warn, state, owned, providerForId } = core;
+  const onTerminal = terminalGuard(core);
+  return {
+    [RelayMethod.detach]: detach(core),
+    ...providerCalls(core, onTerminal),
+    // Per viewer: the terminal goes to the background only when every viewer asked (background-votes.ts).
+    // A view preference, as `attach`'s own vote is: what the token may read, it may background.
+    [RelayMethod.setBackgrounded]: setBackgrounded(core),
+    ...agentMethods(onTerminal),
+    // A stopped daemon took its sessions along: what its host no longer lists leaves the registry.
+    ...daemonMethods(core.router, forgetStopped(core)),
+  };
+}
 
-  /**
-   * A method on one terminal; `claim` requires the caller to own it, `access` is what the token
-   * must allow (by default: a claimed method drives the terminal, the others read it).
-   */
-  const onTerminal =
-    (fn: TerminalFn, claim = true, access: 'read' | 'write' = claim ? 'write' : 'read'): RpcMethodHandler =>
+/** What wraps a method on one terminal (the agent methods plug in through it too). */
+type OnTerminal = (fn: TerminalFn, claim?: boolean, access?: 'read' | 'write') => RpcMethodHandler;
+
+/**
+ * A method on one terminal; `claim` requires the caller to own it, `access` is what the token
+ * must allow (by default: a claimed method drives the terminal, the others read it).
+ */
+function terminalGuard(core: PtyCore): OnTerminal {
+  const { state, owned, providerForId } = core;
+  return (fn, claim = true, access = claim ? 'write' : 'read') =>
     async (conn, params) => {
       const id = termId(params.id);
       if (access === 'write') needWrite(conn.grant, id);
@@ -42,18 +57,27 @@ export function terminalMethods(core: PtyCore): Record<string, RpcMethodHandler>
       const p = claim ? owned(state(conn), id) : providerForId(id);
       return (await fn(p, id, params, conn)) ?? {};
     };
+}
 
+/** `detach`: this connection's view of the terminal ends, and its input queued during an outage. */
+function detach(core: PtyCore): RpcMethodHandler {
+  const { fanout, background, warn, state, providerForId } = core;
+  return async (conn, params) => {
+    const id = termId(params.id);
+    const a = fanout.attachment(conn, id);
+    if (a) fanout.detach(a);
+    background.leave(conn, id, warn);
+    // What this client typed during an outage and is still queued goes with it (INPUT_EXPIRED).
+    const owner = state(conn).slot?.key;
+    if (owner) providerForId(id).dropQueuedInput?.(owner, id, 'detached');
+    return {};
+  };
+}
+
+/** The methods that are one provider call on one terminal (resize to resume). */
+function providerCalls(core: PtyCore, onTerminal: OnTerminal): Record<string, RpcMethodHandler> {
+  const { registry, fanout, background } = core;
   return {
-    [RelayMethod.detach]: async (conn, params) => {
-      const id = termId(params.id);
-      const a = fanout.attachment(conn, id);
-      if (a) fanout.detach(a);
-      background.leave(conn, id, warn);
-      // What this client typed during an outage and is still queued goes with it (INPUT_EXPIRED).
-      const owner = state(conn).slot?.key;
-      if (owner) providerForId(id).dropQueuedInput?.(owner, id, 'detached');
-      return {};
-    },
     [RelayMethod.resize]: onTerminal((p, id, raw) => {
       const q = parseMessage(relayParamsSchemas.resize, raw, 'resize', 'INVALID_ARGUMENT');
       return p.resize(id, q.cols, q.rows);
@@ -89,42 +113,46 @@ export function terminalMethods(core: PtyCore): Record<string, RpcMethodHandler>
         }),
       false,
     ),
-    [RelayMethod.history]: onTerminal(async (p, id, q) => {
-      const { fromSeq, maxBytes } = parseWire(historyParamsSchema, { ...q, id }, 'history');
-      if (!p.readHistory)
-        throw new PtyRelayError('INVALID_ARGUMENT', `the provider of ${id} keeps no output history`);
-      const page = await p.readHistory(id, { fromSeq, maxBytes });
-      return {
-        fromSeq: page.fromSeq,
-        startSeq: page.startSeq,
-        headSeq: page.headSeq,
-        data: Buffer.from(page.data).toString('base64'),
-      };
-    }, false),
+    [RelayMethod.history]: onTerminal(readHistory, false),
     [RelayMethod.clear]: onTerminal((p, id) => p.clearBuffer(id)),
     [RelayMethod.pause]: onTerminal((p, id) => p.pauseProducer(id)),
     [RelayMethod.resume]: onTerminal((p, id) => p.resumeProducer(id)),
-    // Per viewer: the terminal goes to the background only when every viewer asked (background-votes.ts).
-    // A view preference, as `attach`'s own vote is: what the token may read, it may background.
-    [RelayMethod.setBackgrounded]: async (conn, params) => {
-      const id = termId(params.id);
-      needRead(conn.grant, id);
-      owned(state(conn), id);
-      const q = parseMessage(
-        relayParamsSchemas.setBackgrounded,
-        params,
-        'setBackgrounded',
-        'INVALID_ARGUMENT',
-      );
-      await background.vote(id, conn, q.background === true);
-      return {};
-    },
-    ...agentMethods(onTerminal),
-    // A stopped daemon took its sessions along: what its host no longer lists leaves the registry.
-    ...daemonMethods(router, async (d) => {
-      const listed = await router.providerFor(d.host).listProcesses();
-      const alive = new Set(listed.filter((t) => t.host === d.host).map((t) => t.id));
-      for (const r of registry.list()) if (r.host === d.host && !alive.has(r.id)) registry.remove(r.id);
-    }),
+  };
+}
+
+/** `history`: one page of the terminal's output history, its bytes in base64. */
+const readHistory: TerminalFn = async (p, id, q) => {
+  const { fromSeq, maxBytes } = parseWire(historyParamsSchema, { ...q, id }, 'history');
+  if (!p.readHistory)
+    throw new PtyRelayError('INVALID_ARGUMENT', `the provider of ${id} keeps no output history`);
+  const page = await p.readHistory(id, { fromSeq, maxBytes });
+  return {
+    fromSeq: page.fromSeq,
+    startSeq: page.startSeq,
+    headSeq: page.headSeq,
+    data: Buffer.from(page.data).toString('base64'),
+  };
+};
+
+/** `setBackgrounded`: this viewer's background vote on a terminal its client holds. */
+function setBackgrounded(core: PtyCore): RpcMethodHandler {
+  const { background, state, owned } = core;
+  return async (conn, params) => {
+    const id = termId(params.id);
+    needRead(conn.grant, id);
+    owned(state(conn), id);
+    const q = parseMessage(relayParamsSchemas.setBackgrounded, params, 'setBackgrounded', 'INVALID_ARGUMENT');
+    await background.vote(id, conn, q.background === true);
+    return {};
+  };
+}
+
+/** After a daemon stopped: the terminals of its host that the host no longer lists leave the registry. */
+function forgetStopped(core: PtyCore): Parameters<typeof daemonMethods>[1] {
+  const { router, registry } = core;
+  return async (d) => {
+    const listed = await router.providerFor(d.host).listProcesses();
+    const alive = new Set(listed.filter((t) => t.host === d.host).map((t) => t.id));
+    for (const r of registry.list()) if (r.host === d.host && !alive.has(r.id)) registry.remove(r.id);
   };
 }

@@ -1,11 +1,7 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
-import { WebSocketServer } from 'ws';
 import { type AhpExtension, createAhpExtension } from '../ahp/ahp-extension.js';
-import { originAllowed, presentedToken, selectSubprotocol } from '../core/auth.js';
-import { canSeeHost, describeGrant, type Grant } from '../core/grant.js';
 import { assertListenAllowed, loadTlsFiles, type TlsFiles } from '../core/listen-policy.js';
 import { createLogger, type Logger } from '../core/log.js';
 import type { HostRouter, RpcExtension } from '../core/rpc-types.js';
@@ -17,19 +13,16 @@ import { fromOwnPage } from '../web/page-origin.js';
 import { defaultWebRoot, WebAssets } from '../web/web-assets.js';
 import { DEFAULT_FLOW_CONTROL, DEFAULT_LIMITS, type FlowControlConfig, type RelayLimits } from './config.js';
 import { RelayMetrics } from './metrics.js';
-import { RpcDispatchTable, WsRpcConnection } from './rpc-connection.js';
+import { RelayConnections } from './relay-connections.js';
+import { type HttpRoute, RelayHttpRoutes } from './relay-http.js';
+import { RpcDispatchTable } from './rpc-connection.js';
+
+export { CLOSE_TOKEN_ENDED } from './relay-connections.js';
+export type { HttpRoute } from './relay-http.js';
 
 /** Default listen address (loopback only). */
 export const DEFAULT_LISTEN_HOST = '127.0.0.1';
 export const DEFAULT_LISTEN_PORT = 7681;
-/** Close code sent to clients when the server shuts down. */
-const CLOSE_GOING_AWAY = 1001;
-/** How long `close()` waits for clients to finish the close handshake. */
-const CLOSE_GRACE_MS = 1000;
-/** Close code for a connection whose token was revoked or expired (application range). */
-export const CLOSE_TOKEN_ENDED = 4401;
-/** A revoked token's connection is cut this long after its close frame if the peer stays silent. */
-const TOKEN_ENDED_GRACE_MS = 500;
 
 export interface RelayServerOptions {
   /** Default 127.0.0.1:7681; port 0 picks a free port. Beyond loopback it needs `tls` or `insecureListen`. */
@@ -59,9 +52,6 @@ export interface RelayServerOptions {
   web?: { root?: string } | false;
 }
 
-/** An extra HTTP route of the relay (e.g. MCP at /mcp). */
-export type HttpRoute = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
-
 export interface RelayServer {
   /** `ws://HOST:PORT` (`wss://` with TLS) */
   url: string;
@@ -77,26 +67,6 @@ export interface RelayServer {
   close(): Promise<void>;
 }
 
-function rejectUpgrade(socket: Duplex, status: number, text: string, detail = text): void {
-  const body = `${detail}\n`;
-  socket.end(
-    `HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: text/plain\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
-  socket.destroy();
-}
-
-function unauthorized(res: ServerResponse): void {
-  res.writeHead(401, { 'www-authenticate': 'Bearer', 'content-type': 'text/plain' });
-  res.end('unauthorized\n');
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-  res.end(text);
-}
-
 function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
@@ -105,6 +75,8 @@ function urlHost(host: string): string {
  * Starts the relay service: an HTTP server (`/healthz`, `/metrics`) and a WebSocket server on
  * the same port speaking JSON-RPC 2.0. Upgrades need the token (`Authorization: Bearer` or a
  * `ptyrelay.token.<t>` subprotocol) and an allowed Origin, else 401/403 before the upgrade.
+ * Requests are answered by RelayHttpRoutes (relay-http.ts), upgrades and connections by
+ * RelayConnections (relay-connections.ts).
  */
 export async function startRelayServer(opts: RelayServerOptions): Promise<RelayServer> {
   if (!opts.auth && !opts.token) throw new Error('startRelayServer needs a token');
@@ -114,11 +86,63 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
   const tls = opts.tls ? loadTlsFiles(opts.tls) : undefined;
   const ownAuth = opts.auth === undefined;
   const auth = opts.auth ?? new TokenAuthority({ startupToken: opts.token!, log });
-  const grantOf = (req: IncomingMessage): Grant | undefined => auth.authenticate(presentedToken(req));
-  const allowedOrigins = opts.allowedOrigins ?? [];
   const limits = { ...DEFAULT_LIMITS, ...opts.limits };
-  const flow = { ...DEFAULT_FLOW_CONTROL, ...opts.flowControl };
   const metrics = new RelayMetrics(opts.router, opts.registry);
+  const { ahp, overview, table } = relayExtensions(opts, auth, log, limits);
+  const web = webAssets(opts, log);
+
+  const routes = new RelayHttpRoutes({ auth, metrics, web, routes: opts.httpRoutes ?? [] });
+  const http: Server = tls
+    ? createHttpsServer({ cert: tls.cert, key: tls.key }, routes.onRequest)
+    : createServer(routes.onRequest);
+  const scheme = tls ? 'https' : 'http';
+  /** Known once listening (no upgrade comes before). */
+  let port = 0;
+  const conns = new RelayConnections({
+    table,
+    auth,
+    metrics,
+    log,
+    limits,
+    allowedOrigins: opts.allowedOrigins ?? [],
+    ownPage: (req: IncomingMessage) => web !== undefined && fromOwnPage(req, listen.host, port, scheme),
+  });
+  http.on('upgrade', conns.upgrade);
+
+  port = await listenOn(http, listen);
+  const hostForUrl = urlHost(listen.host);
+  log.info({ host: listen.host, port, tls: tls !== undefined }, 'relay service listening');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `${tls ? 'wss' : 'ws'}://${hostForUrl}:${port}`,
+    httpUrl: `${scheme}://${hostForUrl}:${port}`,
+    webServed: web !== undefined,
+    port,
+    ahp,
+    auth,
+    close() {
+      closing ??= (async () => {
+        await conns.close();
+        await new Promise<void>((resolve) => {
+          http.close(() => resolve());
+          http.closeAllConnections();
+        });
+        ahp.dispose();
+        overview.dispose();
+        metrics.dispose();
+        conns.dispose();
+        if (ownAuth) auth.dispose();
+        else auth.audit.flush();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The extensions in dispatch order: AHP first, the given ones, the overview feed, the token API. */
+function relayExtensions(opts: RelayServerOptions, auth: TokenAuthority, log: Logger, limits: RelayLimits) {
+  const flow = { ...DEFAULT_FLOW_CONTROL, ...opts.flowControl };
   const ahp = createAhpExtension({
     router: opts.router,
     registry: opts.registry,
@@ -138,134 +162,19 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
   const overview = createOverviewExtension({ router: opts.router, registry: opts.registry });
   const tokens = createTokenExtension(auth);
   const table = new RpcDispatchTable([ahp, ...(opts.extensions ?? []), overview, tokens]);
+  return { ahp, overview, table };
+}
+
+/** The web page's files, unless turned off or not built. */
+function webAssets(opts: RelayServerOptions, log: Logger): WebAssets | undefined {
   const webRoot = opts.web === false ? undefined : (opts.web?.root ?? defaultWebRoot());
   const web = webRoot ? new WebAssets(webRoot) : undefined;
   if (!web && opts.web !== false) log.info('web page not built (npm run build); serving the API only');
+  return web;
+}
 
-  const onRequest = (req: IncomingMessage, res: ServerResponse) => void handleHttp(req, res);
-  const http: Server = tls
-    ? createHttpsServer({ cert: tls.cert, key: tls.key }, onRequest)
-    : createServer(onRequest);
-
-  async function handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://relay').pathname;
-    for (const route of opts.httpRoutes ?? []) if (await route(req, res)) return;
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      sendJson(res, 405, { error: 'method not allowed' });
-      return;
-    }
-    if (path === '/healthz') {
-      // Without a token: only that the relay runs (host names say where it reaches). A token that
-      // does not authenticate gets 401, so the web page can tell a wrong token from a down relay.
-      const grant = grantOf(req);
-      if (!grant && presentedToken(req) !== undefined) return unauthorized(res);
-      if (!grant) return sendJson(res, 200, { ok: true });
-      const hosts = Object.fromEntries(
-        Object.entries(metrics.linkStates()).filter(([h]) => canSeeHost(grant, h)),
-      );
-      return sendJson(res, 200, { ok: true, hosts });
-    }
-    if (path === '/metrics') {
-      if (grantOf(req)?.scope !== 'admin') return unauthorized(res);
-      try {
-        const text = await metrics.text();
-        res.writeHead(200, { 'content-type': metrics.contentType });
-        res.end(text);
-      } catch (err) {
-        sendJson(res, 500, { error: (err as Error).message });
-      }
-      return;
-    }
-    if (web?.handle(path, req, res)) return;
-    sendJson(res, 404, { error: 'not found' });
-  }
-
-  /** Upgrades counted from the moment they are accepted (limits.maxConnections). */
-  let openConnections = 0;
-  const wss = new WebSocketServer({
-    noServer: true,
-    maxPayload: limits.maxMessageBytes,
-    handleProtocols: (protocols) => selectSubprotocol(protocols),
-  });
-
-  http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!originAllowed(req, allowedOrigins) && !(web && fromOwnPage(req, listen.host, port, scheme))) {
-      log.info({ origin: req.headers.origin }, 'upgrade refused: origin not allowed');
-      rejectUpgrade(socket, 403, 'Forbidden');
-      return;
-    }
-    const grant = grantOf(req);
-    if (!grant) {
-      log.info({ remote: req.socket.remoteAddress }, 'upgrade refused: bad, revoked or expired token');
-      rejectUpgrade(socket, 401, 'Unauthorized');
-      return;
-    }
-    if (openConnections >= limits.maxConnections) {
-      log.warn(
-        { remote: req.socket.remoteAddress, max: limits.maxConnections },
-        'upgrade refused: connection limit',
-      );
-      rejectUpgrade(
-        socket,
-        503,
-        'Service Unavailable',
-        `LIMIT_EXCEEDED: the relay has ${openConnections} connections (limits.maxConnections = ${limits.maxConnections})`,
-      );
-      return;
-    }
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      openConnections++;
-      const conn = new WsRpcConnection(ws, table, {
-        log,
-        grant,
-        audit: auth.audit,
-        onSent: (kind, bytes) => metrics.sent(kind, bytes),
-        socket,
-      });
-      const who = {
-        conn: conn.connectionId,
-        tokenName: grant.name,
-        scope: grant.scope,
-        remote: req.socket.remoteAddress,
-      };
-      log.info({ ...who, reach: describeGrant(grant) }, 'connection opened');
-      byToken(grant.tokenId).add(conn);
-      metrics.connectionOpened();
-      metrics.track(conn);
-      conn.onClose(() => {
-        openConnections--;
-        metrics.connectionClosed();
-        byToken(grant.tokenId).delete(conn);
-        log.info(who, 'connection closed');
-      });
-      for (const ext of table.extensions) {
-        try {
-          ext.onConnection?.(conn);
-        } catch (err) {
-          log.warn({ err: (err as Error).message, ext: ext.name }, 'onConnection failed');
-        }
-      }
-    });
-  });
-
-  /** Open connections per token id, so a revoked token's are closed. */
-  const connsByToken = new Map<string, Set<WsRpcConnection>>();
-  const byToken = (id: string): Set<WsRpcConnection> => {
-    const known = connsByToken.get(id);
-    if (known) return known;
-    const set = new Set<WsRpcConnection>();
-    connsByToken.set(id, set);
-    return set;
-  };
-  const offEnded = auth.onEnded((ids) => {
-    for (const id of ids) {
-      for (const conn of connsByToken.get(id) ?? [])
-        conn.closeWithin(TOKEN_ENDED_GRACE_MS, CLOSE_TOKEN_ENDED, 'token revoked or expired');
-      connsByToken.delete(id);
-    }
-  });
-  const scheme = tls ? 'https' : 'http';
-
+/** Listens at `listen`; the port it got. */
+async function listenOn(http: Server, listen: { host: string; port: number }): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(listen.port, listen.host, () => {
@@ -273,39 +182,5 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
       resolve();
     });
   });
-  const port = (http.address() as AddressInfo).port;
-  const hostForUrl = urlHost(listen.host);
-  log.info({ host: listen.host, port, tls: tls !== undefined }, 'relay service listening');
-
-  let closing: Promise<void> | undefined;
-  return {
-    url: `${tls ? 'wss' : 'ws'}://${hostForUrl}:${port}`,
-    httpUrl: `${scheme}://${hostForUrl}:${port}`,
-    webServed: web !== undefined,
-    port,
-    ahp,
-    auth,
-    close() {
-      closing ??= (async () => {
-        for (const ws of wss.clients) ws.close(CLOSE_GOING_AWAY, 'server shutting down');
-        // Clients get a moment to answer the close handshake, then they are cut off.
-        const grace = setTimeout(() => {
-          for (const ws of wss.clients) ws.terminate();
-        }, CLOSE_GRACE_MS);
-        await new Promise<void>((resolve) => wss.close(() => resolve()));
-        clearTimeout(grace);
-        await new Promise<void>((resolve) => {
-          http.close(() => resolve());
-          http.closeAllConnections();
-        });
-        ahp.dispose();
-        overview.dispose();
-        metrics.dispose();
-        offEnded();
-        if (ownAuth) auth.dispose();
-        else auth.audit.flush();
-      })();
-      return closing;
-    },
-  };
+  return (http.address() as AddressInfo).port;
 }
