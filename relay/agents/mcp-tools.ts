@@ -322,7 +322,11 @@ class TerminalMcpTools {
             (t) =>
               `${t.id}  host=${t.host}${t.name ? ` name=${t.name}` : ''}${t.sending ? ' sending' : ''}${t.exitCode !== undefined ? ` exited=${t.exitCode}` : ''}`,
           );
-          return text(lines.length ? lines.join('\n') : 'no terminals', { terminals: terms });
+          // Hosts that are down right now: their terminals cannot be reached until they are back.
+          const unavailable = service.unavailableHosts().filter((u) => canSeeHost(grant, u.host));
+          const down = unavailable.map((u) => `host ${u.host} is ${u.status}: ${u.reason}`);
+          const body = lines.length ? lines.join('\n') : 'no terminals';
+          return text([body, ...down].join('\n'), { terminals: terms, unavailable });
         }),
     );
   }

@@ -1,13 +1,16 @@
+import type { HostUnavailable } from '../../provider/client/relay-protocol.js';
 import type {
   AgentReadOptions,
   AgentReadResult,
   AgentSendResult,
   IPtyProvider,
+  LinkState,
   LinkStateEvent,
   PtyExitEvent,
   PtyProcessInfo,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { unavailableByState } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
 import { AgentOwner } from './agent-owner.js';
 import { typedText } from './typed-text.js';
@@ -37,6 +40,7 @@ export interface AgentHosts {
   providers?(): IPtyProvider[];
   onProviderAdded?(listener: (p: IPtyProvider) => void): () => void;
   listHost?(host: string): Promise<PtyProcessInfo[]>;
+  linkState?(host: string): LinkState;
 }
 
 /** What the catalog shows of a terminal when it is published. */
@@ -225,6 +229,14 @@ export class TerminalToolService {
 
   hosts(): string[] {
     return this.opts.hosts.hosts();
+  }
+
+  /** The hosts whose link is down now, with the cause (never waits on a host). */
+  unavailableHosts(): HostUnavailable[] {
+    const { hosts } = this.opts;
+    if (!hosts.linkState) return [];
+    const linkState = hosts.linkState.bind(hosts);
+    return hosts.hosts().flatMap((h) => unavailableByState(h, linkState(h)) ?? []);
   }
 
   async open(owner: AgentOwner, host: string, o: AgentOpenOptions = {}): Promise<AgentTerminalInfo> {

@@ -1,7 +1,9 @@
+import type { HostUnavailable } from '../../provider/client/relay-protocol.js';
 import type { Unsubscribe } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { eachProvider } from '../core/each-provider.js';
-import { canRead, needWrite } from '../core/grant.js';
+import { canRead, canSeeHost, needWrite } from '../core/grant.js';
+import { unavailableByState } from '../core/host-listing.js';
 import type { HostRouter, RpcConnection, RpcExtension } from '../core/rpc-types.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import { TerminalSummaries, type TerminalSummary } from './terminal-summaries.js';
@@ -56,7 +58,7 @@ class OverviewFeed {
   private debounce: NodeJS.Timeout | undefined;
 
   constructor(
-    router: HostRouter,
+    private readonly router: HostRouter,
     private readonly registry: TerminalRegistry,
   ) {
     const { summaries } = this;
@@ -87,12 +89,20 @@ class OverviewFeed {
   }
 
   /** `web/overview`: the connection's view now; it gets `web/overviewChanged` from then on. */
-  watch(conn: RpcConnection): { terminals: TerminalSummary[] } {
+  /**
+   * The overview now (from the relay's catalog: never waits on a host), and the hosts whose link
+   * is down with their cause (`unavailable`, as in `ptyrelay/list`).
+   */
+  watch(conn: RpcConnection): { terminals: TerminalSummary[]; unavailable: HostUnavailable[] } {
     if (!this.watchers.has(conn)) {
       this.watchers.add(conn);
       conn.onClose(() => this.watchers.delete(conn));
     }
-    return { terminals: visible(conn, this.current()) };
+    const unavailable = this.router
+      .hosts()
+      .filter((h) => canSeeHost(conn.grant, h))
+      .flatMap((h) => unavailableByState(h, this.router.linkState(h)) ?? []);
+    return { terminals: visible(conn, this.current()), unavailable };
   }
 
   /** `web/rename`: the claim holder names a terminal (empty name: back to its title). */

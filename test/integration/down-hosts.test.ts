@@ -1,12 +1,18 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAgentService } from '../../relay/agents/agent-stack.js';
+import { createTerminalMcpServer } from '../../relay/agents/mcp-tools.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { allOf, rootAvailable } from '../support/capabilities.js';
 import { runCli } from '../support/cli-runner.js';
 import { waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
+import { open as openWs } from '../support/relay-test-support.js';
 import { hostFor, relayHome } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
@@ -132,6 +138,57 @@ describe.skipIf(!available)('one host down never blocks the rest', { timeout: 18
     expect(r.ms).toBeLessThan(ANSWER_MS);
     expect(r.stderr).toContain(`terminal ids are HOST/ID: ${bare} matches`);
     expect(r.stderr).toContain(ids.up);
+  });
+
+  it('web/overview and the AHP catalog answer from the catalog at once; the overview names the down host', async () => {
+    const c = await openWs(fx.url, { token: TEST_TOKEN });
+    try {
+      const t0 = Date.now();
+      const overview = await c.request('web/overview');
+      expect(Date.now() - t0).toBeLessThan(ANSWER_MS);
+      const shown = overview.terminals.map((t: { id: string }) => t.id);
+      expect(shown).toEqual(expect.arrayContaining([ids.local, ids.up]));
+      expect(overview.unavailable).toEqual([
+        expect.objectContaining({
+          host: 'down',
+          status: 'unreachable',
+          reason: expect.stringMatching(/refused|closed/),
+        }),
+      ]);
+      const t1 = Date.now();
+      const init = await c.request('initialize', { protocolVersions: ['0.1.0'], clientId: 'down-hosts' });
+      expect(Date.now() - t1).toBeLessThan(ANSWER_MS);
+      const root = init.snapshots.find((x: { resource: string }) => x.resource === 'ahp-root://').state;
+      const resources = root.terminals.map((t: { resource: string }) => t.resource);
+      expect(resources).toEqual(
+        expect.arrayContaining([`ptyrelay-terminal:/${ids.local}`, `ptyrelay-terminal:/${ids.up}`]),
+      );
+    } finally {
+      c.close();
+    }
+  });
+
+  it('MCP terminal_list answers at once and names the down host', async () => {
+    const service = createAgentService({ router: fx.router, registry: fx.registry });
+    const owner = service.owner('agent:down-hosts');
+    const server = createTerminalMcpServer(service, owner, '0.0.0');
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    const client = new Client({ name: 'down-hosts', version: '1.0.0' });
+    try {
+      await Promise.all([server.connect(a), client.connect(b)]);
+      const t0 = Date.now();
+      const r = (await client.callTool({ name: 'terminal_list', arguments: {} })) as CallToolResult;
+      expect(Date.now() - t0).toBeLessThan(ANSWER_MS);
+      const text = r.content.map((x) => (x.type === 'text' ? x.text : '')).join('');
+      expect(text).toMatch(/host down is unreachable: .*(refused|closed)/);
+      expect(
+        (r.structuredContent as { unavailable: { host: string }[] }).unavailable.map((u) => u.host),
+      ).toEqual(['down']);
+    } finally {
+      await client.close();
+      await server.close();
+      await service.dispose({ close: true });
+    }
   });
 
   it('UNKNOWN_HOST names the hosts the relay has', async () => {
