@@ -8,6 +8,7 @@ import type {
   LinkStateEvent,
   PtyExitEvent,
   PtyProcessInfo,
+  PtySpawnResult,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { unavailableByState } from '../core/host-listing.js';
@@ -247,18 +248,26 @@ export class TerminalToolService {
     }
     this.opts.beforeSpawn?.(host, owner);
     this.watchExits(provider);
-    const id = `term-${this.nextId++}`;
-    const r = await provider.spawn({
-      host,
-      // Kept by the daemon: a relay started later knows whose terminal this is (adopt).
-      agent: { owner: owner.key, id, seenAt: Date.now() },
-      cols: o.cols ?? DEFAULT_COLS,
-      rows: o.rows ?? DEFAULT_ROWS,
-      ...(o.cwd ? { cwd: o.cwd } : {}),
-      ...(o.command ? { command: o.command, args: o.args ?? [] } : {}),
-      ...(o.name ? { name: o.name } : {}),
-      ...(o.env ? { env: o.env } : {}),
-    });
+    const n = this.nextId++;
+    const id = `term-${n}`;
+    let r: PtySpawnResult;
+    try {
+      r = await provider.spawn({
+        host,
+        // Kept by the daemon: a relay started later knows whose terminal this is (adopt).
+        agent: { owner: owner.key, id, seenAt: Date.now() },
+        cols: o.cols ?? DEFAULT_COLS,
+        rows: o.rows ?? DEFAULT_ROWS,
+        ...(o.cwd ? { cwd: o.cwd } : {}),
+        ...(o.command ? { command: o.command, args: o.args ?? [] } : {}),
+        ...(o.name ? { name: o.name } : {}),
+        ...(o.env ? { env: o.env } : {}),
+      });
+    } catch (err) {
+      // A terminal that was never published leaves no gap in the ids (unless another took the next).
+      if (this.nextId === n + 1) this.nextId = n;
+      throw err;
+    }
     if (owner.gone || this.disposed) {
       // The owner ended while the spawn ran: nobody could reach this terminal, so it goes.
       await provider.shutdown(r.id, { immediate: true }).catch(() => {});

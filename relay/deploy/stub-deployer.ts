@@ -66,8 +66,11 @@ export interface StubDeployerOptions {
   installDir?: string;
   /** The upload method that worked on this host before: tried first. */
   uploadMethod?: UploadMethod;
-  /** Use an intact install only: STUB_NOT_INSTALLED instead of installing (adoption at relay start). */
-  adoptOnly?: boolean;
+  /**
+   * Use an intact install only: STUB_NOT_INSTALLED instead of installing (adoption at relay
+   * start). Asked when the install turns out missing, so a real use that arrived meanwhile deploys.
+   */
+  adoptOnly?: () => boolean;
 }
 
 /** The stub bundle targets node18 (Debian bookworm's node). */
@@ -163,7 +166,7 @@ export class StubDeployer {
       this.reportGc(gc);
       return this.done(result(false, 0), t0);
     }
-    if (this.opts.adoptOnly)
+    if (this.opts.adoptOnly?.())
       throw new PtyRelayError('STUB_NOT_INSTALLED', `no intact stub of this build in ${installDir}`, {
         installDir,
       });

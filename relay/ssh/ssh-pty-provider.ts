@@ -1,6 +1,6 @@
 import type { LookupFunction } from 'node:net';
 import type { PtyProcessInfo } from '../../provider/contract.js';
-import { PtyRelayError } from '../../provider/errors.js';
+import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import type { UploadMethod } from '../deploy/remote-fs.js';
 import { collectStubArtifacts, type StubPlatform } from '../deploy/stub-artifacts.js';
@@ -121,13 +121,28 @@ export class SshPtyProvider extends StubBackedProvider {
     if (this.linkState(host).state !== 'idle') return true;
     this.adopting.add(host);
     try {
-      await this.link(host);
+      await super.link(host);
       return true;
     } catch (err) {
       this.log.info({ host, err: (err as Error).message }, 'not adopted at start');
       return false;
     } finally {
       this.adopting.delete(host);
+    }
+  }
+
+  /**
+   * Every use of a host but adoption: it may deploy. A use that arrives while the host is being
+   * adopted turns that attempt into a full one; one that joined an adoption attempt as it found
+   * no install asks again (and deploys).
+   */
+  protected override async link(host: string): Promise<StubClient> {
+    this.adopting.delete(host.split('#')[0]!);
+    try {
+      return await super.link(host);
+    } catch (err) {
+      if (isPtyRelayError(err, 'STUB_NOT_INSTALLED')) return super.link(host);
+      throw err;
     }
   }
 
@@ -297,7 +312,7 @@ export class SshPtyProvider extends StubBackedProvider {
         ensureDaemon: this.opts.preferExec ? undefined : daemonArgs,
         installDir: cfg.installDir,
         uploadMethod: this.uploadMethods.get(host),
-        adoptOnly: this.adopting.has(host),
+        adoptOnly: () => this.adopting.has(host),
         ...(this.opts.stubPath
           ? { artifacts: (p: StubPlatform) => collectStubArtifacts(p, this.opts.stubPath) }
           : {}),

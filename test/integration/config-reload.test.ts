@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +19,7 @@ describe.skipIf(!available)('the relay re-reads its config file while it runs', 
   let sshd: SshdInstance;
   let relay: ChildProcess | undefined;
   let stderr = '';
+  let stdout = '';
   let env: NodeJS.ProcessEnv;
   let configFile: string;
   const runtimeDir = () => join(root, 'run');
@@ -58,7 +59,9 @@ describe.skipIf(!available)('the relay re-reads its config file while it runs', 
     relay.stderr?.on('data', (d) => {
       stderr += d;
     });
-    relay.stdout?.resume();
+    relay.stdout?.on('data', (d) => {
+      stdout += d;
+    });
     await waitFor(() => /relay listening on (ws:\S+)/.test(stderr), 60_000, 'the relay to listen');
     env.PTYRELAY_URL = /relay listening on (ws:\S+)/.exec(stderr)![1];
   });
@@ -82,6 +85,14 @@ describe.skipIf(!available)('the relay re-reads its config file while it runs', 
     const before = reloads().length;
     writeConfig({ hosts: { sshbox: hostFor(sshd) } });
     expect(await nextReload(before)).toContain('config reloaded: hosts: added sshbox');
+    // Adoption looks for this build's stub there and finds none: it never deploys one itself.
+    await waitFor(
+      () => /"host":"sshbox"[^\n]*not adopted at start/.test(stdout),
+      20_000,
+      'the adoption attempt',
+    );
+    expect(stdout).toMatch(/STUB_NOT_INSTALLED|no intact stub/);
+    expect(existsSync(join(sshd.userHome, '.cache', 'ptyrelay'))).toBe(false);
     const opened = await runCli(['open', 'sshbox', '--', 'sh', '-c', 'echo on-sshbox; exec sleep 60'], env);
     expect(opened.code, opened.stderr).toBe(0);
     expect(opened.stdout.trim()).toMatch(/^sshbox\/pty-\d+$/);

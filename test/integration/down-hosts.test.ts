@@ -61,9 +61,10 @@ describe.skipIf(!available)('one host down never blocks the rest', { timeout: 18
       expect(r.code, r.stderr).toBe(0);
       ids[host] = r.stdout.trim();
     }
-    // The host goes away as a machine does: its processes (the daemon, its terminals) end, then sshd.
-    spawnSync('pkill', ['-KILL', '-u', USER_DOWN], { stdio: 'ignore' });
+    // The host goes away as a machine does: sshd (so nothing brings the link back), then the
+    // processes it left (the daemon, its terminals).
     await down.stop();
+    spawnSync('pkill', ['-KILL', '-u', USER_DOWN], { stdio: 'ignore' });
     await waitFor(
       () => fx.router.linkState('down').state === 'reconnecting',
       30_000,

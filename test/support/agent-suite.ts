@@ -248,8 +248,27 @@ export function endReasonSuite(target: () => AgentTarget): void {
   it('closing the service leaves no terminal behind', async () => {
     const id = await open();
     const providerId = service.list(owner).find((t) => t.id === id)!.providerId;
-    await service.dispose();
+    await service.dispose({ close: true });
     const left = await target().provider.listProcesses();
     expect(left.filter((p) => p.id === providerId && !p.exited)).toEqual([]);
+  });
+
+  it('a service going away without closing leaves its terminals to the next one, owner and id kept', async () => {
+    const next = serviceFor(target());
+    try {
+      const fresh = serviceFor(target());
+      const mine = fresh.owner('agent:suite-keeper');
+      const opened = await fresh.open(mine, target().host, { command: 'sleep', args: ['300'] });
+      await fresh.dispose();
+      const held = await target().provider.listProcesses();
+      const t = held.find((p) => p.id === opened.providerId && !p.exited);
+      expect(t?.agent).toMatchObject({ owner: 'agent:suite-keeper', id: opened.id });
+      next.adopt(target().provider, target().host, held);
+      const back = next.owner('agent:suite-keeper');
+      expect(next.list(back).map((x) => [x.id, x.providerId])).toEqual([[opened.id, opened.providerId]]);
+      await next.close(back, opened.id);
+    } finally {
+      await next.dispose({ close: true });
+    }
   });
 }
