@@ -1,6 +1,7 @@
 import type { IPtyProvider, Unsubscribe } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { eachProvider } from '../core/each-provider.js';
+import { unavailableByState } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter } from '../core/rpc-types.js';
 import { backgroundFor, type RouterBackground } from '../terminals/background-votes.js';
@@ -72,7 +73,9 @@ export class AhpHub {
     private readonly log?: Logger,
   ) {
     this.actionLog = new ActionLog(limits.replayActions, limits.replayBytes);
-    this.catalog = new RootCatalog(registry);
+    this.catalog = new RootCatalog(registry, () =>
+      router.hosts().flatMap((h) => unavailableByState(h, router.linkState(h)) ?? []),
+    );
     this.peers = new PeerSet(this.actionLog, { high: limits.highWatermark, low: limits.lowWatermark }, log);
     this.credit = creditFor(router);
     this.background = backgroundFor(router);
@@ -88,6 +91,8 @@ export class AhpHub {
   }
 
   private subscribeTo(p: IPtyProvider): void {
+    const offLink = p.onLinkState?.(() => this.syncHosts());
+    if (offLink) this.offs.push(offLink);
     this.offs.push(
       p.onData((e) => this.feed(e.id, e.incarnationId, { kind: 'data', seq: e.seq, data: e.data })),
       p.onFact((e) => this.feed(e.id, e.incarnationId, { kind: 'fact', seq: e.seq, fact: e.fact })),
@@ -218,6 +223,11 @@ export class AhpHub {
           terminals: this.catalog.current.terminals,
         };
         out.push(this.actionLog.append(ROOT_URI, action, undefined, { onlyClientId }));
+        const hosts: StateAction = {
+          type: 'root/hostsChanged',
+          unavailableHosts: this.catalog.current.unavailableHosts,
+        };
+        out.push(this.actionLog.append(ROOT_URI, hosts, undefined, { onlyClientId }));
         continue;
       }
       const ch = this.channelByUri(uri);
@@ -305,6 +315,14 @@ export class AhpHub {
       this.catalog.apply(changed);
       this.peers.deliver(this.actionLog.append(ROOT_URI, changed));
     }
+  }
+
+  /** Tells root subscribers when the set of hosts that are down changed. */
+  private syncHosts(): void {
+    const changed = this.catalog.refreshHosts();
+    if (!changed) return;
+    this.catalog.apply(changed);
+    this.peers.deliver(this.actionLog.append(ROOT_URI, changed));
   }
 
   /** The channel a terminal URI names, or NOT_FOUND. */

@@ -1,4 +1,4 @@
-import { canRead, type Grant } from '../core/grant.js';
+import { canRead, canSeeHost, type Grant } from '../core/grant.js';
 import { type ActionEnvelope, ROOT_URI, type RootState, type Snapshot, type TerminalInfo } from './types.js';
 import { parseTerminalUri } from './uris.js';
 
@@ -23,8 +23,12 @@ function visible(g: Grant, terminals: TerminalInfo[]): TerminalInfo[] {
 
 /** The envelope as the token may see it (the same object when nothing is hidden). */
 export function visibleEnvelope(g: Grant, env: ActionEnvelope): ActionEnvelope {
-  if (seesEverything(g) || env.channel !== ROOT_URI || env.action.type !== 'root/terminalsChanged')
-    return env;
+  if (seesEverything(g) || env.channel !== ROOT_URI) return env;
+  if (env.action.type === 'root/hostsChanged') {
+    const unavailableHosts = env.action.unavailableHosts.filter((u) => canSeeHost(g, u.host));
+    return { ...env, action: { ...env.action, unavailableHosts } };
+  }
+  if (env.action.type !== 'root/terminalsChanged') return env;
   return { ...env, action: { ...env.action, terminals: visible(g, env.action.terminals) } };
 }
 
@@ -32,5 +36,6 @@ export function visibleEnvelope(g: Grant, env: ActionEnvelope): ActionEnvelope {
 export function visibleSnapshot(g: Grant, snap: Snapshot): Snapshot {
   if (seesEverything(g) || snap.resource !== ROOT_URI) return snap;
   const state = snap.state as RootState; // Not wire data: the relay's own root snapshot.
-  return { ...snap, state: { ...state, terminals: visible(g, state.terminals) } };
+  const unavailableHosts = state.unavailableHosts.filter((u) => canSeeHost(g, u.host));
+  return { ...snap, state: { ...state, terminals: visible(g, state.terminals), unavailableHosts } };
 }

@@ -1,5 +1,12 @@
+import type { HostUnavailable } from '../../provider/client/relay-protocol.js';
 import type { TerminalRecord, TerminalRegistry } from '../terminals/terminal-registry.js';
-import type { RootAction, RootState, RootTerminalsChangedAction, TerminalInfo } from './types.js';
+import type {
+  RootAction,
+  RootHostsChangedAction,
+  RootState,
+  RootTerminalsChangedAction,
+  TerminalInfo,
+} from './types.js';
 import { channelUri } from './uris.js';
 
 /** The catalog entry of one registry record. */
@@ -14,6 +21,8 @@ export function rootReducer(state: RootState, action: RootAction): RootState {
   switch (action.type) {
     case 'root/terminalsChanged':
       return { ...state, terminals: action.terminals };
+    case 'root/hostsChanged':
+      return { ...state, unavailableHosts: action.unavailableHosts };
     default:
       return state;
   }
@@ -25,12 +34,22 @@ export function rootReducer(state: RootState, action: RootAction): RootState {
  * last one (the catalog is replaced whole), or undefined.
  */
 export class RootCatalog {
-  private state: RootState = { agents: [], terminals: [] };
+  private state: RootState = { agents: [], terminals: [], unavailableHosts: [] };
   private lastJson = '[]';
 
-  constructor(private readonly registry: TerminalRegistry) {
-    this.state = { agents: [], terminals: this.build() };
+  constructor(
+    private readonly registry: TerminalRegistry,
+    private readonly hostsDown: () => HostUnavailable[] = () => [],
+  ) {
+    this.state = { agents: [], terminals: this.build(), unavailableHosts: hostsDown() };
     this.lastJson = JSON.stringify(this.state.terminals);
+  }
+
+  /** The action that brings subscribers up to date, if the set of hosts that are down changed. */
+  refreshHosts(): RootHostsChangedAction | undefined {
+    const unavailableHosts = this.hostsDown();
+    if (JSON.stringify(unavailableHosts) === JSON.stringify(this.state.unavailableHosts)) return undefined;
+    return { type: 'root/hostsChanged', unavailableHosts };
   }
 
   private build(): TerminalInfo[] {

@@ -4,6 +4,7 @@
  * (`types/channels-terminal/*`, `types/common/*`); see docs/ahp.md for how they map to ptyrelay.
  */
 
+import type { HostUnavailable } from '../../provider/client/relay-protocol.js';
 import type { TerminalClaim } from '../terminals/terminal-registry.js';
 
 export type { TerminalClaim };
@@ -75,6 +76,11 @@ export interface TerminalInfo {
 export interface RootState {
   agents: unknown[];
   terminals: TerminalInfo[];
+  /**
+   * ptyrelay's addition: the hosts whose link is down now, with state and cause (as in
+   * `ptyrelay/list`); their terminals are not in `terminals` until they are published again.
+   */
+  unavailableHosts: HostUnavailable[];
 }
 
 // ─── Actions ─────────────────────────────────────────────────────────────────
@@ -177,7 +183,13 @@ export interface RootTerminalsChangedAction {
   terminals: TerminalInfo[];
 }
 
-export type RootAction = RootTerminalsChangedAction;
+/** ptyrelay's addition: the hosts whose link is down changed (replaced whole). */
+export interface RootHostsChangedAction {
+  type: 'root/hostsChanged';
+  unavailableHosts: HostUnavailable[];
+}
+
+export type RootAction = RootTerminalsChangedAction | RootHostsChangedAction;
 
 /** Any action ptyrelay sends. */
 export type StateAction = TerminalAction | RootAction;

@@ -164,6 +164,9 @@ describe.skipIf(!available)('one host down never blocks the rest', { timeout: 18
       expect(resources).toEqual(
         expect.arrayContaining([`ptyrelay-terminal:/${ids.local}`, `ptyrelay-terminal:/${ids.up}`]),
       );
+      expect(root.unavailableHosts).toEqual([
+        expect.objectContaining({ host: 'down', status: 'unreachable' }),
+      ]);
     } finally {
       c.close();
     }

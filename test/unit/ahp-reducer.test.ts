@@ -126,13 +126,23 @@ describe('root reducer', () => {
   it('root/terminalsChanged replaces the catalog whole', () => {
     const t = [{ resource: 'ptyrelay-terminal:/local/pty-1', title: 'a', claim }];
     const s = rootReducer(
-      { agents: [], terminals: [{ ...t[0]!, title: 'old' }] },
+      { agents: [], terminals: [{ ...t[0]!, title: 'old' }], unavailableHosts: [] },
       {
         type: 'root/terminalsChanged',
         terminals: t,
       },
     );
     expect(s.terminals).toEqual(t);
+  });
+
+  it('root/hostsChanged replaces the hosts that are down, terminals untouched', () => {
+    const t = [{ resource: 'ptyrelay-terminal:/local/pty-1', title: 'a', claim }];
+    const down = [{ host: 'box', status: 'unreachable' as const, reason: 'refused' }];
+    const s = rootReducer(
+      { agents: [], terminals: t, unavailableHosts: [] },
+      { type: 'root/hostsChanged', unavailableHosts: down },
+    );
+    expect(s).toEqual({ agents: [], terminals: t, unavailableHosts: down });
   });
 });
 
