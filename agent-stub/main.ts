@@ -122,6 +122,7 @@ async function main(argv: string[]): Promise<void> {
       creditWindowMax: flags['--credit-window-max'],
       keepTailMin: flags['--keep-tail'],
       pendingCap: flags['--pending-cap'],
+      ...(flags['--palette'] ? { palette: flags['--palette'] } : {}),
       readiness: {
         pollIntervalMs: flags['--agent-poll-ms'],
         promptGraceMs: flags['--agent-prompt-grace-ms'],

@@ -32,6 +32,23 @@ const onOff = () =>
     z.transform((v: 'on' | 'off') => v === 'on'),
   );
 
+/** `#rrggbb,#rrggbb,#rrggbb`: foreground, background, cursor (terminal colour queries' answers). */
+const palette = () =>
+  z.pipe(
+    z
+      .string()
+      .check(
+        z.regex(
+          /^#[0-9a-fA-F]{6},#[0-9a-fA-F]{6},#[0-9a-fA-F]{6}$/,
+          'must be three #rrggbb colours: foreground,background,cursor',
+        ),
+      ),
+    z.transform((v: string) => {
+      const [foreground, background, cursor] = v.split(',') as [string, string, string];
+      return { foreground, background, cursor };
+    }),
+  );
+
 const FLAGS = {
   // The commands' own (`ensure` and `connect` pass the rest on to the daemon they start).
   '--runtime-dir': dir(),
@@ -58,6 +75,7 @@ const FLAGS = {
   '--history-host-bytes': positive(),
   '--history-free-percent': positive(),
   '--tail-bytes': positive(),
+  '--palette': palette(),
 };
 type FlagName = keyof typeof FLAGS;
 

@@ -32,6 +32,7 @@ import { floodScenario } from './scenarios/flood.js';
 import { historyScenario } from './scenarios/history.js';
 import { idleMemoryScenario } from './scenarios/idle-memory.js';
 import { memoryScenario } from './scenarios/memory.js';
+import { queriesScenario } from './scenarios/queries.js';
 import { reconnectScenario } from './scenarios/reconnect.js';
 import { scaleScenario } from './scenarios/scale.js';
 import { slowClientsScenario } from './scenarios/slow-clients.js';
@@ -50,6 +51,7 @@ const SCENARIOS = [
   'reconnect',
   'scale',
   'snapshot',
+  'queries',
   'slow-clients',
   'web',
   'history',
@@ -169,6 +171,7 @@ export async function main(argv: string[]): Promise<number> {
       memory: () => memoryScenario(env, provider),
       scale: () => scaleScenario(env, provider),
       snapshot: () => snapshotScenario(env, provider),
+      queries: () => queriesScenario(env, provider),
       'slow-clients': () => slowClientsScenario(env),
       web: () => webEchoScenario(env),
       history: () => historyScenario(env),

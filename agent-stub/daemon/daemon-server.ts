@@ -5,6 +5,7 @@ import { socketAnswers } from '../../provider/daemon-runtime/daemon-launcher.js'
 import { assertPrivateRuntime } from '../../provider/daemon-runtime/private-dir.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
+import type { TerminalPalette } from '../../provider/terminal-queries.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { DEFAULT_TAIL_BYTES, type HistoryLimits, resolveHistoryLimits } from '../history/history-limits.js';
 import { HistoryStore } from '../history/history-store.js';
@@ -50,6 +51,8 @@ export interface DaemonOptions {
   readiness?: Partial<ReadinessConfig>;
   /** Output history on disk (flags --history, --history-*-bytes, --history-free-percent, --tail-bytes). */
   history?: Partial<HistoryLimits>;
+  /** `--palette`: the colours terminal colour queries are answered with (default DEFAULT_PALETTE). */
+  palette?: TerminalPalette;
 }
 
 function log(msg: string, extra: Record<string, unknown> = {}): void {
@@ -79,6 +82,7 @@ interface DaemonSetup {
   limits: DaemonLimits;
   historyLimits: HistoryLimits;
   readiness: ReadinessConfig;
+  palette?: TerminalPalette;
 }
 
 /** The daemon's limits, the history's (its tail bounded by the ring) and the agent send tuning. */
@@ -131,6 +135,7 @@ export async function runDaemon(opts: DaemonOptions): Promise<void> {
     limits,
     historyLimits,
     readiness,
+    ...(opts.palette ? { palette: opts.palette } : {}),
   });
   await daemon.listen();
 }
@@ -202,6 +207,7 @@ class StubDaemon {
         logBytes: historyLimits.sessionBytes,
         // A roll drops whole segments until a new one fits: what remains can be two segments short.
         logKeepsBytes: historyLimits.sessionBytes - 2 * historyLimits.segmentBytes,
+        ...(this.setup.palette ? { palette: this.setup.palette } : {}),
       },
       join(this.setup.dir, 'shell'),
       () => this.armIdle(),

@@ -1,8 +1,10 @@
 import type { AgentReadResult, ScreenSnapshot } from '../../provider/contract.js';
+import type { TerminalPalette } from '../../provider/terminal-queries.js';
 
 /** Messages between a session and the screen-model worker thread. */
 export type ToModel =
-  | { kind: 'open'; sid: string; cols: number; rows: number; scrollback: number }
+  /** `palette`: the model answers terminal queries (the session writes the replies to its PTY). */
+  | { kind: 'open'; sid: string; cols: number; rows: number; scrollback: number; palette?: TerminalPalette }
   | { kind: 'data'; sid: string; seq: number; data: Uint8Array }
   | { kind: 'resize'; sid: string; cols: number; rows: number }
   | { kind: 'snapshot'; sid: string; req: number; scrollbackRows?: number }
@@ -30,7 +32,9 @@ export type FromModel =
   /** A `grow` finished: `adopted` false when the rebuilt screen differed (the live one was kept). */
   | { kind: 'grown'; sid: string; adopted: boolean }
   /** A snapshot or text request named a model that is closed: nothing will answer it otherwise. */
-  | { kind: 'gone'; sid: string; req: number };
+  | { kind: 'gone'; sid: string; req: number }
+  /** The model's answer to a terminal query in the output, for the PTY. */
+  | { kind: 'reply'; sid: string; data: string };
 
 /** The worker is the same bundle file started with this workerData marker. */
 export const MODEL_WORKER_MARKER = 'ptyrelay-screen-model';

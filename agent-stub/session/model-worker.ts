@@ -20,12 +20,14 @@ interface ModelEntry {
   held?: ToModel[];
   /** The model being rebuilt. */
   rebuilding?: TerminalModel;
+  /** Makes a model answer the terminal queries in live output (the live one, and a rebuilt one once adopted). */
+  answer?: (model: TerminalModel) => void;
 }
 
 /**
  * Worker-thread side of the screen model: one TerminalModel per session. Runs off the PTY
- * reader's thread so a slow parse never delays delivery. The emulator's own replies to queries
- * (DA, CPR…) are never listened to, so they cannot reach the PTY.
+ * reader's thread so a slow parse never delays delivery. A live model answers the terminal
+ * queries in the output (TerminalModel.answerQueries); a model rebuilt from the log does not.
  */
 export function runModelWorker(): void {
   const port = parentPort;
@@ -43,12 +45,19 @@ class ModelWorker {
   handle(m: ToModel): void {
     if (m.kind === 'open') {
       const model = new TerminalModel(m.cols, m.rows, m.scrollback);
-      this.models.set(m.sid, {
+      const sid = m.sid;
+      const palette = m.palette;
+      const answer = palette
+        ? (t: TerminalModel) => t.answerQueries((data) => this.send({ kind: 'reply', sid, data }), palette)
+        : undefined;
+      answer?.(model);
+      this.models.set(sid, {
         model,
         scrollback: m.scrollback,
         queuedSeq: 0,
         parsedSeq: 0,
         lastReported: 0,
+        answer,
       });
       return;
     }
@@ -154,6 +163,7 @@ class ModelWorker {
           const adopted = sameScreen(a, b);
           if (adopted) {
             live.dispose();
+            e.answer?.(fresh);
             e.model = fresh;
           } else {
             fresh.dispose();

@@ -18,6 +18,7 @@ import type {
   ShutdownOptions,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { DEFAULT_PALETTE, type TerminalPalette } from '../../provider/terminal-queries.js';
 import { ptyInternals } from '../adapters/node-pty.js';
 import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from '../flow/credit-window.js';
 import { ProducerGate } from '../flow/producer-gate.js';
@@ -82,6 +83,8 @@ export interface SessionLimits {
   logKeepsBytes?: number;
   /** Idle time after which the model drops its scrollback (ms; 0: never, not even in the background). */
   scrollbackIdleMs?: number;
+  /** The colours terminal colour queries (OSC 10/11/12) are answered with (default: DEFAULT_PALETTE). */
+  palette?: TerminalPalette;
 }
 
 export { ringLimitFor } from '../history/output-history.js';
@@ -189,6 +192,11 @@ export class PtySession {
       history: this.history,
       gate: this.gate,
       currentRows: () => this.rows,
+      palette: limits.palette ?? DEFAULT_PALETTE,
+      // The terminal answers queries in its output itself, once, whoever watches (or nobody).
+      reply: (data) => {
+        if (this.alive) this.input.write(Buffer.from(data));
+      },
     });
     this.scrollback = this.model.scrollback;
     keepOutputOnExit(internals, this.gate, (chunk) => this.onOutput(chunk));

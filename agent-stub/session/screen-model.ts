@@ -21,6 +21,7 @@ export class ScreenModelHost {
   private readonly pending = new Map<number, { resolve: (v: never) => void; reject: (e: Error) => void }>();
   private readonly progress = new Map<string, (seq: number) => void>();
   private readonly grown = new Map<string, (adopted: boolean) => void>();
+  private readonly replies = new Map<string, (data: string) => void>();
 
   constructor(private readonly entryFile: string = process.argv[1]) {}
 
@@ -32,6 +33,12 @@ export class ScreenModelHost {
   onProgress(sid: string, cb: ((seq: number) => void) | undefined): void {
     if (cb) this.progress.set(sid, cb);
     else this.progress.delete(sid);
+  }
+
+  /** `cb` gets the model's answers to terminal queries in `sid`'s output. */
+  onReply(sid: string, cb: ((data: string) => void) | undefined): void {
+    if (cb) this.replies.set(sid, cb);
+    else this.replies.delete(sid);
   }
 
   /** `cb` learns whether each rebuild of `sid` (`grow`) was adopted. */
@@ -86,6 +93,7 @@ export class ScreenModelHost {
     w.on('message', (m: FromModel) => {
       if (m.kind === 'progress') this.progress.get(m.sid)?.(m.seq);
       else if (m.kind === 'grown') this.grown.get(m.sid)?.(m.adopted);
+      else if (m.kind === 'reply') this.replies.get(m.sid)?.(m.data);
       else if (m.kind === 'gone') {
         const p = this.pending.get(m.req);
         this.pending.delete(m.req);

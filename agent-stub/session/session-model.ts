@@ -7,10 +7,12 @@
  * the worker. Closing releases the model.
  */
 import type { AgentReadResult, ScreenSnapshot } from '../../provider/contract.js';
+import type { TerminalPalette } from '../../provider/terminal-queries.js';
 import type { ProducerGate } from '../flow/producer-gate.js';
 import type { OutputHistory } from '../history/output-history.js';
 import { ModelFeeder } from './model-feeder.js';
 import { DEFAULT_SCROLLBACK_IDLE_MS, ModelScrollback } from './model-scrollback.js';
+import { mayEndWithQuery } from './query-sniffer.js';
 import type { ScreenModelHost } from './screen-model.js';
 
 export interface SessionModelOptions {
@@ -25,6 +27,10 @@ export interface SessionModelOptions {
   gate: ProducerGate;
   /** The session's current rows. */
   currentRows: () => number;
+  /** Colours for OSC 10/11/12 answers; with `reply`, the model answers terminal queries. */
+  palette?: TerminalPalette;
+  /** Where the model's answers to terminal queries go (the PTY). */
+  reply?: (data: string) => void;
 }
 
 export class SessionModel {
@@ -39,7 +45,9 @@ export class SessionModel {
   ) {
     const sid = o.sid;
     this.sid = sid;
-    model.post({ kind: 'open', sid, cols: o.cols, rows: o.rows, scrollback: o.scrollbackRows });
+    const answers = o.reply && o.palette ? { palette: o.palette } : {};
+    model.post({ kind: 'open', sid, cols: o.cols, rows: o.rows, scrollback: o.scrollbackRows, ...answers });
+    if (o.reply) model.onReply(sid, o.reply);
     this.feeder = new ModelFeeder(
       {
         // postMessage copies (structured clone) what the feeder does not own; what it owns moves.
@@ -70,6 +78,8 @@ export class SessionModel {
   /** New output at `seq` (already in the history). */
   push(seq: number, data: Uint8Array): void {
     this.feeder.push(seq, data);
+    // A program that asked the terminal something waits for the answer: parse up to it now.
+    if (mayEndWithQuery(data)) this.feeder.flushAll();
   }
 
   /** The PTY was resized at output position `head`. */
@@ -110,6 +120,7 @@ export class SessionModel {
     this.feeder.dispose();
     this.model.onProgress(this.sid, undefined);
     this.model.onGrown(this.sid, undefined);
+    this.model.onReply(this.sid, undefined);
     this.model.post({ kind: 'close', sid: this.sid });
   }
 }

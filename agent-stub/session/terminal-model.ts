@@ -1,5 +1,6 @@
 import { SerializeAddon } from '@xterm/addon-serialize';
 import xtermHeadless, { type IMarker } from '@xterm/headless';
+import { type TerminalPalette, XTVERSION_REPLY, xtermRgb } from '../../provider/terminal-queries.js';
 import { checkXtermShape, plainAsciiRow } from '../adapters/xterm-headless.js';
 import { CompactScrollback } from './compact-scrollback.js';
 import { modelPlainLines } from './model-text.js';
@@ -204,6 +205,35 @@ export class TerminalModel {
   }
 
   /** Disposes once every operation queued so far has run (their callbacks are called). */
+  /**
+   * From now on the model answers the queries in what it parses (the session writes `reply` to
+   * the PTY): the emulator's own answers (DA1, DA2, DSR, CPR, DECRQM, DECRQSS), the size in
+   * characters (CSI 18 t), and what @xterm/headless does not answer itself: XTVERSION and the
+   * colours of OSC 10/11/12 from `palette`. Pixel sizes (CSI 14/16 t) and the kitty keyboard
+   * flags (CSI ? u) stay unanswered: a program then falls back. Only the live model answers: a
+   * model being rebuilt from the log must not answer old queries again.
+   */
+  answerQueries(reply: (data: string) => void, palette: TerminalPalette): void {
+    this.term.options.windowOptions = { getWinSizeChars: true };
+    this.term.onData(reply);
+    this.term.parser.registerCsiHandler({ prefix: '>', final: 'q' }, (params) => {
+      if ((params[0] ?? 0) === 0) reply(XTVERSION_REPLY);
+      return true;
+    });
+    const colours: Array<[number, string]> = [
+      [10, palette.foreground],
+      [11, palette.background],
+      [12, palette.cursor],
+    ];
+    for (const [ps, colour] of colours) {
+      this.term.parser.registerOscHandler(ps, (data) => {
+        if (data !== '?') return false;
+        reply(`\x1b]${ps};${xtermRgb(colour)}\x1b\\`);
+        return true;
+      });
+    }
+  }
+
   close(): void {
     this.enqueue((next) => {
       this.dispose();

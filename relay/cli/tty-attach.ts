@@ -1,3 +1,4 @@
+import { QueryStripper } from '../../provider/client/query-stripper.js';
 import type {
   IPtyProvider,
   PtyAttachResult,
@@ -26,18 +27,49 @@ export interface TtyAttachOptions {
  */
 export type TtyAttachEnd = 'detached' | 'exited' | 'lost' | 'restored';
 
-/**
- * Clears the user's screen and repaints a snapshot. The user's own scrollback is left alone (no
- * `ESC[3J`): it is theirs, not the terminal's being attached.
- */
-function paintSnapshot(out: NodeJS.WritableStream, s: ScreenSnapshot): void {
-  out.write(`\x1b[H\x1b[2J${s.data}`);
-}
+/** A sequence cut by the end of a chunk is written as it is if nothing completes it this soon. */
+const HELD_SEQUENCE_MS = 20;
 
-/** Writes an attach result into the user's terminal: a reset repaints from the snapshot first. */
-export function paintAttach(out: NodeJS.WritableStream, r: PtyAttachResult): void {
-  if (r.snapshot) paintSnapshot(out, r.snapshot);
-  if (r.replay) out.write(Buffer.from(r.replay));
+/**
+ * The terminal's output into the user's own terminal, minus the terminal queries in it: the
+ * host's stub answers those, and the user's terminal must not answer them a second time (its
+ * answer would arrive as typed input). Everything displayed passes unchanged.
+ */
+export class TtyOutput {
+  private readonly stripper = new QueryStripper();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly out: NodeJS.WritableStream) {}
+
+  write(data: Uint8Array): void {
+    clearTimeout(this.timer);
+    const kept = this.stripper.push(data);
+    if (kept.length > 0) this.out.write(Buffer.from(kept.buffer, kept.byteOffset, kept.byteLength));
+    if (this.stripper.holding) {
+      this.timer = setTimeout(() => this.out.write(Buffer.from(this.stripper.flush())), HELD_SEQUENCE_MS);
+      this.timer.unref();
+    }
+  }
+
+  /**
+   * Clears the user's screen and repaints a snapshot. The user's own scrollback is left alone (no
+   * `ESC[3J`): it is theirs, not the terminal's being attached.
+   */
+  paint(s: ScreenSnapshot): void {
+    clearTimeout(this.timer);
+    this.stripper.reset();
+    this.out.write(`\x1b[H\x1b[2J${s.data}`);
+  }
+
+  /** Writes an attach result: a reset repaints from the snapshot first. */
+  attach(r: PtyAttachResult): void {
+    if (r.snapshot) this.paint(r.snapshot);
+    if (r.replay) this.write(r.replay);
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+  }
 }
 
 /**
@@ -52,7 +84,7 @@ export async function attachTty(
   open: () => Promise<PtyAttachResult>,
   opts: TtyAttachOptions = {},
 ): Promise<{ why: TtyAttachEnd; attach: PtyAttachResult; exit?: PtyExitInfo }> {
-  const stdout = opts.stdout ?? process.stdout;
+  const stdout = new TtyOutput(opts.stdout ?? process.stdout);
   const events = new AttachEvents(provider, stdout);
   let attach: PtyAttachResult;
   try {
@@ -65,7 +97,7 @@ export async function attachTty(
     events.unsubscribe();
     return { why: 'restored', attach, exit: attach.exited };
   }
-  paintAttach(stdout, attach);
+  stdout.attach(attach);
   events.start(attach);
   if (events.exit || opts.signal?.aborted) {
     events.unsubscribe();
@@ -90,12 +122,12 @@ class AttachEvents {
 
   constructor(
     provider: IPtyProvider,
-    private readonly stdout: NodeJS.WriteStream,
+    private readonly stdout: TtyOutput,
   ) {
     this.offs = [
       provider.onData((e) => {
         if (this.id === undefined) this.early.push(e);
-        else if (e.id === this.id) stdout.write(Buffer.from(e.data));
+        else if (e.id === this.id) stdout.write(e.data);
       }),
       provider.onExit((e) => {
         if (this.id === undefined) this.earlyExits.push(e);
@@ -104,7 +136,7 @@ class AttachEvents {
       provider.onReattach?.((e) => {
         if (e.id !== this.id) return;
         if (e.sessionExpired) this.finish?.('exited');
-        else if (e.snapshot) paintSnapshot(stdout, e.snapshot);
+        else if (e.snapshot) stdout.paint(e.snapshot);
       }),
     ];
   }
@@ -114,7 +146,7 @@ class AttachEvents {
     const id = attach.id;
     this.id = id;
     for (const e of this.early) {
-      if (e.id === id && e.seq >= attach.providerSequence.value) this.stdout.write(Buffer.from(e.data));
+      if (e.id === id && e.seq >= attach.providerSequence.value) this.stdout.write(e.data);
     }
     for (const e of this.earlyExits)
       if (e.id === id && e.incarnationId === attach.incarnationId) this.onExit(e);
@@ -123,6 +155,7 @@ class AttachEvents {
 
   unsubscribe(): void {
     for (const off of this.offs) off?.();
+    this.stdout.dispose();
   }
 
   private onExit(e: PtyExitEvent): void {

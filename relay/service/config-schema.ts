@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_MAX_QUEUE_AGE_MS } from '../../provider/input-queue.js';
+import { DEFAULT_PALETTE, type TerminalPalette } from '../../provider/terminal-queries.js';
 import { type AgentsConfig, agentsConfigSchema, agentsProblem } from '../agents/agent-config.js';
 import {
   addIssue,
@@ -95,6 +96,8 @@ export interface RelayConfig {
   agents: AgentsConfig;
   /** Input typed during an outage (docs/config.md, `input`). */
   input: InputConfig;
+  /** What terminals answer about themselves: the colours of OSC 10/11/12 (docs/config.md, `terminal`). */
+  terminal: { palette: TerminalPalette };
   /** Serve https/wss with this certificate and key (docs/config.md, `tls`). */
   tls?: { cert: string; key: string };
   /** Output history of the daemons this relay starts, every host (docs/config.md, `history`). */
@@ -240,6 +243,21 @@ const originSchema = z.string().refine(
   },
 );
 
+const colourSchema = z
+  .string()
+  .regex(/^#[0-9a-fA-F]{6}$/, {
+    error: (iss) => `must be a colour like "#1e1e1e", got ${describe(iss.input)}`,
+  });
+
+/** What terminals report about themselves (docs/config.md, `terminal`). */
+const terminalSchema = settings({
+  palette: settings({
+    foreground: colourSchema.default(DEFAULT_PALETTE.foreground),
+    background: colourSchema.default(DEFAULT_PALETTE.background),
+    cursor: colourSchema.default(DEFAULT_PALETTE.cursor),
+  }).prefault({}),
+});
+
 const inputSchema = settings({
   // At least a second (a keystroke in flight is older than that only during an outage); at most a day.
   maxQueueAgeMs: integer(1000, 86_400_000).default(DEFAULT_INPUT.maxQueueAgeMs),
@@ -260,6 +278,7 @@ export const relayConfigSchema = settings({
     .default([]),
   agents: agentsConfigSchema.prefault({}),
   input: inputSchema.prefault({}),
+  terminal: terminalSchema.prefault({}),
   tls: tlsSchema.optional(),
   history: historyConfigSchema.optional(),
 })
@@ -293,6 +312,7 @@ export const relayConfigSchema = settings({
       allowedOrigins: c.allowedOrigins,
       agents: c.agents,
       input: c.input,
+      terminal: c.terminal,
       ...(c.tls !== undefined ? { tls: c.tls } : {}),
       ...(c.history !== undefined ? { history: c.history } : {}),
     }),

@@ -22,6 +22,7 @@ const RESTART_SECTIONS = [
   'allowedOrigins',
   'agents',
   'input',
+  'terminal',
   'tls',
   'history',
 ] as const;

@@ -2,6 +2,7 @@ import type { HostProgress } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider, LinkState, PtyProcessInfo, Unsubscribe } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { DEFAULT_PALETTE, type TerminalPalette } from '../../provider/terminal-queries.js';
 import { readinessDaemonArgs } from '../agents/agent-config.js';
 import { historyDaemonArgs } from '../core/history-config.js';
 import type { Logger } from '../core/log.js';
@@ -21,6 +22,13 @@ export interface HostRouterOptions {
   daemonArgs?: string[];
   /** The config file the hosts come from, named in UNKNOWN_HOST. */
   configFile?: string;
+}
+
+/** `--palette fg,bg,cursor`, only when it differs from the stub's default (short command lines). */
+function paletteDaemonArgs(p: TerminalPalette): string[] {
+  const d = DEFAULT_PALETTE;
+  if (p.foreground === d.foreground && p.background === d.background && p.cursor === d.cursor) return [];
+  return ['--palette', `${p.foreground},${p.background},${p.cursor}`];
 }
 
 /** What a config reload did to the SSH hosts. */
@@ -61,6 +69,7 @@ export class ConfigHostRouter implements HostRouter {
       ...['--pending-cap', String(f.stubPendingCap)],
       ...(config.agents ? readinessDaemonArgs(config.agents) : []),
       ...historyDaemonArgs(config.history),
+      ...paletteDaemonArgs(config.terminal.palette),
       ...(opts.daemonArgs ?? []),
     ];
     // The service acknowledges output for its consumers (relay/terminals/terminal-credit.ts), so a
