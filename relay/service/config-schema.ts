@@ -243,11 +243,9 @@ const originSchema = z.string().refine(
   },
 );
 
-const colourSchema = z
-  .string()
-  .regex(/^#[0-9a-fA-F]{6}$/, {
-    error: (iss) => `must be a colour like "#1e1e1e", got ${describe(iss.input)}`,
-  });
+const colourSchema = z.string().regex(/^#[0-9a-fA-F]{6}$/, {
+  error: (iss) => `must be a colour like "#1e1e1e", got ${describe(iss.input)}`,
+});
 
 /** What terminals report about themselves (docs/config.md, `terminal`). */
 const terminalSchema = settings({
