@@ -30,6 +30,20 @@ const CATCH_UP_CHECK_MS = 1000;
 /** Resize requests are sent once the size has been stable this long. */
 const RESIZE_DEBOUNCE_MS = 60;
 
+/**
+ * The page's terminal font; .ci/run installs DejaVu Sans Mono (fonts-dejavu-core), which is what
+ * Debian's Chromium draws with (it has no `ui-monospace`).
+ */
+const FONT_FAMILY = 'ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace';
+const FONT_SIZE = 14;
+/**
+ * Rows a fifth taller than the font's own line. xterm's DOM renderer clips every row to its cell
+ * (xtermjs/xterm.js#4067): at 14 px DejaVu Sans Mono has a 16 px line, its underscore lies on the
+ * 17th pixel and was cut away whole (`a_b_c` read `a b c`), as was the top pixel of `Î` and the
+ * bottom one of `|`. At 1.2 a row is 19 px and every glyph fits (test/integration/web-glyphs.test.ts).
+ */
+const LINE_HEIGHT = 1.2;
+
 const THEME = {
   background: '#0f1419',
   foreground: '#d8dee9',
@@ -76,8 +90,9 @@ export class TerminalPane {
     this.element = h('div', { class: 'pane', role: 'tabpanel', 'data-terminal': id });
     this.term = new Terminal({
       cursorBlink: true,
-      fontFamily: 'ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace',
-      fontSize: 14,
+      fontFamily: FONT_FAMILY,
+      fontSize: FONT_SIZE,
+      lineHeight: LINE_HEIGHT,
       scrollback: 5000,
       theme: THEME,
       allowProposedApi: false,

@@ -9,35 +9,15 @@ import {
   artifactPath,
   browserAvailable,
   buildWebInto,
+  createTerminal,
   launchBrowser,
   screenText,
   type TestBrowser,
+  terminalIds,
   waitForScreen,
 } from '../support/web-browser.js';
 
 const available = browserAvailable();
-
-/** Ids of the terminals rows in the overview, in order. */
-async function terminalIds(page: Page): Promise<string[]> {
-  return page.$$eval('.term-row', (rows) => rows.map((r) => (r as HTMLElement).dataset.id ?? ''));
-}
-
-/** Creates a terminal through the page's form; returns its id. */
-async function createTerminal(page: Page, opts: { command?: string } = {}): Promise<string> {
-  const before = new Set(await terminalIds(page));
-  await page.getByRole('button', { name: '+ New terminal' }).click();
-  const dialog = page.getByRole('dialog', { name: 'New terminal' });
-  await dialog.locator('select[name=host]').selectOption('local');
-  if (opts.command) await dialog.locator('input[name=command]').fill(opts.command);
-  await dialog.getByRole('button', { name: 'Create' }).click();
-  const id = await waitFor(
-    async () => (await terminalIds(page)).find((x) => !before.has(x)),
-    10_000,
-    'new row',
-  );
-  await page.locator(`.pane[data-terminal="${id}"]:not([hidden]) .xterm-rows`).waitFor();
-  return id;
-}
 
 /** Types a line into terminal `id` (its pane takes the focus first). */
 async function typeLine(page: Page, id: string, line: string): Promise<void> {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { packageRoot } from '../../relay/core/stub-bundle.js';
 import { capability } from './capabilities.js';
+import { waitFor } from './local-daemon.js';
 
 /** Debian's Chromium; no test downloads a browser. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -122,4 +123,26 @@ export async function waitForScreen(
 export function artifactPath(name: string): string {
   mkdirSync(ARTIFACTS_DIR, { recursive: true });
   return join(ARTIFACTS_DIR, name);
+}
+
+/** Ids of the terminal rows in the overview, in order. */
+export async function terminalIds(page: Page): Promise<string[]> {
+  return page.$$eval('.term-row', (rows) => rows.map((r) => (r as HTMLElement).dataset.id ?? ''));
+}
+
+/** Creates a terminal through the page's form; returns its id. */
+export async function createTerminal(page: Page, opts: { command?: string } = {}): Promise<string> {
+  const before = new Set(await terminalIds(page));
+  await page.getByRole('button', { name: '+ New terminal' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New terminal' });
+  await dialog.locator('select[name=host]').selectOption('local');
+  if (opts.command) await dialog.locator('input[name=command]').fill(opts.command);
+  await dialog.getByRole('button', { name: 'Create' }).click();
+  const id = await waitFor(
+    async () => (await terminalIds(page)).find((x) => !before.has(x)),
+    10_000,
+    'new row',
+  );
+  await page.locator(`.pane[data-terminal="${id}"]:not([hidden]) .xterm-rows`).waitFor();
+  return id;
 }
