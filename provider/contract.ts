@@ -317,6 +317,15 @@ export interface PtyReattachEvent {
  */
 export type AgentEndReason = 'stdin_read' | 'inferred_idle' | 'timeout' | 'session_exit';
 
+/**
+ * What a terminal that ended a send with `stdin_read` waits for, decided on the host from facts:
+ * `prompt` our prompt marker with the shell in the foreground; `password` a foreground program
+ * reads with the tty in canonical mode and echo off; `pager` the foreground runs a pager (`less`,
+ * `more`, …); `program` any other program reading (a REPL, `read`, a question); `unknown` where
+ * the host cannot tell (no /proc, or the tty's flags could not be read).
+ */
+export type AgentAwaiting = 'prompt' | 'password' | 'pager' | 'program' | 'unknown';
+
 export interface AgentSendOptions {
   /** Absolute bound of the wait, armed when the send starts (ms). */
   timeoutMs: number;
@@ -334,6 +343,8 @@ export interface AgentSendResult {
   exitCode?: number;
   /** Wall time of the send (ms). */
   elapsedMs: number;
+  /** With `stdin_read`: what the input wait is waiting for (see {@link AgentAwaiting}). */
+  awaiting?: AgentAwaiting;
 }
 
 export interface AgentReadOptions {

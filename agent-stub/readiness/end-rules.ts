@@ -34,16 +34,19 @@ export interface SendObservation {
  */
 export function endReason(o: SendObservation): AgentEndReason | undefined {
   if (o.exited) return 'session_exit';
-  const quietMs = o.now - o.lastOutputAt;
-  if (
-    o.promptSeen &&
-    quietMs >= o.promptGraceMs &&
-    o.topIsForeground !== false &&
-    o.topWaitsForInput !== false
-  )
-    return 'stdin_read';
+  if (atShellPrompt(o) && o.now - o.lastOutputAt >= o.promptGraceMs) return 'stdin_read';
   if (o.ttyWaitConfirmed) return 'stdin_read';
-  if (quietMs >= o.idleMs) return 'inferred_idle';
+  if (o.now - o.lastOutputAt >= o.idleMs) return 'inferred_idle';
   if (o.now >= o.deadline) return 'timeout';
   return undefined;
+}
+
+/**
+ * Our prompt marker was seen since the write, the shell holds the foreground and (where /proc
+ * tells) waits for input at it: with the prompt grace of quiet, the prompt rule of
+ * {@link endReason}. A `stdin_read` (from either rule) while it holds waits at the shell's prompt
+ * (`awaiting: prompt`); otherwise a program waits.
+ */
+export function atShellPrompt(o: SendObservation): boolean {
+  return o.promptSeen && o.topIsForeground !== false && o.topWaitsForInput !== false;
 }

@@ -1,10 +1,12 @@
-import type { AgentEndReason, AgentSendResult, PtyExitInfo } from '../../provider/contract.js';
+import type { AgentAwaiting, AgentEndReason, AgentSendResult, PtyExitInfo } from '../../provider/contract.js';
 import type { ReadinessConfig } from '../../provider/readiness-config.js';
 import type { OutputRing } from '../history/output-ring.js';
 import { utf8Tail, vtToPlainText } from '../history/plain-text.js';
 import { readProcStat } from '../session/proc-info.js';
 import type { SessionWatcher } from '../session/pty-session.js';
-import { endReason } from './end-rules.js';
+import { awaitingOf, needsModes } from './awaiting.js';
+import { atShellPrompt, endReason, type SendObservation } from './end-rules.js';
+import { readTtyModes } from './termios-reader.js';
 import { newWaits, probeSupported, probeTty } from './tty-wait-probe.js';
 
 /** Raw output rendered for a send's result, as a multiple of the byte bound (escapes take room). */
@@ -105,6 +107,8 @@ interface ForegroundState {
   topWaitsForInput: boolean | undefined;
   /** A new wait for tty input held over two polls with no output between. */
   confirmed: boolean;
+  /** Names of the foreground group's processes (the probe's); undefined without it. */
+  names: string[] | undefined;
 }
 
 /** One send in flight (see runSend): the facts it watches, its poll timer and its deadline. */
@@ -121,6 +125,8 @@ class SendWait {
   private lastOutputAt: number;
   /** When the probe first saw a new wait for input (it counts once a later poll still sees it). */
   private hitAt: number | undefined;
+  /** The foreground group's process names at the last poll (what `awaiting` is decided from). */
+  private foregroundNames: string[] | undefined;
   private finished = false;
   private interval: NodeJS.Timeout | undefined;
   private deadline: NodeJS.Timeout | undefined;
@@ -180,8 +186,9 @@ class SendWait {
   private poll(outputCaughtUp = false): void {
     if (this.finished) return;
     const now = Date.now();
-    const { topIsForeground, topWaitsForInput, confirmed } = this.foreground(now);
-    const reason = endReason({
+    const { topIsForeground, topWaitsForInput, confirmed, names } = this.foreground(now);
+    this.foregroundNames = names;
+    const observed: SendObservation = {
       now,
       deadline: this.startedAt + this.req.timeoutMs,
       idleMs: this.idleMs,
@@ -192,12 +199,13 @@ class SendWait {
       topIsForeground,
       topWaitsForInput,
       ttyWaitConfirmed: confirmed,
-    });
+    };
+    const reason = endReason(observed);
     if (!reason) return;
     // /proc shows the present, but output the shell wrote before it sat down to wait can still
     // be in the kernel: timers run before I/O in an event-loop turn, and a starved daemon is a
     // turn behind. Decide again after this turn's reads (which may bring facts that undo it).
-    if (outputCaughtUp) this.finish(reason);
+    if (outputCaughtUp) this.finish(reason, atShellPrompt(observed));
     else setImmediate(() => this.poll(true));
   }
 
@@ -211,7 +219,12 @@ class SendWait {
       if (fresh.length === 0) this.hitAt = undefined;
       else if (this.hitAt !== undefined && this.lastOutputAt <= this.hitAt) confirmed = true;
       else this.hitAt = now;
-      return { topIsForeground: p?.topIsForeground, topWaitsForInput: p?.topWaits, confirmed };
+      return {
+        topIsForeground: p?.topIsForeground,
+        topWaitsForInput: p?.topWaits,
+        confirmed,
+        names: p?.names,
+      };
     }
     if (process.platform === 'linux') {
       const st = readProcStat(s.pid);
@@ -219,12 +232,14 @@ class SendWait {
         topIsForeground: st ? st.tpgid === st.pgrp : undefined,
         topWaitsForInput: undefined,
         confirmed: false,
+        names: undefined,
       };
     }
-    return { topIsForeground: undefined, topWaitsForInput: undefined, confirmed: false };
+    return { topIsForeground: undefined, topWaitsForInput: undefined, confirmed: false, names: undefined };
   }
 
-  private finish(reason: AgentEndReason): void {
+  /** Ends the send; `atPrompt`: the shell was at its prompt when the reason was found (atShellPrompt). */
+  private finish(reason: AgentEndReason, atPrompt = false): void {
     if (this.finished) return;
     this.stop();
     const code =
@@ -234,17 +249,29 @@ class SendWait {
           ? this.exitCode
           : undefined;
     const elapsedMs = Date.now() - this.startedAt;
-    sendOutputFromHistory(this.s.history, this.startSeq, this.cfg.maxReadBytes).then(
-      ({ output, truncated }) =>
+    Promise.all([
+      sendOutputFromHistory(this.s.history, this.startSeq, this.cfg.maxReadBytes),
+      reason === 'stdin_read' ? this.awaiting(atPrompt) : undefined,
+    ]).then(
+      ([{ output, truncated }, awaiting]) =>
         this.resolve({
           reason,
           output,
           truncated,
           ...(code !== undefined ? { exitCode: code } : {}),
           elapsedMs,
+          ...(awaiting ? { awaiting } : {}),
         }),
       this.reject,
     );
+  }
+
+  /** What the input wait waits for (awaiting.ts); the tty's flags are read only when they decide. */
+  private async awaiting(atPrompt: boolean): Promise<AgentAwaiting> {
+    const facts = { atPrompt, foreground: this.foregroundNames };
+    const tty = this.s.ttyPath;
+    const modes = tty && needsModes(facts) ? await readTtyModes(tty) : undefined;
+    return awaitingOf({ ...facts, modes });
   }
 
   private stop(): void {

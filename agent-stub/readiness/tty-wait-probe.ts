@@ -1,12 +1,14 @@
-import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, statSync } from 'node:fs';
 import { readProcStat } from '../session/proc-info.js';
 
 /**
  * Linux facts about whether a terminal's foreground process group waits for tty input, read from
- * /proc (see docs/agents.md): a member blocked in `read` on the tty, or in poll/ppoll/select/
- * pselect6 with the tty among the polled descriptors (the fd list is read from /proc/<pid>/mem;
- * the daemon is the ancestor of every process of its terminals, which is what ptrace access
- * needs), or in epoll_wait on an epoll set that holds the tty for reading (/proc/<pid>/fdinfo).
+ * /proc (see docs/agents.md): a member blocked in `read` on the tty (its /dev/pts path, or
+ * /dev/tty when the tty is the member's controlling terminal: ssh, sudo and git's credential
+ * prompt read passwords there), or in poll/ppoll/select/pselect6 with the tty among the polled
+ * descriptors (the fd list is read from /proc/<pid>/mem; the daemon is the ancestor of every
+ * process of its terminals, which is what ptrace access needs), or in epoll_wait on an epoll set
+ * that holds the tty for reading (/proc/<pid>/fdinfo).
  */
 
 /** Syscall numbers per architecture (unistd.h); other architectures get no probe. */
@@ -43,6 +45,8 @@ export interface TtyProbe {
   topWaits: boolean | undefined;
   /** A member is running or in uninterruptible sleep (it is working, not waiting). */
   busy: boolean;
+  /** Names (comm) of the foreground group's members (the top process's tree, breadth first). */
+  names: string[];
 }
 
 export function probeSupported(): boolean {
@@ -82,7 +86,19 @@ function switchesOf(pid: number): number {
   }
 }
 
-/** The process's descriptors that are the tty. */
+/** Whether `tty` is the controlling terminal of `pid` (/proc/<pid>/stat's tty_nr is its device). */
+function controlsTty(pid: number, tty: string): boolean {
+  try {
+    return readProcStat(pid)?.ttyNr === statSync(tty).rdev;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The process's descriptors that are the tty. A descriptor opened as /dev/tty reads as
+ * "/dev/tty" in /proc; it is the tty when the tty is the process's controlling terminal.
+ */
 function ttyFds(pid: number, tty: string): Set<number> {
   const fds = new Set<number>();
   let names: string[];
@@ -91,13 +107,18 @@ function ttyFds(pid: number, tty: string): Set<number> {
   } catch {
     return fds;
   }
+  let viaDevTty: number[] = [];
   for (const n of names) {
     try {
-      if (readlinkSync(`/proc/${pid}/fd/${n}`) === tty) fds.add(Number(n));
+      const link = readlinkSync(`/proc/${pid}/fd/${n}`);
+      if (link === tty) fds.add(Number(n));
+      else if (link === '/dev/tty') viaDevTty.push(Number(n));
     } catch {
       // closed meanwhile
     }
   }
+  if (viaDevTty.length > 0 && !controlsTty(pid, tty)) viaDevTty = [];
+  for (const fd of viaDevTty) fds.add(fd);
   return fds;
 }
 
@@ -184,9 +205,11 @@ export function probeTty(top: number, tty: string): TtyProbe | undefined {
   const waits: TtyWait[] = [];
   let busy = false;
   let topWaits: boolean | undefined = false;
+  const names: string[] = [];
   for (const pid of treeOf(top)) {
     const st = pid === top ? topStat : readProcStat(pid);
     if (!st || st.pgrp !== fg) continue;
+    names.push(st.comm);
     if (st.state === 'R' || st.state === 'D') {
       busy = true;
       continue;
@@ -196,7 +219,7 @@ export function probeTty(top: number, tty: string): TtyProbe | undefined {
     if (pid === top) topWaits = waiting;
     if (waiting) waits.push({ pid, switches: switchesOf(pid) });
   }
-  return { foregroundPgrp: fg, topIsForeground: fg === topStat.pgrp, waits, busy, topWaits };
+  return { foregroundPgrp: fg, topIsForeground: fg === topStat.pgrp, waits, busy, topWaits, names };
 }
 
 /**

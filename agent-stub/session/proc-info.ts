@@ -8,6 +8,8 @@ export interface ProcStat {
   state: string;
   ppid: number;
   pgrp: number;
+  /** Device number of the controlling terminal, 0 without one (field 7; encoded as stat's rdev). */
+  ttyNr: number;
   /** Foreground process group of the controlling terminal (field 8). */
   tpgid: number;
 }
@@ -32,6 +34,7 @@ export function readProcStat(pid: number): ProcStat | undefined {
     state: rest[0],
     ppid: Number(rest[1]),
     pgrp: Number(rest[2]),
+    ttyNr: Number(rest[4]),
     tpgid: Number(rest[5]),
   };
 }

@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import type { AgentReadResult, AgentSendResult } from '../contract.js';
+import type { AgentAwaiting, AgentReadResult, AgentSendResult } from '../contract.js';
 import { PtyRelayError } from '../errors.js';
 
 /**
@@ -16,6 +16,15 @@ export const MAX_AGENT_SEND_BYTES = 1024 * 1024;
 export const MAX_AGENT_READ_LINES = 100_000;
 /** Default page of a read (lines). */
 export const DEFAULT_AGENT_READ_LINES = 500;
+
+/** Every value of {@link AgentAwaiting}, in the order docs/agents.md lists them. */
+export const AGENT_AWAITING = [
+  'prompt',
+  'password',
+  'pager',
+  'program',
+  'unknown',
+] as const satisfies readonly AgentAwaiting[];
 
 const int = (min: number, max: number) =>
   z
@@ -46,6 +55,7 @@ export const agentSendResultSchema = z.object({
   truncated: flag(),
   exitCode: z.optional(z.int({ error: 'must be an integer' })),
   elapsedMs: count(),
+  awaiting: z.optional(z.enum(AGENT_AWAITING, { error: `must be one of ${AGENT_AWAITING.join(', ')}` })),
 }) satisfies z.ZodMiniType<AgentSendResult>;
 
 export const agentReadParamsSchema = z.object({

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AgentReadResult, AgentSendResult } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import {
+  AGENT_AWAITING,
   DEFAULT_AGENT_READ_LINES,
   MAX_AGENT_READ_LINES,
   MAX_AGENT_TIMEOUT_MS,
@@ -19,7 +20,7 @@ import {
 } from '../core/grant.js';
 import type { InputAudit } from '../tokens/input-audit.js';
 import type { AgentOwner } from './agent-owner.js';
-import { END_REASON_TEXT } from './end-reason-text.js';
+import { AWAITING_TEXT, END_REASON_TEXT, sendMeaning } from './end-reason-text.js';
 import type { TerminalToolService } from './terminal-tool-service.js';
 
 const SEND_DESCRIPTION = `Types text into an agent terminal (newlines are Enter; a final Enter is added unless enter is false) and waits until one of four end reasons, returned as "reason":
@@ -27,6 +28,12 @@ const SEND_DESCRIPTION = `Types text into an agent terminal (newlines are Enter;
 - inferred_idle: ${END_REASON_TEXT.inferred_idle}
 - timeout: ${END_REASON_TEXT.timeout}
 - session_exit: ${END_REASON_TEXT.session_exit}
+With stdin_read, "awaiting" says what the input wait is for, decided on the host:
+- prompt: ${AWAITING_TEXT.prompt}
+- password: ${AWAITING_TEXT.password}
+- pager: ${AWAITING_TEXT.pager}
+- program: ${AWAITING_TEXT.program}
+- unknown: ${AWAITING_TEXT.unknown}
 Empty text types nothing and waits for the next end reason. "output" is what the terminal printed during this send as plain text, at most 256 KiB: when "truncated" is true only the newest part is shown; page back with terminal_read. One send at a time per terminal (SEND_IN_PROGRESS otherwise); terminal_read and terminal_signal work while a send waits.`;
 
 const READ_DESCRIPTION = `Reads a page of an agent terminal's text (its screen and scrollback, at least the last 10,000 lines) as plain lines, oldest first. "offset" counts lines back from the newest line (0 = the page ends with the newest line); the page covers [lineBegin, lineEnd) in that same back-from-newest count. To page further back, call again with offset = lineEnd; stop when lineEnd equals totalLines. A page holds at most "count" lines (default ${DEFAULT_AGENT_READ_LINES}) and 256 KiB ("truncated" is true when the byte bound cut it). The whole output history (the terminal's log on disk, beyond the scrollback) is read with "from" instead of "offset": an absolute line number (0 = the first line the terminal printed), the page runs forward as [lineBegin, lineEnd) in absolute numbers; continue with from = lineEnd until lineEnd equals totalLines. "historyStartLine" is the oldest line the log still holds (a "from" before it starts there); "logLines" (also on offset reads) is the log's line count, so offset line k is about log line logLines - 1 - k for plain line output.`;
@@ -88,7 +95,7 @@ function text(s: string, structured?: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text: s }], ...(structured ? { structuredContent: structured } : {}) };
 }
 
-export { END_REASON_TEXT };
+export { AWAITING_TEXT, END_REASON_TEXT };
 
 /** Runs a tool body; ptyrelay errors become tool errors the model can read (code and message). */
 async function tool(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
@@ -102,8 +109,9 @@ async function tool(fn: () => Promise<CallToolResult>): Promise<CallToolResult> 
 
 export function sendResultText(id: string, r: AgentSendResult): string {
   const code = r.exitCode !== undefined ? ` exitCode=${r.exitCode}` : '';
+  const awaiting = r.awaiting ? ` awaiting=${r.awaiting}` : '';
   const cut = r.truncated ? ' (output truncated: newest part shown; page back with terminal_read)' : '';
-  return `${id}: reason=${r.reason}${code} after ${r.elapsedMs} ms${cut}\n${END_REASON_TEXT[r.reason]}\n--- output ---\n${r.output}`;
+  return `${id}: reason=${r.reason}${awaiting}${code} after ${r.elapsedMs} ms${cut}\n${sendMeaning(r)}\n--- output ---\n${r.output}`;
 }
 
 /**
@@ -170,7 +178,7 @@ class TerminalMcpTools {
     server.registerTool(
       'terminal_open',
       {
-        description: `Opens a persistent terminal (the user's login shell, or "command") on a host and returns its id. Hosts: ${service
+        description: `Opens a persistent terminal (the user's login shell, or "command") on a host and returns its id. Its programs do not page: PAGER, GIT_PAGER and MANPAGER are "cat" and SYSTEMD_PAGER is empty, unless "env" sets any of them (then none is set). Hosts: ${service
           .hosts()
           .filter((h) => canSeeHost(grant, h))
           .join(', ')}.`,
@@ -180,6 +188,10 @@ class TerminalMcpTools {
           command: z.string().optional().describe('Program to run instead of the login shell'),
           args: z.array(z.string()).optional().describe('Arguments of command'),
           name: z.string().optional().describe('Display name'),
+          env: z
+            .record(z.string(), z.string())
+            .optional()
+            .describe('Environment variables to set (e.g. {"PAGER": "less"} to page)'),
         },
       },
       (a) =>
@@ -219,6 +231,7 @@ class TerminalMcpTools {
           truncated: z.boolean(),
           exitCode: z.number().int().optional(),
           elapsedMs: z.number(),
+          awaiting: z.enum(AGENT_AWAITING).optional(),
           meaning: z.string(),
         },
       },
@@ -233,7 +246,7 @@ class TerminalMcpTools {
             service.send(owner, a.id, a.text, { timeoutMs: a.timeoutMs, enter: a.enter }),
             opts.progressMs ?? SEND_PROGRESS_MS,
           );
-          return text(sendResultText(a.id, r), { ...r, meaning: END_REASON_TEXT[r.reason] });
+          return text(sendResultText(a.id, r), { ...r, meaning: sendMeaning(r) });
         }),
     );
   }

@@ -24,6 +24,23 @@ export const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 const DEFAULT_COLS = 160;
 const DEFAULT_ROWS = 48;
 
+/**
+ * Agent terminals do not page: a pager waits for keys an agent would have to send page by page,
+ * where `cat` gives the whole output to the send. Set unless the caller sets any of these.
+ */
+export const NO_PAGER_ENV: Readonly<Record<string, string>> = {
+  PAGER: 'cat',
+  GIT_PAGER: 'cat',
+  MANPAGER: 'cat',
+  SYSTEMD_PAGER: '',
+};
+
+/** `env` with {@link NO_PAGER_ENV} under it, or `env` alone when it sets any pager variable. */
+export function agentEnv(env: Record<string, string> = {}): Record<string, string> {
+  const ownPager = Object.keys(NO_PAGER_ENV).some((k) => Object.hasOwn(env, k));
+  return ownPager ? env : { ...NO_PAGER_ENV, ...env };
+}
+
 const DISPOSE_SEEN_WAIT_MS = 2000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
@@ -261,7 +278,7 @@ export class TerminalToolService {
         ...(o.cwd ? { cwd: o.cwd } : {}),
         ...(o.command ? { command: o.command, args: o.args ?? [] } : {}),
         ...(o.name ? { name: o.name } : {}),
-        ...(o.env ? { env: o.env } : {}),
+        env: agentEnv(o.env),
       });
     } catch (err) {
       // A terminal that was never published leaves no gap in the ids (unless another took the next).

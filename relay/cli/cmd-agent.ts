@@ -1,5 +1,5 @@
 import { PtyRelayError } from '../../provider/errors.js';
-import { END_REASON_TEXT } from '../agents/end-reason-text.js';
+import { sendMeaning } from '../agents/end-reason-text.js';
 import { typedText } from '../agents/typed-text.js';
 import { type Command, output } from './command.js';
 import { connectRelay, withAdoption } from './relay-connect.js';
@@ -24,8 +24,8 @@ const send: Command = {
   help: `  --raw           type TEXT exactly (no Enter, newlines unchanged)
   --wait SECONDS  longest wait (default 30)
   --no-wait       type and return at once (no end reason)
-The end reason goes to stderr: stdin_read (waiting for input; the command's exit code when shell
-integration reported it), inferred_idle or timeout (the command may still run: exit code 3),
+The end reason goes to stderr: stdin_read (waiting for input, with what for: prompt, password,
+pager, program or unknown; the command's exit code when shell integration reported it), inferred_idle or timeout (the command may still run: exit code 3),
 session_exit (the terminal's shell exited). See docs/agents.md.`,
   positionals: [2, 2],
   options: { raw: { type: 'boolean' }, wait: { type: 'string' }, 'no-wait': { type: 'boolean' } },
@@ -48,7 +48,7 @@ session_exit (the terminal's shell exited). See docs/agents.md.`,
         if (r.output) process.stdout.write(`${r.output}\n`);
         const code = r.exitCode !== undefined ? ` (exit code ${r.exitCode})` : '';
         process.stderr.write(
-          `ptyrelay: ${r.reason}${code}${r.truncated ? ', output truncated' : ''}: ${END_REASON_TEXT[r.reason]}\n`,
+          `ptyrelay: ${r.reason}${code}${r.awaiting ? `, awaiting ${r.awaiting}` : ''}${r.truncated ? ', output truncated' : ''}: ${sendMeaning(r)}\n`,
         );
       }
       return r.reason === 'inferred_idle' || r.reason === 'timeout' ? EXIT_NOT_DONE : 0;

@@ -52,9 +52,10 @@ async function exerciseTools(c: Client, cwd: string): Promise<void> {
   expect(id).toMatch(/^term-\d+$/);
   const sent = await call(c, 'terminal_send', { id, text: 'sleep 1; echo mcp-$((6*7))' });
   const s = sent.structuredContent as Structured;
-  expect(s).toMatchObject({ reason: 'stdin_read', exitCode: 0, truncated: false });
+  expect(s).toMatchObject({ reason: 'stdin_read', exitCode: 0, truncated: false, awaiting: 'prompt' });
   expect(s.output).toMatch(/^mcp-42$/m);
-  expect(textOf(sent)).toContain('reason=stdin_read exitCode=0');
+  expect(textOf(sent)).toContain('reason=stdin_read awaiting=prompt exitCode=0');
+  expect(textOf(sent)).toContain('Awaiting: the shell prompt.');
 
   const read = await call(c, 'terminal_read', { id, count: 3 });
   const r = read.structuredContent as Structured;
@@ -68,6 +69,20 @@ async function exerciseTools(c: Client, cwd: string): Promise<void> {
   expect(b).toMatchObject({ lineBegin: 0, historyStartLine: 0, totalLines: r.logLines });
   expect(b.lines.join('\n')).toMatch(/^mcp-42$/m);
   expect(textOf(byLine)).toContain(`${id}: log lines [0, ${b.lineEnd}) of ${b.totalLines}`);
+
+  // Agent terminals do not page, unless terminal_open's env sets a pager variable.
+  const pagers = `printf '<%s>' "$GIT_PAGER" "$MANPAGER" "$MARK"; echo`;
+  expect((await call(c, 'terminal_send', { id, text: pagers })).structuredContent).toMatchObject({
+    output: expect.stringMatching(/^<cat><cat><>$/m),
+  });
+  const own = (
+    (await call(c, 'terminal_open', { command: 'bash', env: { GIT_PAGER: 'more', MARK: 'via-env' } }))
+      .structuredContent as Structured
+  ).id as string;
+  const ownVars = (await call(c, 'terminal_send', { id: own, text: pagers })).structuredContent as Structured;
+  expect(ownVars.output).toMatch(/^<more><[^>]*><via-env>$/m);
+  expect(ownVars.output).not.toMatch(/^<more><cat>/m);
+  await call(c, 'terminal_close', { id: own });
 
   const pending = call(c, 'terminal_send', { id, text: 'sleep 100', timeoutMs: 60_000 });
   await new Promise((res) => setTimeout(res, 300));
@@ -266,7 +281,11 @@ describe('MCP tools through the SDK client', { timeout: 120_000 }, () => {
     const sent = await cli(['send', id, 'echo cli-$((6*7)); false']);
     expect(sent.code).toBe(0);
     expect(sent.stdout).toMatch(/^cli-42$/m);
-    expect(sent.stderr).toContain('ptyrelay: stdin_read (exit code 1)');
+    expect(sent.stderr).toContain('ptyrelay: stdin_read (exit code 1), awaiting prompt: ');
+    // A terminal a person opened gets no pager settings.
+    const vars = await cli(['send', id, `printf '<%s>' "\${GIT_PAGER-unset}" "\${MANPAGER-unset}"; echo`]);
+    expect(vars.stdout).toMatch(/^<[^>]*><[^>]*>$/m);
+    expect(vars.stdout).not.toMatch(/^<cat><cat>$/m);
     const slow = await cli(['send', id, 'sleep 30', '--wait', '1']);
     expect(slow.code).toBe(3);
     expect(slow.stderr).toContain('ptyrelay: timeout');

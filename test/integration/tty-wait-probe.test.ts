@@ -34,6 +34,15 @@ describe.skipIf(!supported)('the /proc tty-wait probe on real processes', { time
     expect(probe.topWaits).toBe(true);
   });
 
+  it('a read on /dev/tty (how ssh, sudo and git ask for passwords) waits for the tty; the group is named', async () => {
+    const t = start('bash', ['--norc', '--noprofile', '-c', 'cat /dev/null | (read -r x </dev/tty)']);
+    await waitFor(() => (probeTty(t.p.pid, t.tty)?.waits.length ?? 0) > 0, 5000, 'the subshell waiting');
+    const probe = probeTty(t.p.pid, t.tty)!;
+    expect(probe.waits.map((w) => w.pid)).not.toContain(t.p.pid);
+    expect(probe.names[0]).toBe('bash');
+    expect(probe.names.length).toBeGreaterThanOrEqual(2);
+  });
+
   it.skipIf(!python3)(
     'a python3 REPL in pselect6 and a node REPL in epoll_wait wait for the tty',
     async () => {

@@ -21,6 +21,16 @@ export function serviceFor(t: AgentTarget, ownerGraceMs = 60_000): TerminalToolS
   });
 }
 
+/**
+ * Makes a git repository of 200 empty commits ("subject-1" … "subject-200") in a new temp dir on
+ * the host and prints `repo=<dir>`; the author is set here, the host needs no git config.
+ */
+const GIT_REPO_200 = [
+  'd=$(mktemp -d) && git -C "$d" init -q && for i in $(seq 1 200); do',
+  'GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com',
+  'git -C "$d" commit -q --allow-empty -m "subject-$i" || break; done; echo "repo=$d"',
+].join(' ');
+
 /** Idle threshold of the inferred_idle case. */
 const SHORT_IDLE_MS = 3000;
 /**
@@ -50,11 +60,14 @@ export function endReasonSuite(target: () => AgentTarget): void {
   const withPython = it.skipIf(!python3Available());
   let service: TerminalToolService;
   let owner: AgentOwner;
-  const open = async () => {
+  const open = async (env?: Record<string, string>) => {
     const t = target();
     service ??= serviceFor(t);
     owner ??= service.owner('suite');
-    const term = await service.open(owner, t.host, { command: 'bash', env: t.env });
+    const term = await service.open(owner, t.host, {
+      command: 'bash',
+      ...(t.env || env ? { env: { ...t.env, ...env } } : {}),
+    });
     // The first prompt: the terminal is ready for input.
     const first = await service.send(owner, term.id, '', { timeoutMs: 30_000, idleMs: LONG_IDLE_MS });
     expect(first.reason).toBe('stdin_read');
@@ -65,7 +78,8 @@ export function endReasonSuite(target: () => AgentTarget): void {
     text: string,
     timeoutMs = 30_000,
     idleMs = LONG_IDLE_MS,
-  ): Promise<AgentSendResult> => service.send(owner, id, text, { timeoutMs, idleMs });
+    enter = true,
+  ): Promise<AgentSendResult> => service.send(owner, id, text, { timeoutMs, idleMs, enter });
 
   it('`sleep 1; echo done` ends with stdin_read and exit code 0, after the work', async () => {
     const id = await open();
@@ -83,6 +97,8 @@ export function endReasonSuite(target: () => AgentTarget): void {
     const id = await open();
     const started = await send(id, 'python3 -q');
     expect(started.reason).toBe('stdin_read');
+    // A REPL: canonical mode off (readline) or echo on, either way not a password.
+    expect(started.awaiting).toBe('program');
     expect(started.output).toContain('>>>');
     // No exit code: no command finished, a program asks for input.
     expect(started.exitCode).toBeUndefined();
@@ -90,8 +106,66 @@ export function endReasonSuite(target: () => AgentTarget): void {
     expect(answer.reason).toBe('stdin_read');
     expect(answer.output).toMatch(/^42$/m);
     const back = await send(id, 'exit()');
-    expect(back).toMatchObject({ reason: 'stdin_read', exitCode: 0 });
+    expect(back).toMatchObject({ reason: 'stdin_read', exitCode: 0, awaiting: 'prompt' });
     await service.close(owner, id);
+  });
+
+  it('what an input wait waits for: the prompt, `read x` a program, `read -s` a password', async () => {
+    const id = await open();
+    const plain = await send(id, 'echo at-""prompt');
+    expect(plain).toMatchObject({ reason: 'stdin_read', exitCode: 0, awaiting: 'prompt' });
+    const question = await send(id, 'read answer');
+    expect(question).toMatchObject({ reason: 'stdin_read', awaiting: 'program' });
+    expect(question.exitCode).toBeUndefined();
+    expect(await send(id, 'yes')).toMatchObject({ reason: 'stdin_read', exitCode: 0, awaiting: 'prompt' });
+    const secret = await send(id, `read -s pw; echo "got \${#pw} chars"`);
+    expect(secret).toMatchObject({ reason: 'stdin_read', awaiting: 'password' });
+    expect(secret.exitCode).toBeUndefined();
+    const typed = await send(id, 'hunter2');
+    expect(typed).toMatchObject({ reason: 'stdin_read', exitCode: 0, awaiting: 'prompt' });
+    expect(typed.output).toMatch(/^got 7 chars$/m);
+    expect(typed.output).not.toContain('hunter2');
+    // ssh, sudo and git credential prompts read /dev/tty (shown as such in /proc), not their stdin.
+    const viaDevTty = await send(id, `read -s pw </dev/tty; echo "got \${#pw} chars"`);
+    expect(viaDevTty).toMatchObject({ reason: 'stdin_read', awaiting: 'password' });
+    expect((await send(id, 'swordfish')).output).toMatch(/^got 9 chars$/m);
+    // Results that are not input waits say nothing about it.
+    expect((await send(id, 'sleep 5', 500)).awaiting).toBeUndefined();
+    await service.close(owner, id);
+  });
+
+  it('agent terminals do not page: `git log` of 200 commits comes back whole; PAGER=less waits in the pager', async () => {
+    const id = await open();
+    const vars = await send(
+      id,
+      `printf '<%s>' "$PAGER" "$GIT_PAGER" "$MANPAGER" "\${SYSTEMD_PAGER-unset}"; echo`,
+    );
+    expect(vars.output).toMatch(/^<cat><cat><cat><>$/m);
+    const made = await send(id, GIT_REPO_200, 120_000);
+    expect(made).toMatchObject({ reason: 'stdin_read', exitCode: 0 });
+    const repo = /^repo=(\/\S+)$/m.exec(made.output)?.[1];
+    expect(repo).toBeDefined();
+    try {
+      const log = await send(id, `cd ${repo} && git log`);
+      expect(log).toMatchObject({ reason: 'stdin_read', exitCode: 0, awaiting: 'prompt', truncated: false });
+      expect(log.output).toMatch(/^ {4}subject-1$/m);
+      expect(log.output).toMatch(/^ {4}subject-200$/m);
+      expect(log.output.match(/^ {4}subject-\d+$/gm)).toHaveLength(200);
+
+      // The caller sets PAGER: none of the four is added, so git pages with less.
+      const paged = await open({ PAGER: 'less' });
+      const inPager = await send(paged, `cd ${repo} && git log`);
+      expect(inPager).toMatchObject({ reason: 'stdin_read', awaiting: 'pager' });
+      expect(inPager.exitCode).toBeUndefined();
+      expect(inPager.output).toMatch(/subject-200/);
+      expect(inPager.output).not.toMatch(/subject-1$/m);
+      const left = await send(paged, 'q', 30_000, LONG_IDLE_MS, false);
+      expect(left).toMatchObject({ reason: 'stdin_read', exitCode: 0, awaiting: 'prompt' });
+      await service.close(owner, paged);
+    } finally {
+      if (repo) await send(id, `cd / && rm -rf ${repo}`);
+      await service.close(owner, id);
+    }
   });
 
   it('`sleep 30` with a 1 s timeout ends with timeout; SIGINT then brings the prompt back', async () => {

@@ -115,5 +115,12 @@ describe('agent wire schemas', () => {
       code: 'PROTOCOL_ERROR',
       message: 'agentSend result: reason must be stdin_read, inferred_idle, timeout or session_exit',
     });
+    const ok = { reason: 'stdin_read', output: '', truncated: false, elapsedMs: 1 };
+    expect(parseWire(agentSendResultSchema, { ...ok, awaiting: 'pager' }, 'agentSend result').awaiting).toBe(
+      'pager',
+    );
+    expect(
+      fail(() => parseWire(agentSendResultSchema, { ...ok, awaiting: 'shell' }, 'agentSend result')).message,
+    ).toBe('agentSend result: awaiting must be one of prompt, password, pager, program, unknown');
   });
 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { endReason, type SendObservation } from '../../agent-stub/readiness/end-rules.js';
+import { atShellPrompt, endReason, type SendObservation } from '../../agent-stub/readiness/end-rules.js';
 import { newWaits } from '../../agent-stub/readiness/tty-wait-probe.js';
 
 const base: SendObservation = {
@@ -61,6 +61,43 @@ describe('endReason', () => {
         const o = { ...base, now, lastOutputAt: now - quiet, deadline: now + left, topIsForeground: true };
         expect(endReason(o)).toBeUndefined();
       }),
+    );
+  });
+});
+
+describe('atShellPrompt (what makes a stdin_read `awaiting: prompt`)', () => {
+  it('the marker with the shell in the foreground and not busy, whichever rule ended the send', () => {
+    const marked = { ...base, promptSeen: true, topIsForeground: true, topWaitsForInput: true };
+    expect(atShellPrompt(marked)).toBe(true);
+    // The tty-wait rule can end the send before the prompt's grace: still the prompt.
+    expect(endReason({ ...marked, ttyWaitConfirmed: true })).toBe('stdin_read');
+    expect(atShellPrompt({ ...marked, ttyWaitConfirmed: true })).toBe(true);
+    expect(atShellPrompt({ ...marked, topIsForeground: undefined, topWaitsForInput: undefined })).toBe(true);
+    // A command started after the marker (`read x`), a child in the foreground, the shell busy.
+    expect(atShellPrompt({ ...marked, promptSeen: false })).toBe(false);
+    expect(atShellPrompt({ ...marked, topIsForeground: false })).toBe(false);
+    expect(atShellPrompt({ ...marked, topWaitsForInput: false })).toBe(false);
+  });
+
+  it('the prompt rule of endReason is atShellPrompt plus the grace', () => {
+    fc.assert(
+      fc.property(
+        fc.boolean(),
+        fc.constantFrom(true, false, undefined),
+        fc.constantFrom(true, false, undefined),
+        fc.integer({ min: 0, max: 4_999 }),
+        (promptSeen, topIsForeground, topWaitsForInput, quiet) => {
+          const o = {
+            ...base,
+            promptSeen,
+            topIsForeground,
+            topWaitsForInput,
+            lastOutputAt: base.now - quiet,
+          };
+          const prompt = atShellPrompt(o) && quiet >= o.promptGraceMs;
+          expect(endReason(o)).toBe(prompt ? 'stdin_read' : undefined);
+        },
+      ),
     );
   });
 });

@@ -8,7 +8,7 @@ import type {
   PtySpawnResult,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { TerminalToolService } from '../../relay/agents/terminal-tool-service.js';
+import { NO_PAGER_ENV, TerminalToolService } from '../../relay/agents/terminal-tool-service.js';
 import { codeOf } from '../support/agent-suite.js';
 
 /** A provider double: spawns numbered fake PTYs, records calls, lets a test finish sends by hand. */
@@ -98,6 +98,25 @@ describe('TerminalToolService', () => {
     expect(service.list(a)).toHaveLength(1);
     release();
     expect((await pending).id).toBe('term-2');
+  });
+
+  it('agent terminals get no pager unless the caller sets one of the pager variables', async () => {
+    const { p, service } = setup();
+    const a = service.owner('a');
+    await service.open(a, 'local');
+    expect(p.spawned[0].env).toEqual({ PAGER: 'cat', GIT_PAGER: 'cat', MANPAGER: 'cat', SYSTEMD_PAGER: '' });
+    await service.open(a, 'local', { env: { HOME: '/h' } });
+    expect(p.spawned[1].env).toEqual({ ...NO_PAGER_ENV, HOME: '/h' });
+    // Any one of them set by the caller: none is added.
+    for (const [k, v] of [
+      ['PAGER', 'less'],
+      ['GIT_PAGER', 'less'],
+      ['MANPAGER', 'most'],
+      ['SYSTEMD_PAGER', 'less'],
+    ]) {
+      await service.open(a, 'local', { env: { HOME: '/h', [k]: v } });
+      expect(p.spawned.at(-1)?.env).toEqual({ HOME: '/h', [k]: v });
+    }
   });
 
   it('checks the exact owner: NOT_FOUND for unknown ids, NOT_OWNER for another owner', async () => {
