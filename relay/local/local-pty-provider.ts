@@ -4,12 +4,9 @@ import {
   connectDaemonSocket,
   connectOrStartDaemon,
   liveLegacyDaemons,
+  tryConnect,
 } from '../../provider/daemon-runtime/daemon-launcher.js';
-import {
-  daemonSocketPath,
-  defaultRuntimeDir,
-  listDaemonSockets,
-} from '../../provider/daemon-runtime/stub-paths.js';
+import { daemonSocketPath, defaultRuntimeDir } from '../../provider/daemon-runtime/stub-paths.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
 import { stubBuildId, stubBundlePath } from '../core/stub-bundle.js';
@@ -95,12 +92,15 @@ export class LocalPtyProvider extends StubBackedProvider {
   }
 
   /**
-   * Connects to this machine's daemon if one runs (a daemon socket exists; never starts one for
-   * nothing): its terminals are then published like after any connect. Resolves whether it did.
+   * Connects to this machine's daemon if one runs and answers (never starts one for nothing): its terminals are then published like after any connect. Resolves whether it did.
    */
   async adopt(): Promise<boolean> {
     if (this.linkState('local').state !== 'idle') return true;
-    if (listDaemonSockets(this.runtimeDir).length === 0) return false;
+    // A daemon that answers (a socket file alone may be stale: no daemon is started for it).
+    const own = stubBuildId(this.stubPath);
+    const probe = await tryConnect(daemonSocketPath(this.runtimeDir, own));
+    probe?.destroy();
+    if (!probe && (await liveLegacyDaemons(this.runtimeDir, own)).length === 0) return false;
     try {
       await this.listHost('local');
       return true;
