@@ -31,6 +31,7 @@ import {
 import { floodScenario } from './scenarios/flood.js';
 import { historyScenario } from './scenarios/history.js';
 import { idleMemoryScenario } from './scenarios/idle-memory.js';
+import { listingScenario } from './scenarios/listing.js';
 import { memoryScenario } from './scenarios/memory.js';
 import { queriesScenario } from './scenarios/queries.js';
 import { reconnectScenario } from './scenarios/reconnect.js';
@@ -52,6 +53,7 @@ const SCENARIOS = [
   'scale',
   'snapshot',
   'queries',
+  'listing',
   'slow-clients',
   'web',
   'history',
@@ -172,6 +174,7 @@ export async function main(argv: string[]): Promise<number> {
       scale: () => scaleScenario(env, provider),
       snapshot: () => snapshotScenario(env, provider),
       queries: () => queriesScenario(env, provider),
+      listing: () => listingScenario(env),
       'slow-clients': () => slowClientsScenario(env),
       web: () => webEchoScenario(env),
       history: () => historyScenario(env),

@@ -328,10 +328,16 @@ class PtyExtension {
     const answer = await askHosts(hosts, {
       ask: (h) => router.listHost(h),
       stateOf: (h) => router.linkState(h),
+      // A host a listing already waited for in vain, and still connecting: not waited for again.
+      known: (h) => {
+        const f = listFailures.get(h);
+        return f?.status === 'connecting' && router.linkState(h).state === 'connecting' ? f : undefined;
+      },
     });
     for (const h of hosts) listFailures.delete(h);
     for (const u of answer.unavailable) {
-      if (router.linkState(u.host).state === 'idle') listFailures.set(u.host, u);
+      const s = router.linkState(u.host).state;
+      if (s === 'idle' || (s === 'connecting' && u.status === 'connecting')) listFailures.set(u.host, u);
       log?.warn({ host: u.host, status: u.status, reason: u.reason }, 'host left out of a listing');
     }
     const terminals = answer.rows

@@ -129,6 +129,20 @@ describe.skipIf(!available)('the relay re-reads its config file while it runs', 
     expect(relay!.exitCode).toBeNull();
   });
 
+  it('a changed host reconnects with its new settings; its terminal goes on', async () => {
+    const before = reloads().length;
+    writeConfig({ hosts: { sshbox: { ...hostFor(sshd), hostKeyPolicy: 'strict' } } });
+    expect(await nextReload(before)).toContain('config reloaded: hosts: changed sshbox');
+    await waitFor(
+      async () => /^sshbox\s+connected/m.test((await runCli(['hosts'], env)).stdout),
+      20_000,
+      'the link to come back with the new settings',
+    );
+    const ls = await runCli(['ls', 'sshbox', '--json'], env);
+    expect(ls.code, ls.stderr).toBe(0);
+    expect(JSON.parse(ls.stdout).terminals.some((t: { exited?: unknown }) => !t.exited)).toBe(true);
+  });
+
   it('a removed host is gone from the relay (its terminals keep running on the host)', async () => {
     const before = reloads().length;
     writeConfig({ hosts: {} });

@@ -65,6 +65,29 @@ describe('askHosts', () => {
   });
 });
 
+describe('a host already known to be slow', () => {
+  it('is not asked nor waited for again', async () => {
+    const asked: string[] = [];
+    const t0 = Date.now();
+    const r = await askHosts(['hung', 'ok'], {
+      stateOf: () => ({ state: 'connecting' }),
+      known: (h) =>
+        h === 'hung' ? { host: h, status: 'connecting', reason: 'still connecting after 1.8 s' } : undefined,
+      deadlineMs: 5000,
+      ask: (h) => {
+        asked.push(h);
+        return h === 'hung' ? never() : Promise.resolve([h]);
+      },
+    });
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(asked).toEqual(['ok']);
+    expect(r).toEqual({
+      rows: ['ok'],
+      unavailable: [{ host: 'hung', status: 'connecting', reason: 'still connecting after 1.8 s' }],
+    });
+  });
+});
+
 describe('why a host is left out', () => {
   it('a deploy failure waiting for its next attempt is not asked; past it, it is', () => {
     const state: LinkState = {
