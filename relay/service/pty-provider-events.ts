@@ -13,7 +13,7 @@ import { canSeeHost } from '../core/grant.js';
 import type { HostRouter } from '../core/rpc-types.js';
 import type { RouterBackground } from '../terminals/background-votes.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
-import type { ConnState } from './pty-client-input.js';
+import type { ConnState } from './pty-connections.js';
 import type { RelayFanout } from './relay-fanout.js';
 
 /** Catalog exit code of a terminal lost with its host without an exit of its own (killed: 128 + 9). */

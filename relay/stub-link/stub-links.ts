@@ -11,11 +11,11 @@ import type { LinkStateEvent, PtyProcessInfo, Unsubscribe } from '../../provider
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
+import { InputChannel } from '../input/stub-input-channel.js';
 import type { RaceAttempt } from './attempt-race.js';
 import { type DaemonInfo, listDaemons, stopDaemon } from './daemon-admin.js';
 import { HostDaemons } from './host-daemons.js';
 import { HostLink } from './host-link.js';
-import { InputChannel } from './input-channel.js';
 import type { LinkPolicy } from './link-policy.js';
 import type { ReachabilityProbe } from './reachability-probe.js';
 import type { StubClient } from './stub-client.js';
