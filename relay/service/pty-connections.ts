@@ -10,9 +10,9 @@
 import { RelayNotification } from '../../provider/client/relay-protocol.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { HostRouter, RpcConnection } from '../core/rpc-types.js';
+import type { RouterBackground } from '../flow/background-by-viewers.js';
+import type { RelayFanout } from '../flow/relay-fanout.js';
 import { InputLedger } from '../input/input-ledger.js';
-import type { RouterBackground } from '../terminals/background-votes.js';
-import type { RelayFanout } from './relay-fanout.js';
 
 /** Input de-duplication state of a client instance outlives its last connection by this long. */
 const LEDGER_TTL_MS = 10 * 60_000;

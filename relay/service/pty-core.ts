@@ -8,10 +8,10 @@ import type { IPtyProvider } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter, RpcConnection } from '../core/rpc-types.js';
-import type { RouterBackground } from '../terminals/background-votes.js';
+import type { RouterBackground } from '../flow/background-by-viewers.js';
+import type { RelayFanout } from '../flow/relay-fanout.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import type { ConnState } from './pty-connections.js';
-import type { RelayFanout } from './relay-fanout.js';
 
 /** The extension's shared state and lookups, handed to its method tables. */
 export interface PtyCore {

@@ -14,10 +14,11 @@ import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead } from '.
 import { askHosts } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from '../core/rpc-types.js';
+import { backgroundFor, type RouterBackground } from '../flow/background-by-viewers.js';
+import { type Attachment, type FanoutSink, RelayFanout } from '../flow/relay-fanout.js';
+import { creditFor } from '../flow/terminal-credit.js';
 import { inputFrames } from '../input/input-frames.js';
-import { backgroundFor, type RouterBackground } from '../terminals/background-votes.js';
 import { HostPublisher } from '../terminals/host-publisher.js';
-import { creditFor } from '../terminals/terminal-credit.js';
 import { checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-quota.js';
 import { claimHolder, type TerminalRegistry } from '../terminals/terminal-registry.js';
 import { DEFAULT_LIMITS, type RelayLimits } from './config.js';
@@ -25,7 +26,6 @@ import { type ClientConnections, type ConnState, clientConnections } from './pty
 import { hostOf, type PtyCore, termId } from './pty-core.js';
 import { type ProviderEvents, providerEvents } from './pty-provider-events.js';
 import { terminalMethods } from './pty-terminal-methods.js';
-import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
 
 /** What the extension needs from the service. */
 export interface PtyExtensionContext {

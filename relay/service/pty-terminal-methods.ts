@@ -31,7 +31,7 @@ export function terminalMethods(core: PtyCore): Record<string, RpcMethodHandler>
   return {
     [RelayMethod.detach]: detach(core),
     ...providerCalls(core, onTerminal),
-    // Per viewer: the terminal goes to the background only when every viewer asked (background-votes.ts).
+    // Per viewer: the terminal goes to the background only when every viewer asked (background-by-viewers.ts).
     // A view preference, as `attach`'s own vote is: what the token may read, it may background.
     [RelayMethod.setBackgrounded]: setBackgrounded(core),
     ...agentMethods(onTerminal),
