@@ -23,7 +23,7 @@ import { checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-qu
 import { claimHolder, type TerminalRegistry } from '../terminals/terminal-registry.js';
 import { DEFAULT_LIMITS, type RelayLimits } from './config.js';
 import { type ClientConnections, type ConnState, clientConnections } from './pty-connections.js';
-import { hostOf, type PtyCore, termId } from './pty-core.js';
+import { hostOf, type PtyMethodContext, termId } from './pty-method-context.js';
 import { type ProviderEvents, providerEvents } from './pty-provider-events.js';
 import { terminalMethods } from './pty-terminal-methods.js';
 
@@ -68,7 +68,7 @@ class PtyExtension {
   private readonly background: RouterBackground;
   private readonly clients: ClientConnections;
   private readonly events: ProviderEvents;
-  private readonly core: PtyCore;
+  private readonly core: PtyMethodContext;
   /** Hosts whose last listing failed while their link stayed idle (e.g. a key not trusted yet). */
   private readonly listFailures = new Map<string, HostUnavailable>();
   private readonly warn = (fields: Record<string, unknown>, msg: string): void => this.log?.warn(fields, msg);

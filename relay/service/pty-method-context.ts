@@ -14,7 +14,7 @@ import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import type { ConnState } from './pty-connections.js';
 
 /** The extension's shared state and lookups, handed to its method tables. */
-export interface PtyCore {
+export interface PtyMethodContext {
   router: HostRouter;
   registry: TerminalRegistry;
   log?: Logger;
