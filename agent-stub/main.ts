@@ -6,7 +6,7 @@ import {
   liveLegacyDaemons,
   socketAnswers,
 } from '../provider/daemon-runtime/daemon-launcher.js';
-import { checkStubDir, stubDirError } from '../provider/daemon-runtime/stub-dirs.js';
+import { checkStubDir, stubDirError } from '../provider/daemon-runtime/stub-dir-check.js';
 import {
   bundleBuildId,
   daemonSocketPath,

@@ -1,8 +1,8 @@
 import { PtyRelayError } from '../provider/errors.js';
 import { askCreate, askName, askToken } from './dialogs.js';
-import { PageInput } from './input-queue.js';
 import { KeyBar } from './key-bar.js';
 import { displayName, renderOverview } from './overview.js';
+import { PageInput } from './page-input.js';
 import { PageShell } from './page-shell.js';
 import { PaneLayout } from './pane-layout.js';
 import { showLayout } from './pane-visibility.js';

@@ -6,7 +6,7 @@
  * hidden). A session the relay no longer knows, or whose incarnation changed, expires instead.
  */
 import type { PtyRelayError } from '../errors.js';
-import type { ClientInputQueue } from './client-input.js';
+import type { ClientInputQueue } from './client-input-queue.js';
 import type { ClientStreams, StreamTrack } from './client-streams.js';
 import type { RelayLink } from './relay-link.js';
 import { type HelloResult, RelayMethod, type WireAttachResult } from './relay-protocol.js';

@@ -27,10 +27,10 @@ import type {
 import { Emitter } from '../emitter.js';
 import { PtyRelayError } from '../errors.js';
 import { AckScheduler } from '../flow/ack-scheduler.js';
-import { inputBytes } from '../input-bytes.js';
+import { inputBytes } from '../input/input-bytes.js';
 import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
 import { relayHistoryPageSchema } from '../wire/history-messages.js';
-import { ClientInputQueue } from './client-input.js';
+import { ClientInputQueue } from './client-input-queue.js';
 import { ClientResume } from './client-resume.js';
 import { ClientStreams } from './client-streams.js';
 import { RelayLink, type RelayReconnectOptions } from './relay-link.js';

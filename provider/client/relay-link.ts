@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import type { LinkState } from '../contract.js';
 import { Emitter } from '../emitter.js';
 import { type ErrorCode, ErrorCodes, PtyRelayError } from '../errors.js';
-import { corkPerTurn } from '../flow/turn-cork.js';
+import { corkPerTurn } from '../flow/socket-write-coalescer.js';
 import { RELAY_RECONNECT_STEPS_MS, ReconnectLadder } from '../reconnect-ladder.js';
 
 /** A ping goes out this often; a link silent for two intervals is considered dead. */

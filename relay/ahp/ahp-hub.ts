@@ -4,8 +4,8 @@ import { eachProvider } from '../core/each-provider.js';
 import { unavailableByState } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter } from '../core/rpc-types.js';
-import { backgroundFor, type RouterBackground } from '../terminals/background-votes.js';
-import { creditFor, type TerminalCredit } from '../terminals/terminal-credit.js';
+import { backgroundFor, type RouterBackground } from '../flow/background-by-viewers.js';
+import { creditFor, type TerminalCredit } from '../flow/terminal-credit.js';
 import {
   claimHolder,
   type TerminalClaim,
@@ -184,7 +184,7 @@ export class AhpHub {
     if (subscribed) this.credit.report(ch.id, ch, this.delivered.get(ch) ?? 0, !keeping);
     else this.credit.drop(ch.id, ch);
     // AHP has no background: a channel with subscribers keeps its terminal in the foreground,
-    // whatever a hidden web tab asked for (relay/service/background-votes.ts).
+    // whatever a hidden web tab asked for (relay/flow/background-by-viewers.ts).
     if (subscribed) {
       this.background.vote(ch.id, this, false).catch((err: Error) => {
         this.background.leave(this, ch.id);

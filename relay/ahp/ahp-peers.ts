@@ -2,7 +2,7 @@ import { encodeDataFrameParts } from '../../provider/wire/frame-codec.js';
 import type { Logger } from '../core/log.js';
 import type { RpcConnection } from '../core/rpc-types.js';
 import { type ActionLog, entryText, type LogEntry } from './action-log.js';
-import { seesEverything, visibleEnvelope } from './grant-view.js';
+import { seesEverything, visibleEnvelope } from './root-catalog-filter.js';
 import type { RawSegment } from './terminal-channel.js';
 import { ROOT_URI } from './types.js';
 

@@ -6,7 +6,7 @@ import { adoptTerminal } from './adopt-terminal.js';
 import { type AhpContext, initializedPeer, reasonOf } from './ahp-context.js';
 import { type AhpPeer, PeerSet } from './ahp-peers.js';
 import { ahpParamsSchemas, parseNotification } from './ahp-schemas.js';
-import { visibleEnvelope, visibleSnapshot } from './grant-view.js';
+import { visibleEnvelope, visibleSnapshot } from './root-catalog-filter.js';
 import {
   AhpErrorCodes,
   type InitializeResult,

@@ -13,8 +13,8 @@ import { TerminalRegistry } from '../terminals/terminal-registry.js';
 import { TokenAuthority } from '../tokens/token-authority.js';
 import { TokenStore } from '../tokens/token-store.js';
 import type { Command, CommandArgs } from './command.js';
-import { HeldOutput } from './held-output.js';
 import { progress } from './relay-connect.js';
+import { StartupLogBuffer } from './startup-log-buffer.js';
 
 /** `HOST:PORT`, `[::1]:PORT` or `PORT`. */
 export function parseListen(s: string): { host: string; port: number } {
@@ -51,7 +51,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     const fromFile = loadConfig(configFile);
     const config = configFor(args, structuredClone(fromFile));
     // Log lines wait until the service is up: `--json`'s line comes first on stdout.
-    const logOut = new HeldOutput();
+    const logOut = new StartupLogBuffer();
     const log = createLogger({ destination: logOut });
     const token = loadOrCreateToken();
     if (token.warning) {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Client } from 'ssh2';
-import { stubDirError } from '../../provider/daemon-runtime/stub-dirs.js';
+import { stubDirError } from '../../provider/daemon-runtime/stub-dir-check.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import type { DeployProgress } from './deploy-progress.js';
 import { ExecFs, runHelper } from './exec-fs.js';

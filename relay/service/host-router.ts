@@ -7,9 +7,9 @@ import { readinessDaemonArgs } from '../agents/agent-config.js';
 import { historyDaemonArgs } from '../core/history-config.js';
 import type { Logger } from '../core/log.js';
 import type { HostKeyAdmin, HostRouter } from '../core/rpc-types.js';
+import { creditFor } from '../flow/terminal-credit.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
 import type { SshHostConfig, SshPtyProvider } from '../ssh/ssh-pty-provider.js';
-import { creditFor } from '../terminals/terminal-credit.js';
 import { LOCAL_HOST, type RelayConfig } from './config.js';
 
 export interface HostRouterOptions {
@@ -72,7 +72,7 @@ export class ConfigHostRouter implements HostRouter {
       ...paletteDaemonArgs(config.terminal.palette),
       ...(opts.daemonArgs ?? []),
     ];
-    // The service acknowledges output for its consumers (relay/terminals/terminal-credit.ts), so a
+    // The service acknowledges output for its consumers (relay/flow/terminal-credit.ts), so a
     // program is paused only when every consumer that watches it is behind.
     this.link = { manualAck: true, maxInputAgeMs: config.input.maxQueueAgeMs };
     this.local = new LocalPtyProvider({

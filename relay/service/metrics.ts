@@ -2,7 +2,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import type { LinkState, Unsubscribe } from '../../provider/contract.js';
 import { eachProvider } from '../core/each-provider.js';
 import type { HostRouter } from '../core/rpc-types.js';
-import { creditFor } from '../terminals/terminal-credit.js';
+import { creditFor } from '../flow/terminal-credit.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 
 /** Every link state name, so each host exports all of them (1 for the current one). */

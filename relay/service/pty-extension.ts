@@ -14,22 +14,18 @@ import { canRead, canSeeHost, canWrite, needCreate, needHost, needRead } from '.
 import { askHosts } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter, RpcConnection, RpcExtension, RpcMethodHandler } from '../core/rpc-types.js';
-import { backgroundFor, type RouterBackground } from '../terminals/background-votes.js';
+import { backgroundFor, type RouterBackground } from '../flow/background-by-viewers.js';
+import { type Attachment, type FanoutSink, RelayFanout } from '../flow/relay-fanout.js';
+import { creditFor } from '../flow/terminal-credit.js';
+import { inputFrames } from '../input/input-frames.js';
 import { HostPublisher } from '../terminals/host-publisher.js';
-import { creditFor } from '../terminals/terminal-credit.js';
 import { checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-quota.js';
 import { claimHolder, type TerminalRegistry } from '../terminals/terminal-registry.js';
 import { DEFAULT_LIMITS, type RelayLimits } from './config.js';
-import {
-  type ClientConnections,
-  type ConnState,
-  clientConnections,
-  inputFrames,
-} from './pty-client-input.js';
-import { hostOf, type PtyCore, termId } from './pty-core.js';
+import { type ClientConnections, type ConnState, clientConnections } from './pty-connections.js';
+import { hostOf, type PtyMethodContext, termId } from './pty-method-context.js';
 import { type ProviderEvents, providerEvents } from './pty-provider-events.js';
 import { terminalMethods } from './pty-terminal-methods.js';
-import { type Attachment, type FanoutSink, RelayFanout } from './relay-fanout.js';
 
 /** What the extension needs from the service. */
 export interface PtyExtensionContext {
@@ -53,8 +49,9 @@ export interface PtyExtensionContext {
  *
  * PtyExtension assembles the pieces and keeps the calls that bind a connection to a terminal
  * (spawn, attach, resume of a lagging view) and to the relay (hello, hosts, list). The client
- * connections and their input live in pty-client-input.ts, provider events to clients in
- * pty-provider-events.ts, the methods on one terminal in pty-terminal-methods.ts.
+ * connections live in pty-connections.ts, their Input frames in relay/input/input-frames.ts,
+ * provider events to clients in pty-provider-events.ts, the methods on one terminal in
+ * pty-terminal-methods.ts.
  */
 export function createPtyExtension(ctx: PtyExtensionContext): RpcExtension {
   return new PtyExtension(ctx).extension();
@@ -71,7 +68,7 @@ class PtyExtension {
   private readonly background: RouterBackground;
   private readonly clients: ClientConnections;
   private readonly events: ProviderEvents;
-  private readonly core: PtyCore;
+  private readonly core: PtyMethodContext;
   /** Hosts whose last listing failed while their link stayed idle (e.g. a key not trusted yet). */
   private readonly listFailures = new Map<string, HostUnavailable>();
   private readonly warn = (fields: Record<string, unknown>, msg: string): void => this.log?.warn(fields, msg);

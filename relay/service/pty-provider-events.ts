@@ -11,10 +11,10 @@ import type { IPtyProvider, LinkState } from '../../provider/contract.js';
 import { eachProvider } from '../core/each-provider.js';
 import { canSeeHost } from '../core/grant.js';
 import type { HostRouter } from '../core/rpc-types.js';
-import type { RouterBackground } from '../terminals/background-votes.js';
+import type { RouterBackground } from '../flow/background-by-viewers.js';
+import type { RelayFanout } from '../flow/relay-fanout.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
-import type { ConnState } from './pty-client-input.js';
-import type { RelayFanout } from './relay-fanout.js';
+import type { ConnState } from './pty-connections.js';
 
 /** Catalog exit code of a terminal lost with its host without an exit of its own (killed: 128 + 9). */
 const LOST_EXIT_CODE = 137;

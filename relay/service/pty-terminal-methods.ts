@@ -17,7 +17,7 @@ import { agentMethods } from '../agents/agent-rpc.js';
 import { needRead, needWrite } from '../core/grant.js';
 import type { RpcConnection, RpcMethodHandler } from '../core/rpc-types.js';
 import { daemonMethods } from './daemon-methods.js';
-import { type PtyCore, termId } from './pty-core.js';
+import { type PtyMethodContext, termId } from './pty-method-context.js';
 
 type TerminalFn = (
   p: IPtyProvider,
@@ -26,12 +26,12 @@ type TerminalFn = (
   conn: RpcConnection,
 ) => Promise<unknown>;
 
-export function terminalMethods(core: PtyCore): Record<string, RpcMethodHandler> {
+export function terminalMethods(core: PtyMethodContext): Record<string, RpcMethodHandler> {
   const onTerminal = terminalGuard(core);
   return {
     [RelayMethod.detach]: detach(core),
     ...providerCalls(core, onTerminal),
-    // Per viewer: the terminal goes to the background only when every viewer asked (background-votes.ts).
+    // Per viewer: the terminal goes to the background only when every viewer asked (background-by-viewers.ts).
     // A view preference, as `attach`'s own vote is: what the token may read, it may background.
     [RelayMethod.setBackgrounded]: setBackgrounded(core),
     ...agentMethods(onTerminal),
@@ -47,7 +47,7 @@ type OnTerminal = (fn: TerminalFn, claim?: boolean, access?: 'read' | 'write') =
  * A method on one terminal; `claim` requires the caller to own it, `access` is what the token
  * must allow (by default: a claimed method drives the terminal, the others read it).
  */
-function terminalGuard(core: PtyCore): OnTerminal {
+function terminalGuard(core: PtyMethodContext): OnTerminal {
   const { state, owned, providerForId } = core;
   return (fn, claim = true, access = claim ? 'write' : 'read') =>
     async (conn, params) => {
@@ -60,7 +60,7 @@ function terminalGuard(core: PtyCore): OnTerminal {
 }
 
 /** `detach`: this connection's view of the terminal ends, and its input queued during an outage. */
-function detach(core: PtyCore): RpcMethodHandler {
+function detach(core: PtyMethodContext): RpcMethodHandler {
   const { fanout, background, warn, state, providerForId } = core;
   return async (conn, params) => {
     const id = termId(params.id);
@@ -75,7 +75,7 @@ function detach(core: PtyCore): RpcMethodHandler {
 }
 
 /** The methods that are one provider call on one terminal (resize to resume). */
-function providerCalls(core: PtyCore, onTerminal: OnTerminal): Record<string, RpcMethodHandler> {
+function providerCalls(core: PtyMethodContext, onTerminal: OnTerminal): Record<string, RpcMethodHandler> {
   const { registry, fanout, background } = core;
   return {
     [RelayMethod.resize]: onTerminal((p, id, raw) => {
@@ -135,7 +135,7 @@ const readHistory: TerminalFn = async (p, id, q) => {
 };
 
 /** `setBackgrounded`: this viewer's background vote on a terminal its client holds. */
-function setBackgrounded(core: PtyCore): RpcMethodHandler {
+function setBackgrounded(core: PtyMethodContext): RpcMethodHandler {
   const { background, state, owned } = core;
   return async (conn, params) => {
     const id = termId(params.id);
@@ -148,7 +148,7 @@ function setBackgrounded(core: PtyCore): RpcMethodHandler {
 }
 
 /** After a daemon stopped: the terminals of its host that the host no longer lists leave the registry. */
-function forgetStopped(core: PtyCore): Parameters<typeof daemonMethods>[1] {
+function forgetStopped(core: PtyMethodContext): Parameters<typeof daemonMethods>[1] {
   const { router, registry } = core;
   return async (d) => {
     const listed = await router.providerFor(d.host).listProcesses();

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { isPtyRelayError } from '../../provider/errors.js';
-import { type Corkable, corkPerTurn } from '../../provider/flow/turn-cork.js';
+import { type Corkable, corkPerTurn } from '../../provider/flow/socket-write-coalescer.js';
 import type { Grant } from '../core/grant.js';
 import type { Logger } from '../core/log.js';
 import { JsonRpcErrorCodes, RpcError } from '../core/rpc-error.js';

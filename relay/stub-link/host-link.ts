@@ -3,11 +3,11 @@ import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { ReconnectLadder, type ReconnectLadderOptions } from '../../provider/reconnect-ladder.js';
 import type { Logger } from '../core/log.js';
-import { AttemptRace, type RaceAttempt } from '../reconnect/attempt-race.js';
-import { DeployBackoff } from '../reconnect/deploy-backoff.js';
-import { linkCauseOf } from '../reconnect/link-cause.js';
-import { LinkHealth, type LinkHealthOptions } from '../reconnect/link-health.js';
-import { PROBE_INTERVAL_MS, type ReachabilityProbe } from '../reconnect/reachability-probe.js';
+import { AttemptRace, type RaceAttempt } from './attempt-race.js';
+import { DeployBackoff } from './deploy-backoff.js';
+import { linkCauseOf } from './link-cause.js';
+import { LinkHealth, type LinkHealthOptions } from './link-health.js';
+import { PROBE_INTERVAL_MS, type ReachabilityProbe } from './reachability-probe.js';
 import type { StubClient } from './stub-client.js';
 
 /** Health ticks: often enough to notice a dead link within a second of the deadline. */

@@ -30,7 +30,7 @@ import type {
   Unsubscribe,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { inputBytes } from '../../provider/input-bytes.js';
+import { inputBytes } from '../../provider/input/input-bytes.js';
 import {
   agentReadResultSchema,
   agentSendResultSchema,

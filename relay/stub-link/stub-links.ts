@@ -11,13 +11,13 @@ import type { LinkStateEvent, PtyProcessInfo, Unsubscribe } from '../../provider
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
-import type { RaceAttempt } from '../reconnect/attempt-race.js';
-import type { ReachabilityProbe } from '../reconnect/reachability-probe.js';
+import { InputChannel } from '../input/stub-input-channel.js';
+import type { RaceAttempt } from './attempt-race.js';
 import { type DaemonInfo, listDaemons, stopDaemon } from './daemon-admin.js';
 import { HostDaemons } from './host-daemons.js';
 import { HostLink } from './host-link.js';
-import { InputChannel } from './input-channel.js';
 import type { LinkPolicy } from './link-policy.js';
+import type { ReachabilityProbe } from './reachability-probe.js';
 import type { StubClient } from './stub-client.js';
 
 /** Reconnect attempts for an older build's daemon before it is considered gone. */

@@ -7,8 +7,8 @@ import type { LinkState } from '../../provider/contract.js';
 import { isPtyRelayError, type PtyRelayError } from '../../provider/errors.js';
 import { describeLink } from '../../relay/cli/relay-connect.js';
 import { StubDeployer } from '../../relay/deploy/stub-deployer.js';
-import { DEPLOY_RETRY_STEPS_MS } from '../../relay/reconnect/deploy-backoff.js';
 import { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
+import { DEPLOY_RETRY_STEPS_MS } from '../../relay/stub-link/deploy-backoff.js';
 import { allOf } from '../support/capabilities.js';
 import { connectTo } from '../support/deploy-hosts.js';
 import {

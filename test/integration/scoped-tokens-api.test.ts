@@ -121,7 +121,7 @@ describe('scoped tokens over ptyrelay/* and web/*', { timeout: 120_000 }, () => 
     await matrix('ptyrelay/agentRead', () => ({ id: t1, count: 5 }), SEE_T1);
     await matrix('ptyrelay/attach', () => ({ id: t1 }), SEE_T1);
     await matrix('ptyrelay/attach', () => ({ id: t2 }), SEE_T2);
-    // Backgrounding is a viewer's own preference (background-votes.ts): reading is enough.
+    // Backgrounding is a viewer's own preference (relay/flow/background-by-viewers.ts): reading is enough.
     await matrix('ptyrelay/setBackgrounded', () => ({ id: t1, background: false }), SEE_T1);
   });
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PtyDataEvent } from '../../provider/contract.js';
-import { creditFor } from '../../relay/terminals/terminal-credit.js';
+import { creditFor } from '../../relay/flow/terminal-credit.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AttemptRace, type RaceAttempt } from '../../relay/reconnect/attempt-race.js';
+import { AttemptRace, type RaceAttempt } from '../../relay/stub-link/attempt-race.js';
 
 /** One started attempt, settled by hand. */
 interface Fake {

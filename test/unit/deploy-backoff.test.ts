@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PtyRelayError } from '../../provider/errors.js';
-import { DEPLOY_RETRY_STEPS_MS, DeployBackoff } from '../../relay/reconnect/deploy-backoff.js';
+import { DEPLOY_RETRY_STEPS_MS, DeployBackoff } from '../../relay/stub-link/deploy-backoff.js';
 
 describe('DeployBackoff', () => {
   it('waits at least 30 s, then longer each time, and blocks requests until then', () => {

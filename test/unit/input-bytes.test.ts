@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inputBytes } from '../../provider/input-bytes.js';
+import { inputBytes } from '../../provider/input/input-bytes.js';
 
 describe('inputBytes (the bytes of a write)', () => {
   it('encodes a string as UTF-8, the same bytes as Buffer.from, for a keystroke and for a paste', () => {

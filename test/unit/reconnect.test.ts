@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RECONNECT_STEPS_MS, ReconnectLadder } from '../../provider/reconnect-ladder.js';
-import { LinkHealth } from '../../relay/reconnect/link-health.js';
+import { LinkHealth } from '../../relay/stub-link/link-health.js';
 
 describe('ReconnectLadder', () => {
   it('climbs the steps, repeats the last one, and applies bounded jitter', () => {

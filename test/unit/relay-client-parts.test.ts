@@ -1,13 +1,13 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { ClientInputQueue } from '../../provider/client/client-input.js';
+import { ClientInputQueue } from '../../provider/client/client-input-queue.js';
 import { ClientStreams } from '../../provider/client/client-streams.js';
 import { RelayLink } from '../../provider/client/relay-link.js';
 import type { InputAckParams, WireAttachResult } from '../../provider/client/relay-protocol.js';
 import type { LinkState, PtyDataEvent, PtyReattachEvent } from '../../provider/contract.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
-import { InputLedger } from '../../relay/service/input-ledger.js';
+import { InputLedger } from '../../relay/input/input-ledger.js';
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (events: PtyDataEvent[]) => events.map((e) => new TextDecoder().decode(e.data)).join('');

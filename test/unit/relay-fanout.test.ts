@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { IPtyProvider, PtyDataEvent, PtySpawnResult } from '../../provider/contract.js';
-import { type Attachment, type FanoutSink, RelayFanout } from '../../relay/service/relay-fanout.js';
-import { TerminalCredit } from '../../relay/terminals/terminal-credit.js';
+import { type Attachment, type FanoutSink, RelayFanout } from '../../relay/flow/relay-fanout.js';
+import { TerminalCredit } from '../../relay/flow/terminal-credit.js';
 
 /** A sink whose queued bytes the test sets; counts what the fan-out encodes for it. */
 function sink(buffered = 0) {

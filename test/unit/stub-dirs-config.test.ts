@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { stubDirError } from '../../provider/daemon-runtime/stub-dirs.js';
+import { stubDirError } from '../../provider/daemon-runtime/stub-dir-check.js';
 import {
   defaultInstallBase,
   defaultRuntimeDir,

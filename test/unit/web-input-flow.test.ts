@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FrameDecoder } from '../../provider/wire/frame-codec.js';
-import { PageInput } from '../../web/input-queue.js';
 import { OutputFlow } from '../../web/output-flow.js';
+import { PageInput } from '../../web/page-input.js';
 
 const seqOf = (frame: Uint8Array) => (new FrameDecoder().push(frame)[0] as { inputSeq: number }).inputSeq;
 

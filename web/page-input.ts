@@ -1,5 +1,5 @@
 import type { PtyRelayError } from '../provider/errors.js';
-import { InputQueue } from '../provider/input-queue.js';
+import { InputQueue } from '../provider/input/input-queue.js';
 import { encodeInputFrame } from './wire.js';
 
 /** The relay as the queue's target: one relay process per page (a new one answers `fresh`). */

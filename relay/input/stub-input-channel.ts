@@ -1,8 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { InputQueue } from '../../provider/input-queue.js';
-import type { StubClient } from './stub-client.js';
+import type { Emitter } from '../../provider/emitter.js';
+import { InputQueue } from '../../provider/input/input-queue.js';
+import type { InputAckMessage } from '../../provider/wire/messages.js';
 
-export { MAX_QUEUED_INPUT_BYTES } from '../../provider/input-queue.js';
+export { MAX_QUEUED_INPUT_BYTES } from '../../provider/input/input-queue.js';
+
+/** What the channel needs of a connection to the daemon (relay/stub-link/stub-client.ts has it). */
+export interface InputConnection {
+  readonly isOpen: boolean;
+  sendInputFrame(inputSeq: number, id: string, data: Uint8Array): void;
+  readonly inputAcks: Emitter<InputAckMessage>;
+}
 
 /**
  * Exactly-once input for one host across reconnects: the shared {@link InputQueue} sending input
@@ -15,7 +23,7 @@ export class InputChannel {
   /** Names this channel's sequence space at the daemon. */
   readonly epoch = randomUUID();
   private readonly queue: InputQueue;
-  private client: StubClient | undefined;
+  private client: InputConnection | undefined;
   private offAck: (() => void) | undefined;
 
   constructor(opts: { maxQueuedBytes?: number; maxQueueAgeMs?: number } = {}) {
@@ -30,7 +38,7 @@ export class InputChannel {
   }
 
   /** A fresh connection: resend everything unacknowledged (and young enough), in order. */
-  connect(client: StubClient): void {
+  connect(client: InputConnection): void {
     this.disconnect();
     this.client = client;
     this.offAck = client.inputAcks.on((m) => this.queue.onAck(m));

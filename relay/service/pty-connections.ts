@@ -1,24 +1,18 @@
 /**
  * The client side of the `ptyrelay/*` extension: one ConnState per connection (created on first
- * use, torn down on close), the client identity `ptyrelay/hello` binds to it, and the input path.
- * Input de-duplication is per client instance, not per connection: an instance's InputLedger
- * outlives its connection for LEDGER_TTL_MS so a reconnect resends without typing twice, and the
- * newest connection of the instance owns it (acks go there). Binary Input frames are decoded here,
- * dropped when resent, checked (token, size, claim) and written in order.
+ * use, torn down on close), the client identity `ptyrelay/hello` binds to it, and the input ledger
+ * it speaks for. Input de-duplication is per client instance, not per connection: an instance's
+ * InputLedger outlives its connection for LEDGER_TTL_MS so a reconnect resends without typing
+ * twice, and the newest connection of the instance owns it (acks go there). The Input frames
+ * themselves are handled in relay/input/input-frames.ts.
  */
 
 import { RelayNotification } from '../../provider/client/relay-protocol.js';
-import type { IPtyProvider } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
-import { needWrite } from '../core/grant.js';
-import type { Logger } from '../core/log.js';
 import type { HostRouter, RpcConnection } from '../core/rpc-types.js';
-import type { RouterBackground } from '../terminals/background-votes.js';
-import { checkInputSize } from '../terminals/terminal-quota.js';
-import type { TerminalRegistry } from '../terminals/terminal-registry.js';
-import { InputLedger } from './input-ledger.js';
-import type { RelayFanout } from './relay-fanout.js';
+import type { RouterBackground } from '../flow/background-by-viewers.js';
+import type { RelayFanout } from '../flow/relay-fanout.js';
+import { InputLedger } from '../input/input-ledger.js';
 
 /** Input de-duplication state of a client instance outlives its last connection by this long. */
 const LEDGER_TTL_MS = 10 * 60_000;
@@ -117,59 +111,4 @@ export function clientConnections(deps: {
   };
 
   return { conns, state, holder, hello };
-}
-
-/** The extension's `onBinary`: Input frames written through the client's ledger; others dropped. */
-export function inputFrames(deps: {
-  registry: TerminalRegistry;
-  log?: Logger;
-  maxInputBytes: number;
-  state: (conn: RpcConnection) => ConnState;
-  owned: (cs: ConnState, id: string) => IPtyProvider;
-}): (conn: RpcConnection, data: Buffer) => void {
-  const { registry, log, state, owned } = deps;
-
-  /** One input frame: dropped when resent, else written; the ledger acks in order. */
-  const input = (cs: ConnState, id: string, inputSeq: number, data: Uint8Array): void => {
-    const ledger = cs.slot?.ledger;
-    if (!ledger) return void log?.warn({ conn: cs.conn.connectionId }, 'input before ptyrelay/hello dropped');
-    if (!ledger.receive(inputSeq)) return;
-    const owner = ledger === cs.slot?.ledger ? cs.slot.key : undefined;
-    const write = async () => {
-      needWrite(cs.conn.grant, id, 'type into');
-      checkInputSize(data.length, deps.maxInputBytes);
-      await owned(cs, id).write(id, data, { owner });
-      cs.conn.noteInput(id, data.length);
-    };
-    // A restarted relay learns a terminal's claim from the client's re-attach; input the client
-    // resends before that attach completed (e.g. first contact with a host deploying a new build)
-    // waits for it instead of failing NOT_FOUND.
-    const attaching = registry.find(id) ? undefined : cs.attaching.get(id);
-    let done: Promise<void>;
-    try {
-      done = attaching ? attaching.then(write) : write();
-    } catch (err) {
-      done = Promise.reject(err);
-    }
-    done.then(
-      () => ledger.finish(inputSeq),
-      (err) => ledger.finish(inputSeq, err),
-    );
-  };
-
-  return (conn, data) => {
-    const cs = state(conn);
-    let frames: ReturnType<FrameDecoder['push']>;
-    try {
-      frames = new FrameDecoder().push(data);
-    } catch (err) {
-      log?.warn({ err: (err as Error).message, conn: conn.connectionId }, 'bad binary message dropped');
-      return;
-    }
-    for (const f of frames) {
-      if (f.type === FrameType.Input)
-        input(cs, f.id.includes('/') ? f.id : `local/${f.id}`, f.inputSeq, f.data);
-      else log?.warn({ type: f.type }, 'unexpected binary frame from client');
-    }
-  };
 }

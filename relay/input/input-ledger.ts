@@ -15,8 +15,8 @@ function errorShape(err: unknown): PtyRelayErrorShape {
 /**
  * The relay's half of RelayClient's exactly-once input (pure, no I/O): one ledger per client
  * instance records which inputSeqs were applied, so frames resent after a reconnect are not
- * applied twice, and produces the cumulative `ptyrelay/inputAck`s. Lives next to the client half
- * because both sides must agree on its rules (docs/relay-client.md).
+ * applied twice, and produces the cumulative `ptyrelay/inputAck`s (input-frames.ts feeds it). Both
+ * halves keep the rules of docs/relay-client.md ("Input: exactly once").
  */
 export class InputLedger {
   /** Where acks go: the instance's current connection (undefined while it has none). */

@@ -1,7 +1,7 @@
 import type { WireAttachResult } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider, PtyDataEvent, PtySpawnResult } from '../../provider/contract.js';
 import { encodeDataFrameParts } from '../../provider/wire/frame-codec.js';
-import type { TerminalCredit } from '../terminals/terminal-credit.js';
+import type { TerminalCredit } from './terminal-credit.js';
 
 /**
  * The relay's half of RelayClient's output stream (used by relay/service/pty-extension.ts; it

@@ -7,7 +7,7 @@ const MAX_HELD_BYTES = 1024 * 1024;
  * A log destination that holds lines until `release()`, then writes through to `out`. `serve
  * --json` logs through it so that its one JSON line is the first thing on stdout.
  */
-export class HeldOutput extends Writable {
+export class StartupLogBuffer extends Writable {
   private held: Buffer[] | undefined = [];
   private heldBytes = 0;
   private dropped = 0;

@@ -1,4 +1,4 @@
-import { PtyRelayError } from './errors.js';
+import { PtyRelayError } from '../errors.js';
 
 /** Input held per session while the link is down (keystrokes and small pastes, not floods). */
 export const MAX_QUEUED_INPUT_BYTES = 64 * 1024;

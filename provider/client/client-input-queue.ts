@@ -1,7 +1,7 @@
-import { InputQueue } from '../input-queue.js';
+import { InputQueue } from '../input/input-queue.js';
 import { encodeInputFrame } from '../wire/frame-codec.js';
 
-export { MAX_QUEUED_INPUT_BYTES } from '../input-queue.js';
+export { MAX_QUEUED_INPUT_BYTES } from '../input/input-queue.js';
 
 /**
  * RelayClient's half of exactly-once input: the shared {@link InputQueue} sending binary input

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BackgroundVotes } from '../../relay/terminals/background-votes.js';
+import { BackgroundVotes } from '../../relay/flow/background-by-viewers.js';
 
 describe('BackgroundVotes', () => {
   it('backgrounds a terminal only when every viewer asked, and says so once per change', () => {

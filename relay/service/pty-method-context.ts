@@ -1,20 +1,20 @@
 /**
  * What the pieces of the `ptyrelay/*` extension share (pty-extension.ts assembles them): the
  * router and registry, the output fan-out and background votes, the per-connection state of
- * pty-client-input.ts, and the provider lookups that check a terminal's claim. Also the parsing of
+ * pty-connections.ts, and the provider lookups that check a terminal's claim. Also the parsing of
  * terminal ids as the API takes them (`pty-3` is `local/pty-3`) and the host part of an id.
  */
 import type { IPtyProvider } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter, RpcConnection } from '../core/rpc-types.js';
-import type { RouterBackground } from '../terminals/background-votes.js';
+import type { RouterBackground } from '../flow/background-by-viewers.js';
+import type { RelayFanout } from '../flow/relay-fanout.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
-import type { ConnState } from './pty-client-input.js';
-import type { RelayFanout } from './relay-fanout.js';
+import type { ConnState } from './pty-connections.js';
 
 /** The extension's shared state and lookups, handed to its method tables. */
-export interface PtyCore {
+export interface PtyMethodContext {
   router: HostRouter;
   registry: TerminalRegistry;
   log?: Logger;
