@@ -1,14 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI_MAIN, runCli } from '../support/cli-runner.js';
-import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
+import { runCli } from '../support/cli-runner.js';
 import { waitFor } from '../support/local-daemon.js';
+import { ServeProcess } from '../support/serve-process.js';
 
 /** Short, so the test can see a grace run out; counted from when the owner was last connected. */
 const GRACE_MS = 6000;
@@ -17,31 +14,16 @@ const GRACE_MS = 6000;
 type Structured = any;
 
 describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => {
-  let root: string;
-  let relay: ChildProcess | undefined;
+  let serve: ServeProcess;
   let env: NodeJS.ProcessEnv;
-  let httpUrl = '';
   let token = '';
-  const runtimeDir = () => join(root, 'run');
 
-  const startRelay = async () => {
-    let stderr = '';
-    relay = spawn(process.execPath, [CLI_MAIN, 'serve', '--listen', '127.0.0.1:0'], { env });
-    relay.stderr?.on('data', (d) => {
-      stderr += d;
-    });
-    relay.stdout?.resume();
-    await waitFor(() => /relay listening on (ws:\S+)/.test(stderr), 60_000, 'the relay to listen');
-    env.PTYRELAY_URL = /relay listening on (ws:\S+)/.exec(stderr)![1]!;
-    httpUrl = env.PTYRELAY_URL.replace('ws:', 'http:');
-    token ||= readFileSync(join(root, 'home', '.config', 'ptyrelay', 'token'), 'utf8').trim();
-  };
   /** An MCP client of the agent named `agent`, over the relay's HTTP endpoint. */
   const agentClient = async (agent: string) => {
     const c = new Client({ name: 'restart-test', version: '1.0.0' });
     const headers = { authorization: `Bearer ${token}`, 'x-ptyrelay-agent': agent };
     await c.connect(
-      new StreamableHTTPClientTransport(new URL(`${httpUrl}/mcp`), { requestInit: { headers } }),
+      new StreamableHTTPClientTransport(new URL(`${serve.httpUrl}/mcp`), { requestInit: { headers } }),
     );
     return c;
   };
@@ -57,23 +39,11 @@ describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => 
   let providerId = '';
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), 'ptr-agent-restart-'));
-    mkdirSync(join(root, 'home', '.config', 'ptyrelay'), { recursive: true });
-    writeFileSync(
-      join(root, 'home', '.config', 'ptyrelay', 'config.json'),
-      JSON.stringify({ agents: { ownerGraceMs: GRACE_MS } }),
-    );
-    env = { ...process.env, HOME: join(root, 'home'), PTYRELAY_RUNTIME_DIR: runtimeDir() };
-    for (const k of [
-      'PTYRELAY_TOKEN',
-      'PTYRELAY_CONFIG',
-      'PTYRELAY_URL',
-      'XDG_RUNTIME_DIR',
-      'VITEST',
-      'PTYRELAY_CLIENT_ID',
-    ])
-      delete env[k];
-    await startRelay();
+    serve = new ServeProcess('ptr-agent-restart-');
+    writeFileSync(serve.configFile, JSON.stringify({ agents: { ownerGraceMs: GRACE_MS } }));
+    env = serve.env;
+    await serve.start();
+    token = serve.token();
     const c = await agentClient('builder');
     try {
       const opened = await call(c, 'terminal_open', { host: 'local', command: 'bash' });
@@ -87,15 +57,12 @@ describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => 
     }
   });
   afterAll(async () => {
-    await endProcess(relay);
-    await killDaemonsOf(runtimeDir());
-    rmSync(root, { recursive: true, force: true });
+    await serve?.cleanup();
   });
 
   it('after SIGKILL the agent finds its terminal under the same id, with its output, and drives it', async () => {
-    relay!.kill('SIGKILL');
-    await endProcess(relay);
-    await startRelay();
+    await serve.stop('SIGKILL');
+    await serve.start();
     const c = await agentClient('builder');
     try {
       const t = await adopted(c, termId);
@@ -124,10 +91,9 @@ describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => 
   it('after a graceful stop (the agent connected) the next relay gives it back too', async () => {
     const c = await agentClient('builder');
     await adopted(c, termId);
-    relay!.kill('SIGTERM');
-    await endProcess(relay);
+    await serve.stop('SIGTERM');
     await c.close().catch(() => {});
-    await startRelay();
+    await serve.start();
     const again = await agentClient('builder');
     try {
       await adopted(again, termId);
@@ -141,9 +107,8 @@ describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => 
   it('an owner that never comes back: its terminal ends once the grace from its last connection ran out', async () => {
     // The agent was last connected when its client closed above; the relay dies without a word.
     const gone = Date.now();
-    relay!.kill('SIGKILL');
-    await endProcess(relay);
-    await startRelay();
+    await serve.stop('SIGKILL');
+    await serve.start();
     const listedIds = async () =>
       (
         JSON.parse((await runCli(['ls', '--json'], env)).stdout).terminals as {

@@ -1,12 +1,11 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allOf, rootAvailable } from '../support/capabilities.js';
-import { CLI_MAIN, runCli } from '../support/cli-runner.js';
-import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
+import { runCli } from '../support/cli-runner.js';
 import { waitFor } from '../support/local-daemon.js';
+import { ServeProcess } from '../support/serve-process.js';
 import { hostFor } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 
@@ -15,14 +14,10 @@ const available = allOf(sshdAvailable(), rootAvailable('a throwaway login user')
 const USER = 'ptyrelay-t52-reload';
 
 describe.skipIf(!available)('the relay re-reads its config file while it runs', { timeout: 180_000 }, () => {
-  let root: string;
+  let serve: ServeProcess;
   let sshd: SshdInstance;
-  let relay: ChildProcess | undefined;
-  let stderr = '';
-  let stdout = '';
   let env: NodeJS.ProcessEnv;
   let configFile: string;
-  const runtimeDir = () => join(root, 'run');
 
   /** Writes the config as editors do: a new file renamed over the old one. */
   const writeConfig = (config: unknown) => {
@@ -33,52 +28,34 @@ describe.skipIf(!available)('the relay re-reads its config file while it runs', 
     renameSync(tmp, configFile);
   };
   const reloads = () =>
-    stderr.split('\n').filter((l) => l.includes('config reloaded') || l.includes('config edit refused'));
+    serve.stderr
+      .split('\n')
+      .filter((l) => l.includes('config reloaded') || l.includes('config edit refused'));
   const nextReload = async (before: number) => {
     await waitFor(() => reloads().length > before, 20_000, 'the relay to re-read its config');
     return reloads()[before]!;
   };
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), 'ptr-reload-'));
-    mkdirSync(join(root, 'home', '.config', 'ptyrelay'), { recursive: true });
-    configFile = join(root, 'home', '.config', 'ptyrelay', 'config.json');
+    serve = new ServeProcess('ptr-reload-');
+    configFile = serve.configFile;
     writeConfig({ hosts: {} });
     sshd = await startSshd({ user: USER });
-    env = { ...process.env, HOME: join(root, 'home'), PTYRELAY_RUNTIME_DIR: runtimeDir() };
-    for (const k of [
-      'PTYRELAY_TOKEN',
-      'PTYRELAY_CONFIG',
-      'PTYRELAY_URL',
-      'XDG_RUNTIME_DIR',
-      'VITEST',
-      'PTYRELAY_CLIENT_ID',
-    ])
-      delete env[k];
-    relay = spawn(process.execPath, [CLI_MAIN, 'serve', '--listen', '127.0.0.1:0'], { env });
-    relay.stderr?.on('data', (d) => {
-      stderr += d;
-    });
-    relay.stdout?.on('data', (d) => {
-      stdout += d;
-    });
-    await waitFor(() => /relay listening on (ws:\S+)/.test(stderr), 60_000, 'the relay to listen');
-    env.PTYRELAY_URL = /relay listening on (ws:\S+)/.exec(stderr)![1];
+    env = serve.env;
+    await serve.start();
   });
   afterAll(async () => {
-    await endProcess(relay);
-    await killDaemonsOf(runtimeDir());
+    await serve?.cleanup();
     spawnSync('pkill', ['-KILL', '-u', USER], { stdio: 'ignore' });
     await sshd?.stop();
     spawnSync('userdel', ['-r', USER], { stdio: 'ignore' });
-    rmSync(root, { recursive: true, force: true });
   });
 
   it('says where the web page is and that the config is re-read', () => {
-    expect(stderr).toMatch(
+    expect(serve.stderr).toMatch(
       /web page: http:\/\/127\.0\.0\.1:\d+\/ {2}\(it asks for the token; or open http:\/\/\S+\/#token=\$\(cat ~\/\.config\/ptyrelay\/token\)\)/,
     );
-    expect(stderr).toContain('(config: ~/.config/ptyrelay/config.json, re-read when it changes)');
+    expect(serve.stderr).toContain('(config: ~/.config/ptyrelay/config.json, re-read when it changes)');
   });
 
   it('a host added to the file can be used at once', async () => {
@@ -87,11 +64,11 @@ describe.skipIf(!available)('the relay re-reads its config file while it runs', 
     expect(await nextReload(before)).toContain('config reloaded: hosts: added sshbox');
     // Adoption looks for this build's stub there and finds none: it never deploys one itself.
     await waitFor(
-      () => /"host":"sshbox"[^\n]*not adopted at start/.test(stdout),
+      () => /"host":"sshbox"[^\n]*not adopted at start/.test(serve.stdout),
       20_000,
       'the adoption attempt',
     );
-    expect(stdout).toMatch(/STUB_NOT_INSTALLED|no intact stub/);
+    expect(serve.stdout).toMatch(/STUB_NOT_INSTALLED|no intact stub/);
     expect(existsSync(join(sshd.userHome, '.cache', 'ptyrelay'))).toBe(false);
     const opened = await runCli(['open', 'sshbox', '--', 'sh', '-c', 'echo on-sshbox; exec sleep 60'], env);
     expect(opened.code, opened.stderr).toBe(0);
@@ -123,10 +100,10 @@ describe.skipIf(!available)('the relay re-reads its config file while it runs', 
     // The file watch sees that write as well; SIGHUP must give at least one more reload.
     await new Promise((r) => setTimeout(r, 500));
     const before = reloads().length;
-    relay!.kill('SIGHUP');
+    serve.proc!.kill('SIGHUP');
     const line = await nextReload(before);
     expect(line).toContain('config reloaded: hosts unchanged; limits changed: applies at the next restart');
-    expect(relay!.exitCode).toBeNull();
+    expect(serve.proc!.exitCode).toBeNull();
   });
 
   it('a changed host reconnects with its new settings; its terminal goes on', async () => {

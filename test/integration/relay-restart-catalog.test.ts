@@ -1,13 +1,11 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allOf, rootAvailable } from '../support/capabilities.js';
-import { CLI_MAIN, runCli } from '../support/cli-runner.js';
-import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
+import { runCli } from '../support/cli-runner.js';
 import { waitFor } from '../support/local-daemon.js';
 import { open as openWs, type TestClient } from '../support/relay-test-support.js';
+import { ServeProcess } from '../support/serve-process.js';
 import { hostFor } from '../support/ssh-fixture.js';
 import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js';
 import { browserAvailable, launchBrowser } from '../support/web-browser.js';
@@ -26,29 +24,14 @@ describe.skipIf(!available)(
   'a restarted relay knows every terminal its hosts hold',
   { timeout: 240_000 },
   () => {
-    let root: string;
+    let serve: ServeProcess;
     let sshd: SshdInstance;
-    let relay: ChildProcess | undefined;
     let env: NodeJS.ProcessEnv;
-    let url = '';
     let token = '';
     const ids: Record<string, string> = {};
-    const runtimeDir = () => join(root, 'run');
 
-    /** Starts `ptyrelay serve` (any free port); resolves once it listens. */
-    const startRelay = async () => {
-      let stderr = '';
-      relay = spawn(process.execPath, [CLI_MAIN, 'serve', '--listen', '127.0.0.1:0'], { env });
-      relay.stderr?.on('data', (d) => {
-        stderr += d;
-      });
-      relay.stdout?.resume();
-      await waitFor(() => /relay listening on (ws:\S+)/.test(stderr), 60_000, 'the relay to listen');
-      url = /relay listening on (ws:\S+)/.exec(stderr)![1]!;
-      env.PTYRELAY_URL = url;
-    };
     const overview = async (): Promise<Summary[]> => {
-      const c: TestClient = await openWs(url, { token });
+      const c: TestClient = await openWs(serve.url, { token });
       try {
         return (await c.request('web/overview')).terminals;
       } finally {
@@ -68,31 +51,13 @@ describe.skipIf(!available)(
       );
 
     beforeAll(async () => {
-      root = mkdtempSync(join(tmpdir(), 'ptr-restart-'));
-      mkdirSync(join(root, 'home', '.config', 'ptyrelay'), { recursive: true });
+      serve = new ServeProcess('ptr-restart-');
       sshd = await startSshd({ user: USER });
-      writeFileSync(
-        join(root, 'home', '.config', 'ptyrelay', 'config.json'),
-        JSON.stringify({ hosts: { sshbox: hostFor(sshd) } }),
-        { mode: 0o600 },
-      );
-      env = {
-        ...process.env,
-        HOME: join(root, 'home'),
-        PTYRELAY_RUNTIME_DIR: runtimeDir(),
-        SHELL: '/bin/bash',
-      };
-      for (const k of [
-        'PTYRELAY_TOKEN',
-        'PTYRELAY_CONFIG',
-        'PTYRELAY_URL',
-        'XDG_RUNTIME_DIR',
-        'VITEST',
-        'PTYRELAY_CLIENT_ID',
-      ])
-        delete env[k];
-      await startRelay();
-      token = readFileSync(join(root, 'home', '.config', 'ptyrelay', 'token'), 'utf8').trim();
+      writeFileSync(serve.configFile, JSON.stringify({ hosts: { sshbox: hostFor(sshd) } }), { mode: 0o600 });
+      env = serve.env;
+      env.SHELL = '/bin/bash';
+      await serve.start();
+      token = serve.token();
       const local = await runCli(['open', 'local'], env);
       expect(local.code, local.stderr).toBe(0);
       ids.local = local.stdout.trim();
@@ -104,18 +69,15 @@ describe.skipIf(!available)(
       ids.ssh = ssh.stdout.trim();
     });
     afterAll(async () => {
-      await endProcess(relay);
-      await killDaemonsOf(runtimeDir());
+      await serve?.cleanup();
       spawnSync('pkill', ['-KILL', '-u', USER], { stdio: 'ignore' });
       await sshd?.stop();
       spawnSync('userdel', ['-r', USER], { stdio: 'ignore' });
-      rmSync(root, { recursive: true, force: true });
     });
 
     it('after SIGKILL: the overview, ls and the AHP catalog list them, unclaimed, with the last command', async () => {
-      relay!.kill('SIGKILL');
-      await endProcess(relay);
-      await startRelay();
+      await serve.stop('SIGKILL');
+      await serve.start();
       const list = await published();
       const local = list.find((t) => t.id === ids.local)!;
       expect(local.owner).toBe('unclaimed');
@@ -133,7 +95,7 @@ describe.skipIf(!available)(
       expect(rows.map((t) => t.id).sort()).toEqual([ids.local, ids.ssh].sort());
       expect(rows.every((t) => t.owner === undefined)).toBe(true);
 
-      const ahp = await openWs(url, { token });
+      const ahp = await openWs(serve.url, { token });
       try {
         const init = await ahp.request('initialize', {
           protocolVersions: ['0.1.0'],
@@ -154,7 +116,7 @@ describe.skipIf(!available)(
       const browser = await launchBrowser();
       try {
         const page = await browser.page();
-        await page.goto(`${url.replace('ws:', 'http:')}/#token=${token}`);
+        await page.goto(`${serve.httpUrl}/#token=${token}`);
         const row = page.locator(`.term-row[data-id="${ids.local}"]`);
         await row.waitFor({ timeout: 15_000 });
         expect(await row.locator('.cmd code').textContent()).toBe('echo one-$((1+1))');
@@ -173,9 +135,8 @@ describe.skipIf(!available)(
     });
 
     it('after a graceful stop: the next relay publishes them again', async () => {
-      relay!.kill('SIGTERM');
-      await endProcess(relay);
-      await startRelay();
+      await serve.stop('SIGTERM');
+      await serve.start();
       const list = await published();
       expect(list.find((t) => t.id === ids.local)!.lastCommand?.commandLine).toBe('echo one-$((1+1))');
       const read = await runCli(['read', ids.ssh], env);
