@@ -6,10 +6,11 @@
 // is a comment `// long-function: <the reason>`.
 // Exits 1 with one line per offender (`file:line name N lines`); `npm run lint` runs it.
 // `node scripts/check-function-length.mjs [root]` checks another tree (the tests do).
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { productSources } from './lib/product-sources.mjs';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 const TREES = ['provider', 'agent-stub', 'relay', 'web'];
@@ -19,19 +20,7 @@ export const MAX_LINES = 80;
 const REASON = /^\s*\/\/\s*long-function:\s*\S/;
 
 /** Every .ts file of the product trees (tests, benches and generated output are not checked). */
-function sources(root) {
-  const out = [];
-  const walk = (dir) => {
-    for (const name of readdirSync(dir)) {
-      if (name === 'node_modules' || name === 'out') continue;
-      const p = join(dir, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (p.endsWith('.ts') && !p.endsWith('.d.ts')) out.push(relative(root, p));
-    }
-  };
-  for (const t of TREES) if (existsSync(join(root, t))) walk(join(root, t));
-  return out.sort();
-}
+const sources = (root) => productSources(root, TREES);
 
 function isFunction(node) {
   return (

@@ -5,28 +5,17 @@
 //   - no folder imports a folder that imports it back (a folder circle);
 //   - no import reaches a folder of a higher layer, or of the same layer (but its own folder).
 // Exits 1 with one line per problem; `npm run lint` runs it.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { productSources } from './lib/product-sources.mjs';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 const TREES = ['provider', 'agent-stub', 'relay', 'web', 'bench'];
 
 /** Every .ts file of the product trees (tests and generated output are not part of the layout). */
-function sources(root) {
-  const out = [];
-  const walk = (dir) => {
-    for (const name of readdirSync(dir)) {
-      if (name === 'node_modules' || name === 'out') continue;
-      const p = join(dir, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (p.endsWith('.ts') && !p.endsWith('.d.ts')) out.push(relative(root, p));
-    }
-  };
-  for (const t of TREES) if (existsSync(join(root, t))) walk(join(root, t));
-  return out.sort();
-}
+const sources = (root) => productSources(root, TREES);
 
 /** The product files `file` imports (relative specifiers only: packages are not layers). */
 function importsOf(root, file, known) {
