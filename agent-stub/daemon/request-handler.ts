@@ -161,7 +161,7 @@ export class StubRequestHandler {
         return this.shutdownRequest(check(stubParamsSchemas[method], raw, method));
       case 'signal': {
         const p = check(stubParamsSchemas[method], raw, method);
-        this.registry.get(p.id).signal(p.signal);
+        await this.registry.get(p.id).signal(p.signal);
         return { result: {} };
       }
       case 'getCwd':

@@ -39,6 +39,7 @@ import {
 import type { ScreenModelHost } from './screen-model.js';
 import type { SessionLaunch } from './session-launch.js';
 import { SessionModel } from './session-model.js';
+import { signalTaken } from './signal-delivery.js';
 
 /** A partial escape sequence held by the scanner is released after this long without more output. */
 const SCANNER_FLUSH_MS = 25;
@@ -280,11 +281,15 @@ export class PtySession {
     this.model.resize(this.ring.head, cols, rows);
   }
 
-  /** Signal the foreground process group (what Ctrl-C would reach), not just the shell. */
-  signal(name: string): void {
+  /**
+   * Signal the foreground process group (what Ctrl-C would reach), not just the shell. Resolves
+   * once the signal was taken (signal-delivery.ts): input written after it cannot reach a program
+   * that the signal was about to stop.
+   */
+  async signal(name: string): Promise<void> {
     const num = signalNumber(name);
     if (!this.alive) throw new PtyRelayError('SESSION_EXITED', `${this.id} has exited`);
-    signalForeground(this.pid, num);
+    await signalTaken(signalForeground(this.pid, num), num);
   }
 
   /** The model's screen and scrollback; a model that dropped its scrollback rebuilds it from the log first. */

@@ -1,9 +1,11 @@
 import { expect, it } from 'vitest';
+import { readProcStat } from '../../agent-stub/session/proc-info.js';
 import type { AgentSendResult, IPtyProvider } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import type { AgentOwner } from '../../relay/agents/agent-owner.js';
 import { TerminalToolService } from '../../relay/agents/terminal-tool-service.js';
 import { python3Available } from './capabilities.js';
+import { waitFor } from './local-daemon.js';
 
 /** What the end-reason suite runs against: one provider serving `host`. */
 export interface AgentTarget {
@@ -315,6 +317,47 @@ export function endReasonSuite(target: () => AgentTarget): void {
       expect(page.truncated).toBe(true);
       expect(Buffer.byteLength(page.lines.join('\n'), 'utf8')).toBeLessThanOrEqual(256 * 1024);
       expect(page.lines.length).toBeGreaterThan(2000);
+      await service.close(owner, id);
+    },
+  );
+
+  withPython(
+    'a command typed right after SIGINT reaches the shell, not the interrupted program',
+    async () => {
+      const id = await open();
+      // python3 under a shell without job control (which would take the terminal back when
+      // python3 is stopped) that traps INT, so only python3 dies of it.
+      const py = await send(
+        id,
+        `sh -c "trap : INT; python3 -c 'import os; print(\\"pid=%d\\" % os.getpid(), flush=True); input()'; echo inner-\\$?"`,
+      );
+      expect(py).toMatchObject({ reason: 'stdin_read', awaiting: 'program' });
+      const pid = Number(/^pid=(\d+)$/m.exec(py.output)?.[1]);
+      expect(pid).toBeGreaterThan(0);
+      // Stopped, python3 cannot take the SIGINT: it stays pending, as for a program the scheduler
+      // has not run yet on a loaded machine, where Linux's tty read then hands the program the
+      // input typed meanwhile before it looks at the signal (the program read the next command
+      // and died with it). The signal's answer waits until the signal was taken.
+      process.kill(pid, 'SIGSTOP');
+      // Stopped before the SIGINT comes (a SIGINT pending with the SIGSTOP is taken first).
+      await waitFor(() => readProcStat(pid)?.state === 'T', 10_000, 'python3 stopped');
+      const resumeAfterMs = 500;
+      const resume = setTimeout(() => process.kill(pid, 'SIGCONT'), resumeAfterMs);
+      const t0 = Date.now();
+      try {
+        await service.signal(owner, id, 'INT');
+      } finally {
+        clearTimeout(resume);
+        if (readProcStat(pid)?.state === 'T') process.kill(pid, 'SIGCONT');
+      }
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(resumeAfterMs - 50);
+      const r = await send(id, 'echo typed-$((6*7))');
+      expect(r).toMatchObject({ reason: 'stdin_read', exitCode: 0, awaiting: 'prompt' });
+      expect(r.output).toMatch(/^typed-42$/m);
+      // python3 died of the SIGINT (the inner shell saw 130), without reading the command.
+      const lines = (await service.read(owner, id, { count: 20 })).lines;
+      expect(lines).toContain('KeyboardInterrupt');
+      expect(lines).toContain('inner-130');
       await service.close(owner, id);
     },
   );
