@@ -1,5 +1,7 @@
 import type { HostUnavailable } from '../../provider/client/relay-protocol.js';
 import type {
+  AgentCommandsOptions,
+  AgentCommandsResult,
   AgentReadOptions,
   AgentReadResult,
   AgentSendResult,
@@ -339,6 +341,14 @@ export class TerminalToolService {
   async read(owner: AgentOwner, id: string, o: AgentReadOptions = {}): Promise<AgentReadResult> {
     const t = this.owned(owner, id);
     return t.provider.agentRead!(t.info.providerId, o);
+  }
+
+  /** The commands the terminal's shell ran, newest first (shell integration: bash, zsh). */
+  async commands(owner: AgentOwner, id: string, o: AgentCommandsOptions = {}): Promise<AgentCommandsResult> {
+    const t = this.owned(owner, id);
+    if (!t.provider.commands)
+      throw new PtyRelayError('INVALID_ARGUMENT', `host ${t.info.host} keeps no command records`, { id });
+    return t.provider.commands(t.info.providerId, o);
   }
 
   /** A real signal to the foreground process group (default SIGINT: what Ctrl-C would do). */

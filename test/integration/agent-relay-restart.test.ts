@@ -6,6 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RelayClient } from '../../provider/client/relay-client.js';
 import { CLI_MAIN, runCli } from '../support/cli-runner.js';
 import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
 import { waitFor } from '../support/local-daemon.js';
@@ -16,65 +17,90 @@ const GRACE_MS = 6000;
 // biome-ignore lint/suspicious/noExplicitAny: structured tool results, checked field by field
 type Structured = any;
 
-describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => {
-  let root: string;
+/**
+ * A real `ptyrelay serve` in a throwaway HOME (the local host, an owner grace of GRACE_MS), which
+ * a test can kill and start again, and MCP clients of named agents over its HTTP endpoint.
+ */
+function restartableRelay(prefix: string) {
+  let root = '';
   let relay: ChildProcess | undefined;
-  let env: NodeJS.ProcessEnv;
-  let httpUrl = '';
-  let token = '';
-  const runtimeDir = () => join(root, 'run');
-
-  const startRelay = async () => {
-    let stderr = '';
-    relay = spawn(process.execPath, [CLI_MAIN, 'serve', '--listen', '127.0.0.1:0'], { env });
-    relay.stderr?.on('data', (d) => {
-      stderr += d;
-    });
-    relay.stdout?.resume();
-    await waitFor(() => /relay listening on (ws:\S+)/.test(stderr), 60_000, 'the relay to listen');
-    env.PTYRELAY_URL = /relay listening on (ws:\S+)/.exec(stderr)![1]!;
-    httpUrl = env.PTYRELAY_URL.replace('ws:', 'http:');
-    token ||= readFileSync(join(root, 'home', '.config', 'ptyrelay', 'token'), 'utf8').trim();
+  const f = {
+    env: {} as NodeJS.ProcessEnv,
+    httpUrl: '',
+    token: '',
+    runtimeDir: () => join(root, 'run'),
+    async setUp() {
+      root = mkdtempSync(join(tmpdir(), prefix));
+      mkdirSync(join(root, 'home', '.config', 'ptyrelay'), { recursive: true });
+      writeFileSync(
+        join(root, 'home', '.config', 'ptyrelay', 'config.json'),
+        JSON.stringify({ agents: { ownerGraceMs: GRACE_MS } }),
+      );
+      f.env = { ...process.env, HOME: join(root, 'home'), PTYRELAY_RUNTIME_DIR: f.runtimeDir() };
+      for (const k of [
+        'PTYRELAY_TOKEN',
+        'PTYRELAY_CONFIG',
+        'PTYRELAY_URL',
+        'XDG_RUNTIME_DIR',
+        'VITEST',
+        'PTYRELAY_CLIENT_ID',
+      ])
+        delete f.env[k];
+      await f.start();
+    },
+    async start() {
+      let stderr = '';
+      relay = spawn(process.execPath, [CLI_MAIN, 'serve', '--listen', '127.0.0.1:0'], { env: f.env });
+      relay.stderr?.on('data', (d) => {
+        stderr += d;
+      });
+      relay.stdout?.resume();
+      await waitFor(() => /relay listening on (ws:\S+)/.test(stderr), 60_000, 'the relay to listen');
+      f.env.PTYRELAY_URL = /relay listening on (ws:\S+)/.exec(stderr)![1]!;
+      f.httpUrl = f.env.PTYRELAY_URL.replace('ws:', 'http:');
+      f.token ||= readFileSync(join(root, 'home', '.config', 'ptyrelay', 'token'), 'utf8').trim();
+    },
+    /** Ends the relay (`signal`: SIGKILL or SIGTERM) and waits until it is gone. */
+    async stop(signal: NodeJS.Signals) {
+      relay?.kill(signal);
+      await endProcess(relay);
+    },
+    async tearDown() {
+      await endProcess(relay);
+      if (root) {
+        await killDaemonsOf(f.runtimeDir());
+        rmSync(root, { recursive: true, force: true });
+      }
+    },
+    /** An MCP client of the agent named `agent`, over the relay's HTTP endpoint. */
+    async agentClient(agent: string) {
+      const c = new Client({ name: 'restart-test', version: '1.0.0' });
+      const headers = { authorization: `Bearer ${f.token}`, 'x-ptyrelay-agent': agent };
+      await c.connect(
+        new StreamableHTTPClientTransport(new URL(`${f.httpUrl}/mcp`), { requestInit: { headers } }),
+      );
+      return c;
+    },
+    /** The agent's terminals once the new relay adopted them from the host. */
+    adopted: (c: Client, id: string) =>
+      waitFor(async () => (await listed(c)).find((t) => t.id === id), 15_000, `${id} to be adopted`),
   };
-  /** An MCP client of the agent named `agent`, over the relay's HTTP endpoint. */
-  const agentClient = async (agent: string) => {
-    const c = new Client({ name: 'restart-test', version: '1.0.0' });
-    const headers = { authorization: `Bearer ${token}`, 'x-ptyrelay-agent': agent };
-    await c.connect(
-      new StreamableHTTPClientTransport(new URL(`${httpUrl}/mcp`), { requestInit: { headers } }),
-    );
-    return c;
-  };
-  const call = async (c: Client, name: string, args: Record<string, unknown> = {}) =>
-    (await c.callTool({ name, arguments: args })) as CallToolResult;
-  const listed = async (c: Client): Promise<{ id: string; providerId: string }[]> =>
-    ((await call(c, 'terminal_list')).structuredContent as Structured).terminals;
-  /** The agent's terminals once the new relay adopted them from the host. */
-  const adopted = (c: Client, id: string) =>
-    waitFor(async () => (await listed(c)).find((t) => t.id === id), 15_000, `${id} to be adopted`);
+  return f;
+}
 
+const call = async (c: Client, name: string, args: Record<string, unknown> = {}) =>
+  (await c.callTool({ name, arguments: args })) as CallToolResult;
+const listed = async (c: Client): Promise<{ id: string; providerId: string }[]> =>
+  ((await call(c, 'terminal_list')).structuredContent as Structured).terminals;
+
+describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => {
+  const fx = restartableRelay('ptr-agent-restart-');
   let termId = '';
   let providerId = '';
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), 'ptr-agent-restart-'));
-    mkdirSync(join(root, 'home', '.config', 'ptyrelay'), { recursive: true });
-    writeFileSync(
-      join(root, 'home', '.config', 'ptyrelay', 'config.json'),
-      JSON.stringify({ agents: { ownerGraceMs: GRACE_MS } }),
-    );
-    env = { ...process.env, HOME: join(root, 'home'), PTYRELAY_RUNTIME_DIR: runtimeDir() };
-    for (const k of [
-      'PTYRELAY_TOKEN',
-      'PTYRELAY_CONFIG',
-      'PTYRELAY_URL',
-      'XDG_RUNTIME_DIR',
-      'VITEST',
-      'PTYRELAY_CLIENT_ID',
-    ])
-      delete env[k];
-    await startRelay();
-    const c = await agentClient('builder');
+    await fx.setUp();
+    const c = await fx.agentClient('builder');
     try {
       const opened = await call(c, 'terminal_open', { host: 'local', command: 'bash' });
       expect(opened.isError, JSON.stringify(opened.content)).toBeFalsy();
@@ -86,19 +112,14 @@ describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => 
       await c.close();
     }
   });
-  afterAll(async () => {
-    await endProcess(relay);
-    await killDaemonsOf(runtimeDir());
-    rmSync(root, { recursive: true, force: true });
-  });
+  afterAll(() => fx.tearDown());
 
   it('after SIGKILL the agent finds its terminal under the same id, with its output, and drives it', async () => {
-    relay!.kill('SIGKILL');
-    await endProcess(relay);
-    await startRelay();
-    const c = await agentClient('builder');
+    await fx.stop('SIGKILL');
+    await fx.start();
+    const c = await fx.agentClient('builder');
     try {
-      const t = await adopted(c, termId);
+      const t = await fx.adopted(c, termId);
       expect(t.providerId).toBe(providerId);
       const read = await call(c, 'terminal_read', { id: termId });
       expect((read.structuredContent as Structured).text ?? JSON.stringify(read.content)).toContain(
@@ -107,14 +128,14 @@ describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => 
       const sent = await call(c, 'terminal_send', { id: termId, text: 'echo again-$((3*3))' });
       expect((sent.structuredContent as Structured).output).toMatch(/^again-9$/m);
       // Another agent does not get it.
-      const other = await agentClient('someone-else');
+      const other = await fx.agentClient('someone-else');
       try {
         expect((await listed(other)).some((x) => x.providerId === providerId)).toBe(false);
       } finally {
         await other.close();
       }
       // The catalog shows it claimed by its owner, not as unclaimed.
-      const ls = JSON.parse((await runCli(['ls', '--json'], env)).stdout).terminals;
+      const ls = JSON.parse((await runCli(['ls', '--json'], fx.env)).stdout).terminals;
       expect(ls.find((x: { id: string }) => x.id === providerId)?.owner).toBe('session:agent:builder');
     } finally {
       await c.close();
@@ -122,15 +143,14 @@ describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => 
   });
 
   it('after a graceful stop (the agent connected) the next relay gives it back too', async () => {
-    const c = await agentClient('builder');
-    await adopted(c, termId);
-    relay!.kill('SIGTERM');
-    await endProcess(relay);
+    const c = await fx.agentClient('builder');
+    await fx.adopted(c, termId);
+    await fx.stop('SIGTERM');
     await c.close().catch(() => {});
-    await startRelay();
-    const again = await agentClient('builder');
+    await fx.start();
+    const again = await fx.agentClient('builder');
     try {
-      await adopted(again, termId);
+      await fx.adopted(again, termId);
       const sent = await call(again, 'terminal_send', { id: termId, text: 'echo back' });
       expect((sent.structuredContent as Structured).output).toMatch(/^back$/m);
     } finally {
@@ -141,12 +161,11 @@ describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => 
   it('an owner that never comes back: its terminal ends once the grace from its last connection ran out', async () => {
     // The agent was last connected when its client closed above; the relay dies without a word.
     const gone = Date.now();
-    relay!.kill('SIGKILL');
-    await endProcess(relay);
-    await startRelay();
+    await fx.stop('SIGKILL');
+    await fx.start();
     const listedIds = async () =>
       (
-        JSON.parse((await runCli(['ls', '--json'], env)).stdout).terminals as {
+        JSON.parse((await runCli(['ls', '--json'], fx.env)).stdout).terminals as {
           id: string;
           exited?: unknown;
         }[]
@@ -161,5 +180,75 @@ describe('agent terminals survive a relay restart', { timeout: 180_000 }, () => 
     );
     // Not before the grace counted from the owner's last connection (not from this relay's start).
     expect(Date.now() - gone).toBeGreaterThanOrEqual(GRACE_MS - 2000);
+  });
+});
+
+describe('command records survive a relay restart', { timeout: 180_000 }, () => {
+  const fx = restartableRelay('ptr-agent-commands-');
+  let termId = '';
+  let providerId = '';
+
+  /**
+   * The terminal's command records three ways: the MCP tool (with each command's output read by
+   * its id), `ptyrelay commands`, and the relay API's `commands`.
+   */
+  const commandViews = async (c: Client) => {
+    const mcp = (await call(c, 'terminal_commands', { id: termId })).structuredContent as Structured;
+    const outputs: Record<string, string[]> = {};
+    for (const cmd of mcp.commands) {
+      const read = await call(c, 'terminal_read', { id: termId, command: cmd.id });
+      outputs[cmd.id] = (read.structuredContent as Structured).lines;
+    }
+    const cli = await runCli(['commands', providerId, '--json'], fx.env);
+    expect(cli.code, cli.stderr).toBe(0);
+    const api = new RelayClient({ url: fx.env.PTYRELAY_URL!, token: fx.token });
+    try {
+      return { mcp, outputs, cli: JSON.parse(cli.stdout), api: await api.commands(providerId) };
+    } finally {
+      await api.dispose();
+    }
+  };
+
+  beforeAll(() => fx.setUp());
+  afterAll(() => fx.tearDown());
+
+  it('three commands (one failing) through MCP, `ptyrelay commands` and the relay API; after SIGKILL the same ids and outputs', async () => {
+    const c = await fx.agentClient('recorder');
+    let before: Awaited<ReturnType<typeof commandViews>>;
+    try {
+      const opened = await call(c, 'terminal_open', { host: 'local', command: 'bash' });
+      expect(opened.isError, JSON.stringify(opened.content)).toBeFalsy();
+      termId = (opened.structuredContent as Structured).id;
+      providerId = (await listed(c)).find((t) => t.id === termId)!.providerId;
+      for (const text of ['echo agent-$((2+3))', 'echo failing; false', `printf 'x\\ny\\n'`])
+        await call(c, 'terminal_send', { id: termId, text });
+      before = await commandViews(c);
+    } finally {
+      await c.close();
+    }
+    const { mcp, outputs, cli, api } = before;
+    expect(mcp).toMatchObject({ available: true, total: 3 });
+    expect(mcp.commands.map((x: Structured) => [x.id, x.commandLine, x.exitCode])).toEqual([
+      ['c3', `printf 'x\\ny\\n'`, 0],
+      ['c2', 'echo failing; false', 1],
+      ['c1', 'echo agent-$((2+3))', 0],
+    ]);
+    expect(outputs).toEqual({ c1: ['agent-5'], c2: ['failing'], c3: ['x', 'y'] });
+    expect(cli).toEqual({ id: providerId, ...mcp });
+    expect(api).toEqual(mcp);
+
+    await fx.stop('SIGKILL');
+    await fx.start();
+    const again = await fx.agentClient('recorder');
+    try {
+      await fx.adopted(again, termId);
+      // The stub kept the records: a new relay just asks, and gets the same ids, lines and outputs.
+      expect(await commandViews(again)).toEqual(before);
+      const sent = await call(again, 'terminal_send', { id: termId, text: 'echo after' });
+      expect((sent.structuredContent as Structured).commandIds).toEqual(['c4']);
+      await call(again, 'terminal_close', { id: termId });
+    } finally {
+      await again.close();
+    }
   });
 });
