@@ -345,6 +345,15 @@ export interface AgentSendResult {
   elapsedMs: number;
   /** With `stdin_read`: what the input wait is waiting for (see {@link AgentAwaiting}). */
   awaiting?: AgentAwaiting;
+  /**
+   * With `truncated` and an output log: the lines the output left out, in the log's absolute
+   * numbering (a read by `from`): `[omittedFromLine, omittedFromLine + omittedLines)`. The first of
+   * them starts before the send (its prompt) when the send began mid-line.
+   */
+  omittedFromLine?: number;
+  omittedLines?: number;
+  /** Ids of the commands that started during the send (shell integration), oldest first. */
+  commandIds?: string[];
 }
 
 export interface AgentReadOptions {
@@ -358,6 +367,51 @@ export interface AgentReadOptions {
   from?: number;
   /** Lines wanted (default 500); the byte bound may return fewer. */
   count?: number;
+  /**
+   * A command's output (its id from `commands`, e.g. `c3`), from the output log: the page is
+   * limited to that output, runs forward from `from` (default: the command's first line) in
+   * absolute line numbers, and its `totalLines` is the command's end line. Excludes `offset`.
+   */
+  command?: string;
+}
+
+/**
+ * A command the terminal's shell ran, as shell integration reported it (bash, zsh), kept by the
+ * stub for the terminal's life. Its output is the log lines `[lineBegin, lineEnd)` (absolute, as
+ * a read by `from`), exactly the bytes between the command's start and end markers.
+ */
+export interface AgentCommand {
+  /** `c1`, `c2`, … per terminal, in the order the commands started. */
+  id: string;
+  /** The command line as the shell's history has it (`''` when it did not enter the history). */
+  commandLine: string;
+  /** The shell's working directory when the command started. */
+  cwd?: string;
+  /** When it started (epoch ms). */
+  startedAt: number;
+  /** Still running (its end marker has not come). */
+  running: boolean;
+  /** How long it ran (ms), once finished. */
+  durationMs?: number;
+  /** Its exit code, once finished (absent when the shell went away before reporting one). */
+  exitCode?: number;
+  /** Its output's lines in the log; absent without a log. While it runs, `lineEnd` is the lines so far. */
+  lineBegin?: number;
+  lineEnd?: number;
+}
+
+export interface AgentCommandsOptions {
+  /** Newest records wanted (default 100). */
+  count?: number;
+}
+
+export interface AgentCommandsResult {
+  /** Shell integration reports commands in this terminal (bash, zsh); without it there are none. */
+  available: boolean;
+  /** Newest first. */
+  commands: AgentCommand[];
+  /** Commands recorded so far (the ids run `c1` … `c<total>`); the oldest may have been dropped. */
+  total: number;
 }
 
 export interface AgentReadResult {
@@ -374,6 +428,8 @@ export interface AgentReadResult {
   logLines?: number;
   /** The oldest line the log still holds whole (older segments were dropped at its cap). */
   historyStartLine?: number;
+  /** With `command`: that command's record. */
+  command?: AgentCommand;
 }
 
 export interface IPtyProvider {
@@ -434,6 +490,8 @@ export interface IPtyProvider {
   agentSend?(id: string, data: string, opts: AgentSendOptions): Promise<AgentSendResult>;
   /** A page of the terminal's retained text as plain lines. Never waits behind a send. */
   agentRead?(id: string, opts?: AgentReadOptions): Promise<AgentReadResult>;
+  /** The commands the terminal's shell ran (shell integration), newest first. */
+  commands?(id: string, opts?: AgentCommandsOptions): Promise<AgentCommandsResult>;
   /**
    * The owners of these agent terminals were connected at `seenAt` (PtySpawnOptions.agent):
    * their daemons keep it, so the owner-gone grace counts from there across relay restarts.

@@ -161,7 +161,7 @@ export class StubRequestHandler {
         return this.shutdownRequest(check(stubParamsSchemas[method], raw, method));
       case 'signal': {
         const p = check(stubParamsSchemas[method], raw, method);
-        this.registry.get(p.id).signal(p.signal);
+        await this.registry.get(p.id).signal(p.signal);
         return { result: {} };
       }
       case 'getCwd':
@@ -193,6 +193,7 @@ export class StubRequestHandler {
       }
       case 'agentSend':
       case 'agentRead':
+      case 'commands':
         return this.agentRequest(method, raw);
       case 'readHistory': {
         const q = check(stubParamsSchemas[method], raw, method);
@@ -261,12 +262,19 @@ export class StubRequestHandler {
     return { result: {} };
   }
 
-  /** An agent send or read (AgentRequests), when this daemon serves them. */
-  private async agentRequest(method: 'agentSend' | 'agentRead', raw: unknown): Promise<HandlerOutput> {
+  /** An agent send, read or command listing (AgentRequests), when this daemon serves them. */
+  private async agentRequest(
+    method: 'agentSend' | 'agentRead' | 'commands',
+    raw: unknown,
+  ): Promise<HandlerOutput> {
     if (!this.agent) throw new PtyRelayError('INVALID_ARGUMENT', `${method} is not enabled in this daemon`);
     if (method === 'agentSend') {
       const p = check(stubParamsSchemas.agentSend, raw, method);
       return { result: await this.agent.send(this.registry.get(p.id), p) };
+    }
+    if (method === 'commands') {
+      const p = check(stubParamsSchemas.commands, raw, method);
+      return { result: this.agent.commands(this.registry.get(p.id), p) };
     }
     const p = check(stubParamsSchemas.agentRead, raw, method);
     return { result: await this.agent.read(this.registry.get(p.id), p) };

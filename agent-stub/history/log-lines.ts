@@ -31,21 +31,38 @@ export interface LogLineSource {
 }
 
 /**
+ * Part of a log a read is limited to (a command's output): the bytes `[fromSeq, toSeq)`, which are
+ * the lines `[lineBegin, lineEnd)` (the first and last of them may hold bytes outside it: those
+ * are left out).
+ */
+export interface LogByteRange {
+  fromSeq: number;
+  toSeq: number;
+  lineBegin: number;
+  lineEnd: number;
+}
+
+/**
  * The lines `[from, from + count)` of a log as plain text (escape sequences and controls handled
  * as in a send's output, plain-text.ts), at most `maxBytes` (the newest lines of the page are
  * left for the next page; a single longer line keeps its first bytes). A `from` older than the log
- * holds starts the page at `historyStartLine`. Undefined when a segment was dropped during the
- * read (the caller asks again).
+ * holds starts the page at `historyStartLine`. With `range`, only its bytes are read (lines
+ * outside it are not returned). Undefined when a segment was dropped during the read (the caller
+ * asks again).
  */
 export async function readLogLines(
   log: LogLineSource,
   from: number,
   count: number,
   maxBytes: number,
+  range?: LogByteRange,
 ): Promise<LogLinePage | undefined> {
   const v = log.lines();
   const totalLines = v.index.lfCount + (v.index.atLineStart ? 0 : 1);
-  const begin = Math.min(Math.max(from, v.firstLine), totalLines);
+  const lastLine = range ? Math.min(range.lineEnd, totalLines) : totalLines;
+  const head = range ? Math.min(range.toSeq, v.head) : v.head;
+  const skipTo = range?.fromSeq ?? 0;
+  const begin = Math.min(Math.max(from, v.firstLine, range?.lineBegin ?? 0), lastLine);
   const page: LogLinePage = {
     lines: [],
     lineBegin: begin,
@@ -54,7 +71,7 @@ export async function readLogLines(
     historyStartLine: Math.min(v.firstLine, totalLines),
     truncated: false,
   };
-  if (begin >= totalLines || count === 0) return page;
+  if (begin >= lastLine || count === 0) return page;
   const mark = v.index.markAtOrBefore(begin);
   let line = mark && mark.seq >= v.start ? mark.line : v.lineAtStart;
   let pos = mark && mark.seq >= v.start ? mark.seq : v.start;
@@ -76,14 +93,14 @@ export async function readLogLines(
     return page.lines.length < count;
   };
   let more = true;
-  while (more && pos < v.head) {
+  while (more && pos < head) {
     if (raw >= LOG_PAGE_RAW_BYTES) {
       page.truncated = true;
       if (page.lines.length === 0 && cur.length > 0) emit();
       more = false;
       break;
     }
-    const end = Math.min(v.head, pos + READ_STEP_BYTES);
+    const end = Math.min(head, pos + READ_STEP_BYTES);
     const chunk = await log.read(pos, end);
     if (!chunk) return undefined;
     raw += chunk.length;
@@ -91,7 +108,8 @@ export async function readLogLines(
     while (more && i < chunk.length) {
       const lf = chunk.indexOf(LF, i);
       const wanted = line >= begin;
-      if (wanted) cur.push(chunk.subarray(i, lf < 0 ? chunk.length : lf));
+      // Bytes of the range's first line before the range are not part of it.
+      if (wanted) cur.push(chunk.subarray(Math.max(i, skipTo - pos), lf < 0 ? chunk.length : lf));
       if (lf < 0) break;
       if (wanted) more = emit();
       line++;
@@ -99,8 +117,8 @@ export async function readLogLines(
     }
     pos = end;
   }
-  // The unterminated newest line.
-  if (more && pos >= v.head && line >= begin && line < totalLines) emit();
+  // The unterminated newest line (or the range's last line, cut where the range ends).
+  if (more && pos >= head && line >= begin && line < lastLine) emit();
   page.lineEnd = begin + page.lines.length;
   return page;
 }

@@ -1,3 +1,4 @@
+import type { LinePosition } from './command-records.js';
 import { OutputRing } from './output-ring.js';
 import type { SessionLog } from './session-log.js';
 
@@ -69,6 +70,13 @@ export class OutputHistory {
   /** Bytes a replay can reach back at most: what bounds unacknowledged output (credit). */
   get replayCapacity(): number {
     return this.logging ? this.limits.logBytes : this.ring.capacity;
+  }
+
+  /** The line the next byte belongs to, by the log's line index; undefined without a healthy log. */
+  linePosition(): LinePosition | undefined {
+    if (!this.logging) return undefined;
+    const { index } = (this.log as SessionLog).lines();
+    return { line: index.lfCount, atLineStart: index.atLineStart };
   }
 
   /** True when every byte of `[from, head)` can be replayed. */

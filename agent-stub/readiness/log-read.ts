@@ -1,6 +1,7 @@
 import type { AgentReadResult } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { readLogLines } from '../history/log-lines.js';
+import { type CommandRecord, describeCommand, type OutputPoint } from '../history/command-records.js';
+import { type LogByteRange, readLogLines } from '../history/log-lines.js';
 import type { SessionLog } from '../history/session-log.js';
 
 /** A page is read again this often when the log drops a segment under it (a flood). */
@@ -17,9 +18,10 @@ export async function readLogPage(
   from: number,
   count: number,
   maxBytes: number,
+  range?: LogByteRange,
 ): Promise<AgentReadResult> {
   for (let i = 0; i < READ_ATTEMPTS && log?.healthy; i++) {
-    const page = await readLogLines(log, from, count, maxBytes);
+    const page = await readLogLines(log, from, count, maxBytes, range);
     if (page) return { ...page, logLines: page.totalLines };
   }
   if (!log?.healthy)
@@ -43,4 +45,30 @@ export function logExtent(
     logLines: v.index.lfCount + (v.index.atLineStart ? 0 : 1),
     historyStartLine: v.firstLine,
   };
+}
+
+/**
+ * A page of one command's output (`agentRead` by `command`): the log's bytes between the
+ * command's start and end (its output so far while it runs, `head`), from line `from` (default:
+ * its first line). `totalLines` is the command's end line, so the last page has `lineEnd ==
+ * totalLines`; `logLines` stays the log's.
+ */
+export async function readCommandPage(
+  id: string,
+  log: SessionLog | undefined,
+  rec: CommandRecord,
+  head: OutputPoint,
+  page: { from?: number; count: number; maxBytes: number },
+): Promise<AgentReadResult> {
+  const command = describeCommand(rec, head);
+  const { lineBegin, lineEnd } = command;
+  if (lineBegin === undefined || lineEnd === undefined)
+    throw new PtyRelayError(
+      'INVALID_ARGUMENT',
+      `${id} kept no output log when ${rec.id} ran: its output cannot be read by command`,
+      { id },
+    );
+  const range = { fromSeq: rec.start.seq, toSeq: (rec.end ?? head).seq, lineBegin, lineEnd };
+  const r = await readLogPage(id, log, page.from ?? lineBegin, page.count, page.maxBytes, range);
+  return { ...r, totalLines: lineEnd, command };
 }

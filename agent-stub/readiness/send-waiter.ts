@@ -1,24 +1,12 @@
 import type { AgentAwaiting, AgentEndReason, AgentSendResult, PtyExitInfo } from '../../provider/contract.js';
 import type { ReadinessConfig } from '../../provider/readiness-config.js';
-import type { OutputRing } from '../history/output-ring.js';
-import { utf8Tail, vtToPlainText } from '../history/plain-text.js';
 import { readProcStat } from '../session/proc-info.js';
 import type { SessionWatcher } from '../session/pty-session.js';
 import { awaitingOf, needsModes } from './awaiting.js';
 import { atShellPrompt, endReason, type SendObservation } from './end-rules.js';
+import { type SendHistory, sendOutputFromHistory } from './send-output.js';
 import { readTtyModes } from './termios-reader.js';
 import { newWaits, probeSupported, probeTty } from './tty-wait-probe.js';
-
-/** Raw output rendered for a send's result, as a multiple of the byte bound (escapes take room). */
-const RAW_WINDOW_FACTOR = 4;
-const NEWLINE = 0x0a;
-
-/** What a send reads its output from (OutputHistory). */
-export interface SendHistory {
-  readonly start: number;
-  readonly head: number;
-  read(from: number, to?: number): Promise<Buffer | undefined>;
-}
 
 /** What a send needs of a PtySession. */
 export interface ReadinessSession {
@@ -31,6 +19,8 @@ export interface ReadinessSession {
   readonly atPrompt: boolean;
   /** Exit code of the last command that finished, until the next one starts. */
   readonly lastExitCode: number | undefined;
+  /** The commands shell integration reported (their ids go into the result). */
+  readonly commands?: { startedSince(seq: number): string[] };
   write(data: Uint8Array): void;
   watch(w: SessionWatcher): () => void;
 }
@@ -39,44 +29,6 @@ export interface SendRequest {
   data: string;
   timeoutMs: number;
   idleMs?: number;
-}
-
-/**
- * The output `[fromSeq, head)` as plain text, its newest `maxBytes` bytes. The raw bytes rendered
- * are bounded too; a window that starts inside the output begins after a newline so that it does
- * not start inside an escape sequence.
- */
-export function sendOutput(
-  ring: OutputRing,
-  fromSeq: number,
-  maxBytes: number,
-): { output: string; truncated: boolean } {
-  const from = Math.max(fromSeq, ring.start, ring.head - RAW_WINDOW_FACTOR * maxBytes);
-  return renderSendOutput(ring.slice(from) ?? Buffer.alloc(0), from > fromSeq, maxBytes);
-}
-
-/** {@link sendOutput} from the session's history (the log reaches further back than the RAM tail). */
-export async function sendOutputFromHistory(
-  history: SendHistory,
-  fromSeq: number,
-  maxBytes: number,
-): Promise<{ output: string; truncated: boolean }> {
-  const from = Math.max(fromSeq, history.start, history.head - RAW_WINDOW_FACTOR * maxBytes);
-  return renderSendOutput((await history.read(from)) ?? Buffer.alloc(0), from > fromSeq, maxBytes);
-}
-
-function renderSendOutput(
-  raw: Buffer,
-  cutStart: boolean,
-  maxBytes: number,
-): { output: string; truncated: boolean } {
-  let text = raw;
-  if (cutStart) {
-    const nl = text.indexOf(NEWLINE);
-    text = nl >= 0 ? text.subarray(nl + 1) : text;
-  }
-  const tail = utf8Tail(vtToPlainText(text), maxBytes);
-  return { output: tail.text, truncated: cutStart || tail.truncated };
 }
 
 /**
@@ -119,6 +71,8 @@ class SendWait {
   /** Waits for tty input that existed before the write: pid → its voluntary context switches then. */
   private readonly before = new Map<number, number>();
   private readonly startSeq: number;
+  /** The log line the send's first byte belongs to (undefined without a log). */
+  private readonly startLine: number | undefined;
   private readonly idleMs: number;
   private promptSeen: boolean;
   private exitCode: number | undefined;
@@ -145,6 +99,7 @@ class SendWait {
       for (const w of probeTty(s.pid, this.tty)?.waits ?? []) this.before.set(w.pid, w.switches);
     }
     this.startSeq = s.history.head;
+    this.startLine = s.history.linePosition?.()?.line;
     this.idleMs = req.idleMs ?? cfg.inferredIdleMs;
     this.promptSeen = this.typed ? false : s.atPrompt;
     // Not `atPrompt` alone: bash writes a command's end and its next prompt in two writes, and a
@@ -249,11 +204,12 @@ class SendWait {
           ? this.exitCode
           : undefined;
     const elapsedMs = Date.now() - this.startedAt;
+    const commandIds = this.s.commands?.startedSince(this.startSeq) ?? [];
     Promise.all([
-      sendOutputFromHistory(this.s.history, this.startSeq, this.cfg.maxReadBytes),
+      sendOutputFromHistory(this.s.history, this.startSeq, this.startLine, this.cfg.maxReadBytes),
       reason === 'stdin_read' ? this.awaiting(atPrompt) : undefined,
     ]).then(
-      ([{ output, truncated }, awaiting]) =>
+      ([{ output, truncated, ...omitted }, awaiting]) =>
         this.resolve({
           reason,
           output,
@@ -261,6 +217,8 @@ class SendWait {
           ...(code !== undefined ? { exitCode: code } : {}),
           elapsedMs,
           ...(awaiting ? { awaiting } : {}),
+          ...omitted,
+          ...(commandIds.length > 0 ? { commandIds } : {}),
         }),
       this.reject,
     );

@@ -12,7 +12,7 @@ import type { PtyExitInfo, ShutdownOptions } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { PtyInternals } from '../adapters/node-pty.js';
 import type { ProducerGate } from '../flow/producer-gate.js';
-import { descendantPids, foregroundGroup } from './proc-info.js';
+import { descendantPids, foregroundGroup, readProcStat } from './proc-info.js';
 import type { SessionLaunch } from './session-launch.js';
 
 const DEFAULT_SHUTDOWN_DEADLINE_MS = 2000;
@@ -50,14 +50,19 @@ export function spawnPty(launch: SessionLaunch): pty.IPty {
   } as pty.IPtyForkOptions);
 }
 
-/** Signal the foreground process group of `pid` (what Ctrl-C would reach), else `pid` itself. */
-export function signalForeground(pid: number, num: number): void {
+/**
+ * Signal the foreground process group of `pid` (what Ctrl-C would reach), else `pid` itself.
+ * Returns the processes it went to (signal-delivery.ts waits for them to take it).
+ */
+export function signalForeground(pid: number, num: number): number[] {
   const pgid = foregroundGroup(pid) ?? pid;
   try {
     process.kill(-pgid, num);
   } catch {
     process.kill(pid, num);
+    return [pid];
   }
+  return [pid, ...descendantPids(pid)].filter((p) => readProcStat(p)?.pgrp === pgid);
 }
 
 /** SIGHUP the process groups, SIGKILL whatever is left after the deadline; resolves after `exited`. */

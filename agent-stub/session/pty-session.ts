@@ -22,6 +22,7 @@ import { DEFAULT_PALETTE, type TerminalPalette } from '../../provider/terminal-q
 import { ptyInternals } from '../adapters/node-pty.js';
 import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from '../flow/credit-window.js';
 import { ProducerGate } from '../flow/producer-gate.js';
+import { CommandRecords, type OutputPoint, pointsIn } from '../history/command-records.js';
 import { OutputHistory } from '../history/output-history.js';
 import type { OutputRing } from '../history/output-ring.js';
 import type { SessionLog } from '../history/session-log.js';
@@ -39,6 +40,7 @@ import {
 import type { ScreenModelHost } from './screen-model.js';
 import type { SessionLaunch } from './session-launch.js';
 import { SessionModel } from './session-model.js';
+import { signalTaken } from './signal-delivery.js';
 
 /** A partial escape sequence held by the scanner is released after this long without more output. */
 const SCANNER_FLUSH_MS = 25;
@@ -129,6 +131,8 @@ export class PtySession {
   lastExitCode: number | undefined;
   /** The last command shell integration reported: its line, and running or how it ended. */
   lastCommand: LastCommand | undefined;
+  /** Every command shell integration reported, with where its output lies (agent reads by command). */
+  readonly commands = new CommandRecords();
   private readonly exitWaiters: Array<() => void> = [];
   private readonly exitListeners: Array<() => void> = [];
   private flushTimer: NodeJS.Timeout | undefined;
@@ -280,11 +284,15 @@ export class PtySession {
     this.model.resize(this.ring.head, cols, rows);
   }
 
-  /** Signal the foreground process group (what Ctrl-C would reach), not just the shell. */
-  signal(name: string): void {
+  /**
+   * Signal the foreground process group (what Ctrl-C would reach), not just the shell. Resolves
+   * once the signal was taken (signal-delivery.ts): input written after it cannot reach a program
+   * that the signal was about to stop.
+   */
+  async signal(name: string): Promise<void> {
     const num = signalNumber(name);
     if (!this.alive) throw new PtyRelayError('SESSION_EXITED', `${this.id} has exited`);
-    signalForeground(this.pid, num);
+    await signalTaken(signalForeground(this.pid, num), num);
   }
 
   /** The model's screen and scrollback; a model that dropped its scrollback rebuilds it from the log first. */
@@ -347,9 +355,18 @@ export class PtySession {
     }
   }
 
+  /** Where the output stands now (a running command's end so far). */
+  outputPoint(): OutputPoint {
+    return pointsIn(new Uint8Array(0), this.history.head, this.history.linePosition())(0);
+  }
+
   private deliver(res: ScanResult): void {
     const base = this.ring.head;
     const { data } = res;
+    // Command records need the line position before `data` goes into the log (its index may take it at once).
+    const at = res.facts.some((f) => f.fact.type === 'commandStarted' || f.fact.type === 'commandFinished')
+      ? pointsIn(data, base, this.history.linePosition())
+      : undefined;
     if (data.length > 0) {
       this.history.append(data);
       this.scrollback.used();
@@ -365,7 +382,9 @@ export class PtySession {
         this.atPrompt = false;
         this.lastExitCode = undefined;
         this.lastCommand = { commandLine: fact.commandLine, running: true };
+        if (at) this.commands.started(at(f.offset), fact.commandLine, this.cwd, Date.now());
       } else if (fact.type === 'commandFinished') {
+        if (at) this.commands.finished(at(f.offset), fact);
         this.lastExitCode = fact.exitCode;
         this.lastCommand = {
           commandLine: fact.commandLine ?? this.lastCommand?.commandLine ?? '',
@@ -387,6 +406,7 @@ export class PtySession {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     this.deliver(this.scanner.flush());
+    this.commands.ended(this.outputPoint());
     this.exited = exitInfo(exitCode, signal);
     this.exitedAt = Date.now();
     this.gate.releaseAll();

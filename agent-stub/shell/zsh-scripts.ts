@@ -56,13 +56,29 @@ __ptyrelay_preexec() {
   local cmd=$__ptyrelay_r
   __ptyrelay_escape "$__ptyrelay_nonce"
   builtin printf '\\e]633;E;%s;%s\\a\\e]633;C\\a' "$cmd" "$__ptyrelay_r"
+  # zsh prints PROMPT_SP's end-of-line mark before precmd runs, so the command's end marker (its
+  # exit status is %? there) goes in front of that mark, zero width, until precmd takes it out.
+  if [[ -o prompt_sp && -o prompt_cr ]]; then
+    typeset -g __ptyrelay_eol_set=\${PROMPT_EOL_MARK+1} __ptyrelay_eol=\${PROMPT_EOL_MARK-}
+    PROMPT_EOL_MARK=$__ptyrelay_eol_end\${PROMPT_EOL_MARK-'%B%S%#%s%b'}
+  fi
 }
 
 __ptyrelay_precmd() {
   local ret=$?
   emulate -L zsh
   if (( __ptyrelay_ran )); then
-    builtin printf '\\e]633;D;%s\\a' "$ret"
+    if [[ \${PROMPT_EOL_MARK-} == "$__ptyrelay_eol_end"* ]]; then
+      # PROMPT_SP printed the end marker unless the command turned it off.
+      [[ -o prompt_sp && -o prompt_cr ]] || builtin printf '\\e]633;D;%s\\a' "$ret"
+      if (( __ptyrelay_eol_set )); then
+        PROMPT_EOL_MARK=$__ptyrelay_eol
+      else
+        builtin unset PROMPT_EOL_MARK
+      fi
+    else
+      builtin printf '\\e]633;D;%s\\a' "$ret"
+    fi
   fi
   typeset -g __ptyrelay_ran=0
   __ptyrelay_escape "$PWD"
@@ -89,6 +105,7 @@ fi
   fi
   typeset -g __ptyrelay_ran=0 __ptyrelay_r=
   typeset -g __ptyrelay_ps1=$'%{\\e]633;B\\a%}'
+  typeset -g __ptyrelay_eol_end=$'%{\\e]633;D;%?\\a%}' __ptyrelay_eol_set=0 __ptyrelay_eol=
   precmd_functions=(\${precmd_functions:#__ptyrelay_precmd} __ptyrelay_precmd)
   preexec_functions=(\${preexec_functions:#__ptyrelay_preexec} __ptyrelay_preexec)
 }

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type WebSocket from 'ws';
 import type {
+  AgentCommandsOptions,
+  AgentCommandsResult,
   AgentReadOptions,
   AgentReadResult,
   AgentSendOptions,
@@ -29,6 +31,7 @@ import { PtyRelayError } from '../errors.js';
 import { AckScheduler } from '../flow/ack-scheduler.js';
 import { inputBytes } from '../input/input-bytes.js';
 import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
+import { commandsResultSchema } from '../wire/command-messages.js';
 import { relayHistoryPageSchema } from '../wire/history-messages.js';
 import { ClientInputQueue } from './client-input-queue.js';
 import { ClientResume } from './client-resume.js';
@@ -263,6 +266,12 @@ export class RelayClient implements IPtyProvider {
   async agentRead(id: string, opts: AgentReadOptions = {}): Promise<AgentReadResult> {
     const r = await this.call(RelayMethod.agentRead, { id, ...opts }, true);
     return parseWire(agentReadResultSchema, r, 'agentRead result', 'PROTOCOL_ERROR');
+  }
+
+  /** The commands the terminal's shell ran (shell integration), newest first (docs/agents.md). */
+  async commands(id: string, opts: AgentCommandsOptions = {}): Promise<AgentCommandsResult> {
+    const r = await this.call(RelayMethod.commands, { id, ...opts }, true);
+    return parseWire(commandsResultSchema, r, 'commands result', 'PROTOCOL_ERROR');
   }
 
   async sendSignal(id: string, signal: string): Promise<void> {

@@ -44,8 +44,10 @@ export const RelayMethod = {
   setBackgrounded: 'ptyrelay/setBackgrounded',
   /** Agent send: `{ id, data, timeoutMs, idleMs? }` → AgentSendResult (never retried: it types). */
   agentSend: 'ptyrelay/agentSend',
-  /** Agent read: `{ id, offset?, count? }` → AgentReadResult. */
+  /** Agent read: `{ id, offset? | from?, count?, command? }` → AgentReadResult. */
   agentRead: 'ptyrelay/agentRead',
+  /** `{ id, count? }` → AgentCommandsResult: the terminal's command records, newest first. */
+  commands: 'ptyrelay/commands',
   /** `{host}` → {@link HostKeyInfo}: the key a host presents now (no login) and what known_hosts says. */
   hostKey: 'ptyrelay/hostKey',
   /** `{host, fingerprint, replace?}` → {@link HostKeyInfo}: records the key the person confirmed. */

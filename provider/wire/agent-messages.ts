@@ -1,9 +1,11 @@
 import * as z from 'zod/mini';
 import type { AgentAwaiting, AgentReadResult, AgentSendResult } from '../contract.js';
 import { PtyRelayError } from '../errors.js';
+import { agentCommandSchema, commandIdSchema } from './command-messages.js';
 
 /**
- * Schemas of the agent requests (`agentSend`, `agentRead`) on the stub link and the relay API.
+ * Schemas of the agent requests (`agentSend`, `agentRead`) on the stub link and the relay API
+ * (`commands` and the command record: command-messages.ts).
  * Both ends validate: the stub its params, the relay the stub's results. `zod/mini`: the stub is
  * uploaded to every host, and full zod would add 750 KB to its bundle (mini: ~40 KB).
  */
@@ -56,6 +58,9 @@ export const agentSendResultSchema = z.object({
   exitCode: z.optional(z.int({ error: 'must be an integer' })),
   elapsedMs: count(),
   awaiting: z.optional(z.enum(AGENT_AWAITING, { error: `must be one of ${AGENT_AWAITING.join(', ')}` })),
+  omittedFromLine: z.optional(count()),
+  omittedLines: z.optional(count()),
+  commandIds: z.optional(z.array(commandIdSchema, { error: 'must be an array of command ids' })),
 }) satisfies z.ZodMiniType<AgentSendResult>;
 
 export const agentReadParamsSchema = z.object({
@@ -64,6 +69,8 @@ export const agentReadParamsSchema = z.object({
   /** Absolute line number in the output log (0: the session's first line); excludes `offset`. */
   from: z.optional(count()),
   count: z.optional(int(1, MAX_AGENT_READ_LINES)),
+  /** A command's output (its record's id); `from` then starts the page within it. Excludes `offset`. */
+  command: z.optional(commandIdSchema),
 });
 export type AgentReadParams = z.infer<typeof agentReadParamsSchema>;
 
@@ -75,6 +82,7 @@ export const agentReadResultSchema = z.object({
   truncated: flag(),
   logLines: z.optional(count()),
   historyStartLine: z.optional(count()),
+  command: z.optional(agentCommandSchema),
 }) satisfies z.ZodMiniType<AgentReadResult>;
 
 /** Parses `value` with `schema`, or throws `code` naming the first bad field. */

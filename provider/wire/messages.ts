@@ -1,4 +1,5 @@
 import type {
+  AgentCommandsResult,
   AgentReadResult,
   AgentSendResult,
   AgentTag,
@@ -13,6 +14,7 @@ import type {
 } from '../contract.js';
 import type { PtyRelayErrorShape } from '../errors.js';
 import type { AgentReadParams, AgentSendParams } from './agent-messages.js';
+import type { CommandsParams } from './command-messages.js';
 
 /**
  * JSON control messages of the stub link. Data and input travel in binary frames
@@ -145,6 +147,8 @@ export interface StubMethods {
   agentSend: { params: AgentSendParams; result: AgentSendResult };
   /** A page of a session's text as plain lines. */
   agentRead: { params: AgentReadParams; result: AgentReadResult };
+  /** The session's command records, newest first (command-messages.ts). */
+  commands: { params: CommandsParams; result: AgentCommandsResult };
   /** A page of the session's output history (RAM tail and log): the bytes travel as the blob. */
   readHistory: {
     params: { id: string; fromSeq?: number; maxBytes?: number };

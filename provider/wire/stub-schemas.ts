@@ -2,6 +2,7 @@ import * as z from 'zod/mini';
 import type { PtyFact, ScreenSnapshot } from '../contract.js';
 import { type ErrorCode, ErrorCodes, type PtyRelayErrorShape } from '../errors.js';
 import { agentReadParamsSchema, agentSendParamsSchema } from './agent-messages.js';
+import { commandsParamsSchema } from './command-messages.js';
 import { historyParamsSchema } from './history-messages.js';
 import type { StubMethod } from './messages.js';
 import { MAX_TERMINAL_CELLS, stubSpawnParamsSchema } from './spawn-schema.js';
@@ -62,6 +63,7 @@ export const stubParamsSchemas = {
   daemonInfo: none,
   agentSend: agentSendParamsSchema,
   agentRead: agentReadParamsSchema,
+  commands: commandsParamsSchema,
   readHistory: historyParamsSchema,
   daemonShutdown: none,
   agentSeen: z.looseObject({ ids: z.array(id()).check(z.maxLength(10_000)), seenAt: count() }),

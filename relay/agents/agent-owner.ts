@@ -7,6 +7,9 @@ export class AgentOwner {
   private graceTimer: NodeJS.Timeout | undefined;
   private ended = false;
 
+  /** When its daemons were last told it is connected (TerminalToolService.touch). */
+  seenMarkedAt = 0;
+
   constructor(readonly key: string) {}
 
   /** The owner's grace ran out (or the service ended): it owns nothing any more. */

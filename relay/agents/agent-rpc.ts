@@ -6,6 +6,7 @@ import {
   agentSendParamsSchema,
   parseWire,
 } from '../../provider/wire/agent-messages.js';
+import { commandsParamsSchema } from '../../provider/wire/command-messages.js';
 import type { RpcConnection, RpcMethodHandler } from '../core/rpc-types.js';
 
 type TerminalFn = (
@@ -17,9 +18,10 @@ type TerminalFn = (
 type OnTerminal = (fn: TerminalFn, claim?: boolean, access?: 'read' | 'write') => RpcMethodHandler;
 
 /**
- * `ptyrelay/agentSend` and `ptyrelay/agentRead` for RelayClient (the CLI's `send`): the claim is
- * checked like any mutating call (a send also needs a token that may drive the terminal, a read
- * one that may see it); params are schema-validated before they reach the provider.
+ * `ptyrelay/agentSend`, `ptyrelay/agentRead` and `ptyrelay/commands` for RelayClient (the CLI's
+ * `send` and `commands`): the claim is checked like any mutating call (a send also needs a token
+ * that may drive the terminal, a read one that may see it); `commands` needs no claim, only a
+ * token that may see the terminal. Params are schema-validated before they reach the provider.
  */
 export function agentMethods(onTerminal: OnTerminal): Record<string, RpcMethodHandler> {
   // One send at a time per terminal here too (the stub guards as well).
@@ -48,9 +50,20 @@ export function agentMethods(onTerminal: OnTerminal): Record<string, RpcMethodHa
     [RelayMethod.agentRead]: onTerminal(
       async (p, id, q) => {
         const a = parseWire(agentReadParamsSchema, { ...q, id }, 'agentRead');
-        return need(p).agentRead(id, { offset: a.offset, from: a.from, count: a.count });
+        return need(p).agentRead(id, { offset: a.offset, from: a.from, count: a.count, command: a.command });
       },
       true,
+      'read',
+    ),
+    // What the terminal ran: seen with a token that may read it, claimed or not (like a snapshot).
+    [RelayMethod.commands]: onTerminal(
+      async (p, id, q) => {
+        const a = parseWire(commandsParamsSchema, { ...q, id }, 'commands');
+        if (!p.commands)
+          throw new PtyRelayError('INVALID_ARGUMENT', `the host of ${id} keeps no command records`);
+        return p.commands(id, { count: a.count });
+      },
+      false,
       'read',
     ),
   };

@@ -1,7 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { AgentReadResult, AgentSendResult } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import {
   AGENT_AWAITING,
@@ -9,6 +8,7 @@ import {
   MAX_AGENT_READ_LINES,
   MAX_AGENT_TIMEOUT_MS,
 } from '../../provider/wire/agent-messages.js';
+import { DEFAULT_COMMANDS_COUNT, MAX_COMMAND_RECORDS } from '../../provider/wire/command-messages.js';
 import {
   canRead,
   canSeeHost,
@@ -22,37 +22,16 @@ import type { InputAudit } from '../tokens/input-audit.js';
 import type { AgentOwner } from './agent-owner.js';
 import { AWAITING_TEXT, END_REASON_TEXT, sendMeaning } from './end-reason-text.js';
 import type { TerminalToolService } from './terminal-tool-service.js';
-
-const SEND_DESCRIPTION = `Types text into an agent terminal (newlines are Enter; a final Enter is added unless enter is false) and waits until one of four end reasons, returned as "reason":
-- stdin_read: ${END_REASON_TEXT.stdin_read}
-- inferred_idle: ${END_REASON_TEXT.inferred_idle}
-- timeout: ${END_REASON_TEXT.timeout}
-- session_exit: ${END_REASON_TEXT.session_exit}
-With stdin_read, "awaiting" says what the input wait is for, decided on the host:
-- prompt: ${AWAITING_TEXT.prompt}
-- password: ${AWAITING_TEXT.password}
-- pager: ${AWAITING_TEXT.pager}
-- program: ${AWAITING_TEXT.program}
-- unknown: ${AWAITING_TEXT.unknown}
-Empty text types nothing and waits for the next end reason. "output" is what the terminal printed during this send as plain text, at most 256 KiB: when "truncated" is true only the newest part is shown; page back with terminal_read. One send at a time per terminal (SEND_IN_PROGRESS otherwise); terminal_read and terminal_signal work while a send waits.`;
-
-const READ_DESCRIPTION = `Reads a page of an agent terminal's text (its screen and scrollback, at least the last 10,000 lines) as plain lines, oldest first. "offset" counts lines back from the newest line (0 = the page ends with the newest line); the page covers [lineBegin, lineEnd) in that same back-from-newest count. To page further back, call again with offset = lineEnd; stop when lineEnd equals totalLines. A page holds at most "count" lines (default ${DEFAULT_AGENT_READ_LINES}) and 256 KiB ("truncated" is true when the byte bound cut it). The whole output history (the terminal's log on disk, beyond the scrollback) is read with "from" instead of "offset": an absolute line number (0 = the first line the terminal printed), the page runs forward as [lineBegin, lineEnd) in absolute numbers; continue with from = lineEnd until lineEnd equals totalLines. "historyStartLine" is the oldest line the log still holds (a "from" before it starts there); "logLines" (also on offset reads) is the log's line count, so offset line k is about log line logLines - 1 - k for plain line output.`;
-
-/** The first line of a `from` page's text: where it sits in the log and where to go next. */
-function logPageHead(id: string, from: number, r: AgentReadResult): string {
-  const gap =
-    r.lineBegin > from && r.lineBegin === r.historyStartLine
-      ? ` (history begins at line ${r.historyStartLine}: older lines were dropped)`
-      : '';
-  const next = r.lineEnd < r.totalLines ? `; newer: from=${r.lineEnd}` : '; this reaches the newest line';
-  return `${id}: log lines [${r.lineBegin}, ${r.lineEnd}) of ${r.totalLines}${gap}${r.truncated ? ' (cut by the byte bound)' : ''}${next}`;
-}
-
-/** The first line of an `offset` page's text: where it sits back from the newest line and what is older. */
-function offsetPageHead(id: string, r: AgentReadResult): string {
-  const more = r.lineEnd < r.totalLines ? `; older: offset=${r.lineEnd}` : '; this reaches the oldest line';
-  return `${id}: lines [${r.lineBegin}, ${r.lineEnd}) back from the newest of ${r.totalLines}${r.truncated ? ' (cut by the byte bound)' : ''}${more}`;
-}
+import {
+  COMMANDS_DESCRIPTION,
+  commandPageHead,
+  commandsText,
+  logPageHead,
+  offsetPageHead,
+  READ_DESCRIPTION,
+  SEND_DESCRIPTION,
+  sendResultText,
+} from './tool-result-text.js';
 
 /**
  * A waiting send reports progress this often when the client asked for progress: MCP clients time
@@ -91,6 +70,19 @@ async function withProgress<T>(extra: Extra, work: Promise<T>, everyMs: number):
 
 const idShape = { id: z.string().min(1).describe('Terminal id from terminal_open (e.g. term-1)') };
 
+/** A command record (AgentCommand) in the tools' output schemas. */
+const COMMAND_SHAPE = z.object({
+  id: z.string(),
+  commandLine: z.string(),
+  cwd: z.string().optional(),
+  startedAt: z.number().int(),
+  running: z.boolean(),
+  durationMs: z.number().int().optional(),
+  exitCode: z.number().int().optional(),
+  lineBegin: z.number().int().optional(),
+  lineEnd: z.number().int().optional(),
+});
+
 function text(s: string, structured?: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text: s }], ...(structured ? { structuredContent: structured } : {}) };
 }
@@ -107,15 +99,8 @@ async function tool(fn: () => Promise<CallToolResult>): Promise<CallToolResult> 
   }
 }
 
-export function sendResultText(id: string, r: AgentSendResult): string {
-  const code = r.exitCode !== undefined ? ` exitCode=${r.exitCode}` : '';
-  const awaiting = r.awaiting ? ` awaiting=${r.awaiting}` : '';
-  const cut = r.truncated ? ' (output truncated: newest part shown; page back with terminal_read)' : '';
-  return `${id}: reason=${r.reason}${awaiting}${code} after ${r.elapsedMs} ms${cut}\n${sendMeaning(r)}\n--- output ---\n${r.output}`;
-}
-
 /**
- * An MCP server with the six terminal tools, acting for `owner` on `service`. One server per
+ * An MCP server with the seven terminal tools, acting for `owner` on `service`. One server per
  * MCP session (the SDK binds a server to one transport).
  */
 export function createTerminalMcpServer(
@@ -144,7 +129,7 @@ export interface TerminalMcpOptions {
   audit?: InputAudit;
 }
 
-/** The six terminal tools of one MCP session: one method registers each, its schema and its body. */
+/** The seven terminal tools of one MCP session: one method registers each, its schema and its body. */
 class TerminalMcpTools {
   private readonly grant: Grant;
 
@@ -161,6 +146,7 @@ class TerminalMcpTools {
     this.registerOpen(server);
     this.registerSend(server);
     this.registerRead(server);
+    this.registerCommands(server);
     this.registerSignal(server);
     this.registerList(server);
     this.registerClose(server);
@@ -232,6 +218,9 @@ class TerminalMcpTools {
           exitCode: z.number().int().optional(),
           elapsedMs: z.number(),
           awaiting: z.enum(AGENT_AWAITING).optional(),
+          omittedFromLine: z.number().int().optional(),
+          omittedLines: z.number().int().optional(),
+          commandIds: z.array(z.string()).optional(),
           meaning: z.string(),
         },
       },
@@ -275,6 +264,11 @@ class TerminalMcpTools {
             .max(MAX_AGENT_READ_LINES)
             .optional()
             .describe(`Lines wanted (default ${DEFAULT_AGENT_READ_LINES})`),
+          command: z
+            .string()
+            .regex(/^c[1-9]\d*$/)
+            .optional()
+            .describe("A command's id from terminal_commands (e.g. c3): read exactly its output"),
         },
         outputSchema: {
           lines: z.array(z.string()),
@@ -284,17 +278,53 @@ class TerminalMcpTools {
           truncated: z.boolean(),
           logLines: z.number().int().optional(),
           historyStartLine: z.number().int().optional(),
+          command: COMMAND_SHAPE.optional(),
         },
       },
       (a) =>
         tool(async () => {
           this.check(a.id, needRead);
+          if (a.command !== undefined) {
+            const r = await service.read(owner, a.id, { command: a.command, from: a.from, count: a.count });
+            return text(`${commandPageHead(a.id, r)}\n${r.lines.join('\n')}`, { ...r });
+          }
           if (a.from !== undefined) {
             const r = await service.read(owner, a.id, { from: a.from, count: a.count });
             return text(`${logPageHead(a.id, a.from, r)}\n${r.lines.join('\n')}`, { ...r });
           }
           const r = await service.read(owner, a.id, { offset: a.offset, count: a.count });
           return text(`${offsetPageHead(a.id, r)}\n${r.lines.join('\n')}`, { ...r });
+        }),
+    );
+  }
+
+  private registerCommands(server: McpServer): void {
+    const { service, owner } = this;
+    server.registerTool(
+      'terminal_commands',
+      {
+        description: COMMANDS_DESCRIPTION,
+        inputSchema: {
+          ...idShape,
+          count: z
+            .number()
+            .int()
+            .min(1)
+            .max(MAX_COMMAND_RECORDS)
+            .optional()
+            .describe(`Newest commands wanted (default ${DEFAULT_COMMANDS_COUNT})`),
+        },
+        outputSchema: {
+          available: z.boolean(),
+          total: z.number().int(),
+          commands: z.array(COMMAND_SHAPE),
+        },
+      },
+      (a) =>
+        tool(async () => {
+          this.check(a.id, needRead);
+          const r = await service.commands(owner, a.id, { count: a.count });
+          return text(commandsText(a.id, r), { ...r });
         }),
     );
   }

@@ -1,5 +1,7 @@
 import type { HostUnavailable } from '../../provider/client/relay-protocol.js';
 import type {
+  AgentCommandsOptions,
+  AgentCommandsResult,
   AgentReadOptions,
   AgentReadResult,
   AgentSendResult,
@@ -43,6 +45,9 @@ export function agentEnv(env: Record<string, string> = {}): Record<string, strin
 
 const DISPOSE_SEEN_WAIT_MS = 2000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/** An owner's tool calls tell its daemons it is connected at most this often. */
+const OWNER_SEEN_THROTTLE_MS = 5000;
 
 /** How often the daemons hear that a connected owner is still there (the grace counts from it). */
 export const OWNER_SEEN_REFRESH_MS = 60_000;
@@ -129,6 +134,8 @@ export class TerminalToolService {
 
   private readonly seenTimer: NodeJS.Timeout;
   private readonly offs: Array<() => void> = [];
+  /** Last-seen marks in flight (a stop waits for them). */
+  private readonly marking = new Set<Promise<void>>();
 
   constructor(private readonly opts: TerminalToolServiceOptions) {
     this.ownerGraceMs = opts.ownerGraceMs ?? DEFAULT_OWNER_GRACE_MS;
@@ -203,6 +210,23 @@ export class TerminalToolService {
     });
   }
 
+  /**
+   * An owner acting now is connected: its daemons hear so at most every OWNER_SEEN_THROTTLE_MS
+   * (the minute's refresh covers an owner that is connected and quiet).
+   */
+  private touch(owner: AgentOwner): void {
+    const now = Date.now();
+    if (now - owner.seenMarkedAt < OWNER_SEEN_THROTTLE_MS) return;
+    owner.seenMarkedAt = now;
+    this.track(this.markSeen((o) => o === owner));
+  }
+
+  /** Keeps a mark in flight until it settles, so a stop can wait for it. */
+  private track(p: Promise<void>): void {
+    this.marking.add(p);
+    void p.finally(() => this.marking.delete(p));
+  }
+
   /** Tells the daemons that the owners `which` picks are connected now (best effort). */
   private async markSeen(which: (o: AgentOwner) => boolean): Promise<void> {
     const now = Date.now();
@@ -238,7 +262,7 @@ export class TerminalToolService {
   /** The owner went away: its terminals are closed after the grace period unless it comes back. */
   release(owner: AgentOwner): void {
     if (this.owners.get(owner.key) !== owner || owner.gone) return;
-    void this.markSeen((o) => o === owner);
+    this.track(this.markSeen((o) => o === owner));
     owner.startGrace(this.ownerGraceMs, () => {
       this.owners.delete(owner.key);
       void this.closeAll(owner);
@@ -341,6 +365,14 @@ export class TerminalToolService {
     return t.provider.agentRead!(t.info.providerId, o);
   }
 
+  /** The commands the terminal's shell ran, newest first (shell integration: bash, zsh). */
+  async commands(owner: AgentOwner, id: string, o: AgentCommandsOptions = {}): Promise<AgentCommandsResult> {
+    const t = this.owned(owner, id);
+    if (!t.provider.commands)
+      throw new PtyRelayError('INVALID_ARGUMENT', `host ${t.info.host} keeps no command records`, { id });
+    return t.provider.commands(t.info.providerId, o);
+  }
+
   /** A real signal to the foreground process group (default SIGINT: what Ctrl-C would do). */
   async signal(owner: AgentOwner, id: string, sig = 'SIGINT'): Promise<string> {
     const t = this.owned(owner, id);
@@ -368,7 +400,11 @@ export class TerminalToolService {
    */
   async dispose(opts: { close?: boolean } = {}): Promise<void> {
     // Bounded: a host that is down must not hold up the relay's stop.
-    if (!opts.close) await Promise.race([this.markSeen((o) => !o.away), sleep(DISPOSE_SEEN_WAIT_MS)]);
+    // The owners still connected were seen now; the marks of those that just left must land too.
+    if (!opts.close) {
+      const marks = Promise.all([this.markSeen((o) => !o.away), ...this.marking]);
+      await Promise.race([marks, sleep(DISPOSE_SEEN_WAIT_MS)]);
+    }
     this.disposed = true;
     clearInterval(this.seenTimer);
     for (const off of this.offs.splice(0)) off();
@@ -402,6 +438,7 @@ export class TerminalToolService {
     if (owner.gone || this.owners.get(owner.key) !== owner) {
       throw new PtyRelayError('NOT_OWNER', `owner ${owner.key} is no longer registered`);
     }
+    this.touch(owner);
   }
 
   /** The terminal `id` if `owner` is exactly its owner (NOT_FOUND, NOT_OWNER otherwise). */
@@ -409,6 +446,7 @@ export class TerminalToolService {
     const t = this.terms.get(id);
     if (!t) throw new PtyRelayError('NOT_FOUND', `no agent terminal ${id}`, { id });
     if (t.owner !== owner) throw new PtyRelayError('NOT_OWNER', `${id} belongs to another agent`, { id });
+    this.touch(owner);
     return t;
   }
 

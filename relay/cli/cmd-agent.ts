@@ -1,5 +1,7 @@
 import { PtyRelayError } from '../../provider/errors.js';
+import { DEFAULT_COMMANDS_COUNT, MAX_COMMAND_RECORDS } from '../../provider/wire/command-messages.js';
 import { sendMeaning } from '../agents/end-reason-text.js';
+import { commandsText } from '../agents/tool-result-text.js';
 import { typedText } from '../agents/typed-text.js';
 import { type Command, output } from './command.js';
 import { connectRelay, withAdoption } from './relay-connect.js';
@@ -47,8 +49,12 @@ session_exit (the terminal's shell exited). See docs/agents.md.`,
       else {
         if (r.output) process.stdout.write(`${r.output}\n`);
         const code = r.exitCode !== undefined ? ` (exit code ${r.exitCode})` : '';
+        const left =
+          r.omittedFromLine !== undefined
+            ? ` (log lines ${r.omittedFromLine}+${r.omittedLines} left out)`
+            : '';
         process.stderr.write(
-          `ptyrelay: ${r.reason}${code}${r.awaiting ? `, awaiting ${r.awaiting}` : ''}${r.truncated ? ', output truncated' : ''}: ${sendMeaning(r)}\n`,
+          `ptyrelay: ${r.reason}${code}${r.awaiting ? `, awaiting ${r.awaiting}` : ''}${r.truncated ? `, output truncated${left}` : ''}: ${sendMeaning(r)}\n`,
         );
       }
       return r.reason === 'inferred_idle' || r.reason === 'timeout' ? EXIT_NOT_DONE : 0;
@@ -110,5 +116,35 @@ The terminal is closed when the command ends; Ctrl-C is passed on as SIGINT.`,
   },
 };
 
-/** Agent-style commands: `send` with end reasons, `run`. */
-export const agentCommands: Record<string, Command> = { send, run };
+function countArg(v: unknown): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_COMMAND_RECORDS)
+    throw new PtyRelayError('INVALID_ARGUMENT', `--count wants 1-${MAX_COMMAND_RECORDS}, got ${v}`);
+  return n;
+}
+
+const commands: Command = {
+  usage: 'commands HOST/ID [--count N]',
+  summary: "Lists the commands a terminal's shell ran (shell integration), newest first, with exit codes.",
+  help: `  --count N  newest N commands (default ${DEFAULT_COMMANDS_COUNT})
+Each line: id (c1, c2, …), exit code and duration (or running), the output's lines in the
+terminal's log, start time, cwd and the command line. Shells without ptyrelay's shell
+integration (other than bash and zsh) report none. See docs/agents.md.`,
+  positionals: [1, 1],
+  options: { count: { type: 'string' } },
+  async run(args) {
+    const client = await connectRelay({ quiet: args.json });
+    try {
+      const id = await terminalArg(client, args.positionals[0]);
+      const r = await client.commands(id, { count: countArg(args.values.count) });
+      output(args, { id, ...r }, commandsText(id, r));
+      return 0;
+    } finally {
+      await client.dispose();
+    }
+  },
+};
+
+/** Agent-style commands: `send` with end reasons, `run`, `commands`. */
+export const agentCommands: Record<string, Command> = { send, run, commands };

@@ -7,6 +7,8 @@
  * incarnations and credits delivered bytes.
  */
 import type {
+  AgentCommandsOptions,
+  AgentCommandsResult,
   AgentReadOptions,
   AgentReadResult,
   AgentSendOptions,
@@ -36,6 +38,7 @@ import {
   agentSendResultSchema,
   parseWire,
 } from '../../provider/wire/agent-messages.js';
+import { commandsResultSchema } from '../../provider/wire/command-messages.js';
 import { historyPageSchema } from '../../provider/wire/history-messages.js';
 import type { StubAttachResult, StubSpawnParams } from '../../provider/wire/messages.js';
 import type { StubClient } from './stub-client.js';
@@ -198,16 +201,28 @@ export abstract class StubBackedProvider extends StubLinks implements IPtyProvid
   async agentRead(id: string, opts: AgentReadOptions = {}): Promise<AgentReadResult> {
     const result = await this.call(id, 'agentRead', opts);
     const page = parseWire(agentReadResultSchema, result, 'agentRead result', 'PROTOCOL_ERROR');
-    // A daemon of an earlier build ignores `from` and answers by offset: never pass that off as log lines.
-    if (opts.from !== undefined && page.historyStartLine === undefined)
+    // A daemon of an earlier build ignores `from` and `command` and answers by offset: never pass
+    // that off as log lines or as a command's output.
+    const unread =
+      opts.command !== undefined && page.command === undefined
+        ? 'by command'
+        : opts.from !== undefined && page.historyStartLine === undefined
+          ? 'by line (from)'
+          : undefined;
+    if (unread)
       throw new PtyRelayError(
         'INVALID_ARGUMENT',
-        `${id}: its daemon (an earlier build) cannot read by line (from)`,
+        `${id}: its daemon (an earlier build) cannot read ${unread}`,
         {
           id,
         },
       );
     return page;
+  }
+
+  async commands(id: string, opts: AgentCommandsOptions = {}): Promise<AgentCommandsResult> {
+    const result = await this.call(id, 'commands', opts);
+    return parseWire(commandsResultSchema, result, 'commands result', 'PROTOCOL_ERROR');
   }
 
   async getCwd(id: string): Promise<string | undefined> {

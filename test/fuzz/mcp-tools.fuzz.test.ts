@@ -26,6 +26,7 @@ const TOOLS = [
   'terminal_signal',
   'terminal_close',
   'terminal_list',
+  'terminal_commands',
 ];
 const FIELDS = [
   'id',
@@ -40,6 +41,7 @@ const FIELDS = [
   'offset',
   'count',
   'signal',
+  'from',
 ];
 /** MCP (JSON-RPC) codes a thrown call may carry: unknown tool or bad params. An internal error is a bug. */
 const EXPECTED_MCP_CODES = new Set([-32602, -32601, -32600]);

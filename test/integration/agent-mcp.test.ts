@@ -20,6 +20,7 @@ const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main
 const TOKEN = 'agent-mcp-test-token-0123456789abcdef';
 const TOOLS = [
   'terminal_close',
+  'terminal_commands',
   'terminal_list',
   'terminal_open',
   'terminal_read',
@@ -56,6 +57,25 @@ async function exerciseTools(c: Client, cwd: string): Promise<void> {
   expect(s.output).toMatch(/^mcp-42$/m);
   expect(textOf(sent)).toContain('reason=stdin_read awaiting=prompt exitCode=0');
   expect(textOf(sent)).toContain('Awaiting: the shell prompt.');
+  expect(s.commandIds).toEqual(['c1']);
+
+  // The command as a record, and its output by its id.
+  const cmds = await call(c, 'terminal_commands', { id });
+  const cm = cmds.structuredContent as Structured;
+  expect(cm).toMatchObject({ available: true, total: 1 });
+  expect(cm.commands).toMatchObject([
+    { id: 'c1', commandLine: 'sleep 1; echo mcp-$((6*7))', exitCode: 0, running: false },
+  ]);
+  expect(cm.commands[0].lineEnd - cm.commands[0].lineBegin).toBe(1);
+  expect(textOf(cmds)).toMatch(
+    /^c1 {2}exit 0, \d+\.\d s lines \[\d+, \d+\) {2}started .*\$ sleep 1; echo mcp-\$\(\(6\*7\)\)$/m,
+  );
+  const byCommand = await call(c, 'terminal_read', { id, command: 'c1' });
+  expect((byCommand.structuredContent as Structured).lines).toEqual(['mcp-42']);
+  expect(textOf(byCommand)).toContain(`${id}: c1 (exit 0`);
+  const unknown = await call(c, 'terminal_read', { id, command: 'c7' });
+  expect(unknown.isError).toBe(true);
+  expect(textOf(unknown)).toMatch(/^NOT_FOUND: .* has no command c7/);
 
   const read = await call(c, 'terminal_read', { id, count: 3 });
   const r = read.structuredContent as Structured;

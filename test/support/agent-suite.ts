@@ -1,9 +1,11 @@
 import { expect, it } from 'vitest';
+import { readProcStat } from '../../agent-stub/session/proc-info.js';
 import type { AgentSendResult, IPtyProvider } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import type { AgentOwner } from '../../relay/agents/agent-owner.js';
 import { TerminalToolService } from '../../relay/agents/terminal-tool-service.js';
-import { python3Available } from './capabilities.js';
+import { python3Available, zshAvailable } from './capabilities.js';
+import { waitFor } from './local-daemon.js';
 
 /** What the end-reason suite runs against: one provider serving `host`. */
 export interface AgentTarget {
@@ -60,12 +62,12 @@ export function endReasonSuite(target: () => AgentTarget): void {
   const withPython = it.skipIf(!python3Available());
   let service: TerminalToolService;
   let owner: AgentOwner;
-  const open = async (env?: Record<string, string>) => {
+  const open = async (env?: Record<string, string>, command = 'bash') => {
     const t = target();
     service ??= serviceFor(t);
     owner ??= service.owner('suite');
     const term = await service.open(owner, t.host, {
-      command: 'bash',
+      command,
       ...(t.env || env ? { env: { ...t.env, ...env } } : {}),
     });
     // The first prompt: the terminal is ready for input.
@@ -315,6 +317,189 @@ export function endReasonSuite(target: () => AgentTarget): void {
       expect(page.truncated).toBe(true);
       expect(Buffer.byteLength(page.lines.join('\n'), 'utf8')).toBeLessThanOrEqual(256 * 1024);
       expect(page.lines.length).toBeGreaterThan(2000);
+      await service.close(owner, id);
+    },
+  );
+
+  it('commands as records: exit codes and line ranges; a read by command gives its exact output, also once it left the scrollback', async () => {
+    const id = await open();
+    const readAll = async (opts: { command?: string; from?: number; count?: number }) => {
+      const lines: string[] = [];
+      let from = opts.from;
+      for (;;) {
+        const p = await service.read(owner, id, { ...opts, from });
+        lines.push(...p.lines);
+        if (p.lineEnd >= p.totalLines || p.lines.length === 0) return { lines, page: p };
+        from = p.lineEnd;
+      }
+    };
+    expect(await send(id, `printf 'alpha\\nbeta\\n'`)).toMatchObject({ exitCode: 0, commandIds: ['c1'] });
+    expect(await send(id, 'echo gamma; false')).toMatchObject({ exitCode: 1, commandIds: ['c2'] });
+    // Output without a final line break: the record's last line is cut where the command ended.
+    expect(await send(id, `printf 'no-newline'`)).toMatchObject({ exitCode: 0, commandIds: ['c3'] });
+    const listed = await service.commands(owner, id);
+    expect(listed).toMatchObject({ available: true, total: 3 });
+    expect(listed.commands.map((c) => [c.id, c.commandLine, c.exitCode, c.running])).toEqual([
+      ['c3', `printf 'no-newline'`, 0, false],
+      ['c2', 'echo gamma; false', 1, false],
+      ['c1', `printf 'alpha\\nbeta\\n'`, 0, false],
+    ]);
+    const [c3, c2, c1] = listed.commands;
+    for (const c of listed.commands) {
+      expect(c.durationMs).toBeGreaterThanOrEqual(0);
+      expect(c.startedAt).toBeGreaterThan(Date.now() - 600_000);
+      expect(c.cwd).toBeTruthy();
+    }
+    expect([c1.lineEnd! - c1.lineBegin!, c2.lineEnd! - c2.lineBegin!, c3.lineEnd! - c3.lineBegin!]).toEqual([
+      2, 1, 1,
+    ]);
+    expect(c2.lineBegin).toBeGreaterThanOrEqual(c1.lineEnd!);
+    expect(c3.lineBegin).toBeGreaterThanOrEqual(c2.lineEnd!);
+    const outputs = async () => [
+      (await readAll({ command: 'c1' })).lines,
+      (await readAll({ command: 'c2' })).lines,
+      (await readAll({ command: 'c3' })).lines,
+    ];
+    expect(await outputs()).toEqual([['alpha', 'beta'], ['gamma'], ['no-newline']]);
+    // The same lines by absolute line number (the prompt that follows `no-newline` shares its line).
+    const byLine = await service.read(owner, id, { from: c1.lineBegin, count: 2 });
+    expect(byLine.lines).toEqual(['alpha', 'beta']);
+    const page = await service.read(owner, id, { command: 'c1' });
+    expect(page).toMatchObject({ lineBegin: c1.lineBegin, lineEnd: c1.lineEnd, totalLines: c1.lineEnd });
+    expect(page.command).toEqual(c1);
+
+    // 20,000 later lines: the first three leave the model's scrollback (10,000 rows), not the log.
+    const flood = await send(id, 'seq 1 20000', 60_000);
+    expect(flood).toMatchObject({ reason: 'stdin_read', exitCode: 0, commandIds: ['c4'] });
+    const newest = await service.read(owner, id, { count: 1 });
+    expect(newest.logLines! - newest.totalLines).toBeGreaterThan(c3.lineEnd!);
+    expect(await outputs()).toEqual([['alpha', 'beta'], ['gamma'], ['no-newline']]);
+    const seq = await readAll({ command: 'c4', count: 5000 });
+    expect(seq.lines).toEqual(Array.from({ length: 20_000 }, (_, i) => String(i + 1)));
+    expect(seq.page.command).toMatchObject({ id: 'c4', commandLine: 'seq 1 20000', exitCode: 0 });
+    // A command that is not there, and one still running (its output so far).
+    expect((await codeOf(service.read(owner, id, { command: 'c99' }))).code).toBe('NOT_FOUND');
+    const running = await send(id, 'echo started; sleep 30', 1000);
+    expect(running).toMatchObject({ reason: 'timeout', commandIds: ['c5'] });
+    const live = await service.read(owner, id, { command: 'c5' });
+    expect(live.lines).toEqual(['started']);
+    expect(live.command).toMatchObject({ id: 'c5', running: true });
+    expect((await service.commands(owner, id, { count: 1 })).commands).toMatchObject([
+      { id: 'c5', running: true },
+    ]);
+    await service.signal(owner, id, 'INT');
+    expect(await send(id, '')).toMatchObject({ reason: 'stdin_read', exitCode: 130 });
+    expect((await service.commands(owner, id, { count: 1 })).commands).toMatchObject([
+      { id: 'c5', running: false, exitCode: 130 },
+    ]);
+    await service.close(owner, id);
+  });
+
+  it.skipIf(!zshAvailable())(
+    'zsh records its commands too; a shell without integration has none',
+    async () => {
+      const z = await open(undefined, 'zsh');
+      expect(await send(z, 'echo z-$((6*7)); false')).toMatchObject({ exitCode: 1, commandIds: ['c1'] });
+      expect((await service.commands(owner, z)).commands).toMatchObject([
+        { id: 'c1', commandLine: 'echo z-$((6*7)); false', exitCode: 1, running: false },
+      ]);
+      expect((await service.read(owner, z, { command: 'c1' })).lines).toEqual(['z-42']);
+      // zsh marks output without a final line break (PROMPT_SP) before precmd runs: not part of it.
+      expect(await send(z, `printf 'zz'`)).toMatchObject({ exitCode: 0, commandIds: ['c2'] });
+      expect((await service.read(owner, z, { command: 'c2' })).lines).toEqual(['zz']);
+      // A command that sets PROMPT_EOL_MARK itself still ends its record.
+      expect(await send(z, 'PROMPT_EOL_MARK=X; true')).toMatchObject({ exitCode: 0, commandIds: ['c3'] });
+      expect(await send(z, 'false')).toMatchObject({ exitCode: 1, commandIds: ['c4'] });
+      expect((await service.commands(owner, z)).commands.map((c) => [c.id, c.exitCode])).toEqual([
+        ['c4', 1],
+        ['c3', 0],
+        ['c2', 0],
+        ['c1', 1],
+      ]);
+      await service.close(owner, z);
+      const plain = await open(undefined, 'sh');
+      expect((await send(plain, 'echo plain')).output).toMatch(/^plain$/m);
+      expect(await service.commands(owner, plain)).toEqual({ available: false, commands: [], total: 0 });
+      await service.close(owner, plain);
+    },
+  );
+
+  it('a truncated send names the lines it left out: read back, they and the output are the whole output', async () => {
+    const id = await open();
+    const cmd = 'seq 1 60000 | sed s/^/row-/';
+    const r = await send(id, cmd, 60_000);
+    expect(r).toMatchObject({ reason: 'stdin_read', exitCode: 0, truncated: true });
+    expect(Buffer.byteLength(r.output)).toBeLessThanOrEqual(256 * 1024);
+    const shown = r.output.split('\n');
+    // Whole lines from the first: the output starts at a line boundary.
+    expect(shown[0]).toMatch(/^row-\d+$/);
+    expect(r.omittedLines).toBeGreaterThan(0);
+    const left: string[] = [];
+    let from = r.omittedFromLine!;
+    while (left.length < r.omittedLines!) {
+      const p = await service.read(owner, id, { from, count: r.omittedLines! - left.length });
+      expect(p.lineBegin).toBe(from);
+      left.push(...p.lines);
+      from = p.lineEnd;
+    }
+    expect(left).toHaveLength(r.omittedLines!);
+    // The first omitted line is the one the send began on: the prompt, then the typed command.
+    expect(left[0]!.endsWith(cmd)).toBe(true);
+    const rows = Array.from({ length: 60_000 }, (_, i) => `row-${i + 1}`);
+    // Byte for byte: the omitted lines, then the output's, are every row (the prompt follows).
+    expect([...left.slice(1), ...shown.slice(0, -1)]).toEqual(rows);
+    expect(shown[shown.length - 1]).toBe(left[0]!.slice(0, left[0]!.length - cmd.length).trimEnd());
+    // The command's record gives its rows alone.
+    const [cid] = r.commandIds!;
+    const all: string[] = [];
+    let next: number | undefined;
+    for (;;) {
+      const p = await service.read(owner, id, { command: cid, from: next, count: 20_000 });
+      all.push(...p.lines);
+      if (p.lineEnd >= p.totalLines) break;
+      next = p.lineEnd;
+    }
+    expect(all).toEqual(rows);
+    await service.close(owner, id);
+  });
+
+  withPython(
+    'a command typed right after SIGINT reaches the shell, not the interrupted program',
+    async () => {
+      const id = await open();
+      // python3 under a shell without job control (which would take the terminal back when
+      // python3 is stopped) that traps INT, so only python3 dies of it.
+      const py = await send(
+        id,
+        `sh -c "trap : INT; python3 -c 'import os; print(\\"pid=%d\\" % os.getpid(), flush=True); input()'; echo inner-\\$?"`,
+      );
+      expect(py).toMatchObject({ reason: 'stdin_read', awaiting: 'program' });
+      const pid = Number(/^pid=(\d+)$/m.exec(py.output)?.[1]);
+      expect(pid).toBeGreaterThan(0);
+      // Stopped, python3 cannot take the SIGINT: it stays pending, as for a program the scheduler
+      // has not run yet on a loaded machine, where Linux's tty read then hands the program the
+      // input typed meanwhile before it looks at the signal (the program read the next command
+      // and died with it). The signal's answer waits until the signal was taken.
+      process.kill(pid, 'SIGSTOP');
+      // Stopped before the SIGINT comes (a SIGINT pending with the SIGSTOP is taken first).
+      await waitFor(() => readProcStat(pid)?.state === 'T', 10_000, 'python3 stopped');
+      const resumeAfterMs = 500;
+      const resume = setTimeout(() => process.kill(pid, 'SIGCONT'), resumeAfterMs);
+      const t0 = Date.now();
+      try {
+        await service.signal(owner, id, 'INT');
+      } finally {
+        clearTimeout(resume);
+        if (readProcStat(pid)?.state === 'T') process.kill(pid, 'SIGCONT');
+      }
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(resumeAfterMs - 50);
+      const r = await send(id, 'echo typed-$((6*7))');
+      expect(r).toMatchObject({ reason: 'stdin_read', exitCode: 0, awaiting: 'prompt' });
+      expect(r.output).toMatch(/^typed-42$/m);
+      // python3 died of the SIGINT (the inner shell saw 130), without reading the command.
+      const lines = (await service.read(owner, id, { count: 20 })).lines;
+      expect(lines).toContain('KeyboardInterrupt');
+      expect(lines).toContain('inner-130');
       await service.close(owner, id);
     },
   );

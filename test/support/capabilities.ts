@@ -94,6 +94,15 @@ export function rootAvailable(forWhat: string): boolean {
   return capability('root', process.getuid?.() === 0 ? undefined : `${forWhat} needs root`);
 }
 
+/** Capability `zsh`: whether `zsh` on PATH runs. */
+export function zshAvailable(): boolean {
+  const r = spawnSync('zsh', ['-fc', ''], { stdio: 'ignore', timeout: 30_000 });
+  return capability(
+    'zsh',
+    r.error || r.status !== 0 ? 'zsh is not on PATH (apt-get install zsh)' : undefined,
+  );
+}
+
 /** Capability `python3`: whether `python3` on PATH runs. */
 export function python3Available(): boolean {
   const r = spawnSync('python3', ['-c', ''], { stdio: 'ignore', timeout: 30_000 });

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { OutputRing } from '../../agent-stub/history/output-ring.js';
 import { utf8Tail, vtToPlainText } from '../../agent-stub/history/plain-text.js';
-import { sendOutput } from '../../agent-stub/readiness/send-waiter.js';
+import { sendOutput } from '../../agent-stub/readiness/send-output.js';
 import { storedRowText } from '../../agent-stub/session/model-text.js';
 import { pageLines } from '../../agent-stub/session/read-page.js';
 import { typedText } from '../../relay/agents/typed-text.js';

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { lineRange } from '../../agent-stub/history/command-records.js';
 import { LINE_MARK_EVERY, LineIndex } from '../../agent-stub/history/line-index.js';
 import { readLogLines } from '../../agent-stub/history/log-lines.js';
 import { vtToPlainText } from '../../agent-stub/history/plain-text.js';
@@ -76,6 +77,48 @@ describe('line index and log pages', () => {
         },
       ),
       { numRuns: 60 },
+    );
+  });
+
+  it('a page limited to a byte range (a command) holds exactly that range, split at LF (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(textChunk, { minLength: 1, maxLength: 20 }),
+        fc.nat(),
+        fc.nat(),
+        fc.integer({ min: 1, max: 50 }),
+        async (chunks, a, b, count) => {
+          const dir = join(root, `l${n++}`);
+          mkdirSync(dir);
+          const log = new SessionLog(dir, 0, { segmentBytes: 2048, sessionBytes: 1 << 20 }, owner);
+          for (const c of chunks) log.append(c);
+          const all = Buffer.concat(chunks);
+          const [fromSeq, toSeq] = [a % (all.length + 1), b % (all.length + 1)].sort((x, y) => x - y);
+          const posAt = (seq: number) => ({
+            line: all.subarray(0, seq).filter((x) => x === 10).length,
+            atLineStart: seq === 0 || all[seq - 1] === 10,
+          });
+          const [lineBegin, lineEnd] = lineRange(posAt(fromSeq), posAt(toSeq), fromSeq === toSeq);
+          const range = { fromSeq, toSeq, lineBegin, lineEnd };
+          // The range's bytes split at LF; a last empty piece (the range ends with LF) is no line.
+          const pieces = all.subarray(fromSeq, toSeq).toString('latin1').split('\n');
+          if (pieces[pieces.length - 1] === '') pieces.pop();
+          const want = pieces.map((p) => vtToPlainText(Buffer.from(p, 'latin1')));
+          expect(want.length).toBe(lineEnd - lineBegin);
+          const got: string[] = [];
+          let from = 0;
+          for (let guard = 0; guard < 1000; guard++) {
+            const page = await readLogLines(log, from, count, 1 << 20, range);
+            expect(page?.lineBegin).toBe(Math.min(Math.max(from, lineBegin), lineEnd));
+            got.push(...(page?.lines ?? []));
+            if (!page || page.lineEnd >= lineEnd || page.lines.length === 0) break;
+            from = page.lineEnd;
+          }
+          expect(got).toEqual(want);
+          log.destroy();
+        },
+      ),
+      { numRuns: 80, seed: 54_002 },
     );
   });
 
