@@ -137,13 +137,17 @@ export class ConfigHostRouter implements HostRouter {
 
   /**
    * Connects to every host that already runs this build's stub (adoption never deploys, nor
-   * starts a local daemon where none runs), so the terminals they hold are published. Resolves
-   * with the hosts adopted; never rejects.
+   * starts a local daemon where none runs), so the terminals they hold are published; an SSH host
+   * that holds none is let go again. Resolves with the hosts kept connected; never rejects.
    */
   async adoptAll(): Promise<string[]> {
     const tries = this.hosts().map(async (h) => {
-      const ok = h === LOCAL_HOST ? await this.local.adopt() : await (this.ssh?.adopt(h) ?? false);
-      return ok ? [h] : [];
+      if (h === LOCAL_HOST) return (await this.local.adopt()) ? [h] : [];
+      const ssh = this.ssh;
+      if (!ssh || !(await ssh.adopt(h))) return [];
+      // A host with nothing to publish keeps no connection open (an idle relay stays small).
+      const released = await ssh.releaseIfEmpty(h).catch(() => false);
+      return released ? [] : [h];
     });
     return (await Promise.all(tries)).flat();
   }

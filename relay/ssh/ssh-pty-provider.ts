@@ -1,5 +1,5 @@
 import type { LookupFunction } from 'node:net';
-import type { PtyProcessInfo } from '../../provider/contract.js';
+import type { PtyProcessInfo, PtySpawnOptions, PtySpawnResult } from '../../provider/contract.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import type { UploadMethod } from '../deploy/remote-fs.js';
@@ -69,6 +69,8 @@ export class SshPtyProvider extends StubBackedProvider {
   private readonly legacySockets = new Map<string, string>();
   /** The upload method that last worked on each host: the next deploy tries it first. */
   private readonly uploadMethods = new Map<string, UploadMethod>();
+  /** Hosts a spawn went to since their adoption began (releaseIfEmpty keeps their link). */
+  private readonly spawning = new Set<string>();
   /** Hosts being adopted at relay start: their first contact uses an intact install only. */
   private readonly adopting = new Set<string>();
   /** Daemon socket of each host as last reached by streamlocal forwarding. */
@@ -119,6 +121,7 @@ export class SshPtyProvider extends StubBackedProvider {
    */
   async adopt(host: string): Promise<boolean> {
     if (this.linkState(host).state !== 'idle') return true;
+    this.spawning.delete(host);
     this.adopting.add(host);
     try {
       await super.link(host);
@@ -129,6 +132,26 @@ export class SshPtyProvider extends StubBackedProvider {
     } finally {
       this.adopting.delete(host);
     }
+  }
+
+  override spawn(opts: PtySpawnOptions): Promise<PtySpawnResult> {
+    this.spawning.add(opts.host ?? this.defaultHost);
+    return super.spawn(opts);
+  }
+
+  /**
+   * Closes the link to an adopted `host` that holds no running terminal (once its terminals are
+   * published, an idle relay keeps no SSH connection for it; the next use connects again). Resolves whether it closed.
+   */
+  async releaseIfEmpty(host: string): Promise<boolean> {
+    if (this.linkState(host).state !== 'connected') return false;
+    // Exited terminals are published (their exit codes) but need no link.
+    if ((await this.listHost(host)).some((t) => !t.exited)) return false;
+    // A terminal being opened there meanwhile keeps the link.
+    if (this.spawning.has(host)) return false;
+    this.closeHost(host, true);
+    this.linkStateEvents.emit({ host, state: { state: 'idle' } });
+    return true;
   }
 
   /**

@@ -134,4 +134,26 @@ describe.skipIf(!available)('the relay re-reads its config file while it runs', 
     const alive = spawnSync('pgrep', ['-u', USER, '-f', 'sleep 60']);
     expect(alive.status, 'the terminal on the removed host is still running').toBe(0);
   });
+
+  it('a host added back that runs the stub but no running terminal is adopted, then let go', async () => {
+    spawnSync('pkill', ['-KILL', '-u', USER, '-f', 'sleep 60'], { stdio: 'ignore' });
+    const before = reloads().length;
+    writeConfig({ hosts: { sshbox: hostFor(sshd) } });
+    expect(await nextReload(before)).toContain('config reloaded: hosts: added sshbox');
+    await waitFor(
+      () => /adopted the hosts that run this stub/.test(serve.stdout.split('config reloaded').at(-1) ?? ''),
+      20_000,
+      'adoption',
+    );
+    // Nothing to publish: the relay keeps no SSH connection for it...
+    await waitFor(
+      async () => /^sshbox\s+idle/m.test((await runCli(['hosts'], env)).stdout),
+      20_000,
+      'the link let go',
+    );
+    // ...and the next use connects again.
+    const opened = await runCli(['open', 'sshbox', '--', 'sleep', '30'], env);
+    expect(opened.code, opened.stderr).toBe(0);
+    expect((await runCli(['hosts'], env)).stdout).toMatch(/^sshbox\s+connected/m);
+  });
 });
