@@ -39,6 +39,8 @@ export const XTVERSION_REPLY = `\x1bP>|ptyrelay(${PTYRELAY_VERSION})\x1b\\`;
  * XTVERSION (`>q`), the kitty keyboard flags (`?u`). Window reports (`t` with 11, 13–16, 18–21)
  * are checked by their first parameter.
  */
+/** The final bytes a CSI query can end in (c n p q t u): any other CSI is not a query. */
+export const CSI_QUERY_FINAL_BYTES: ReadonlySet<number> = new Set([0x63, 0x6e, 0x70, 0x71, 0x74, 0x75]);
 const CSI_QUERIES = new Set(['c', '>c', '=c', 'n', '?n', '$p', '?$p', '>q', '?u']);
 const WINDOW_REPORTS = new Set([11, 13, 14, 15, 16, 18, 19, 20, 21]);
 /** OSC colour numbers whose `?` asks for the colour (4: palette, 10–19: dynamic colours). */

@@ -7,14 +7,14 @@
  * ends its output; one inside a flood is answered when the model reaches it.
  */
 
+import { CSI_QUERY_FINAL_BYTES } from '../../provider/terminal-queries.js';
+
 const ESC = 0x1b;
 /** Chunks above this are looked at only in their last TAIL_BYTES. */
 const FULL_SCAN_BYTES = 16 * 1024;
 const TAIL_BYTES = 256;
 /** Longest CSI looked at. */
 const MAX_CSI_BYTES = 32;
-
-const CSI_QUERY_FINALS = new Set([0x63, 0x6e, 0x70, 0x71, 0x74, 0x75]); // c n p q t u
 
 /** True when `data` may hold a terminal query. */
 export function mayEndWithQuery(data: Uint8Array): boolean {
@@ -36,7 +36,7 @@ function csiMayAsk(data: Uint8Array, from: number): boolean {
   const end = Math.min(data.length, from + MAX_CSI_BYTES);
   for (let j = from; j < end; j++) {
     const b = data[j];
-    if (b >= 0x40 && b <= 0x7e) return CSI_QUERY_FINALS.has(b);
+    if (b >= 0x40 && b <= 0x7e) return CSI_QUERY_FINAL_BYTES.has(b);
   }
   return false;
 }

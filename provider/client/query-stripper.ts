@@ -6,7 +6,7 @@
  * order. A sequence cut by the end of a chunk is held until the next one completes it
  * (`holding`); `flush()` gives it up as it is.
  */
-import { isCsiQuery, isDcsQuery, isOscQuery } from '../terminal-queries.js';
+import { CSI_QUERY_FINAL_BYTES, isCsiQuery, isDcsQuery, isOscQuery } from '../terminal-queries.js';
 
 const ESC = 0x1b;
 const BEL = 0x07;
@@ -82,6 +82,8 @@ function csiAt(d: Uint8Array, i: number): Verdict {
   if (j >= d.length) return j - i > MAX_SEQUENCE_BYTES ? undefined : 'incomplete';
   const final = d[j]!;
   if (final < 0x40 || final > 0x7e) return undefined;
+  // Most CSIs (SGR, cursor moves) end in a byte no query ends in: decided without strings.
+  if (!CSI_QUERY_FINAL_BYTES.has(final)) return { end: j + 1, query: false };
   const intermediates = String.fromCharCode(...d.subarray(interStart, j));
   const first = Number.parseInt(params, 10);
   const query = isCsiQuery(

@@ -13,9 +13,11 @@ import type {
   PtySpawnResult,
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { eachProvider } from '../core/each-provider.js';
 import { unavailableByState } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
 import { AgentOwner } from './agent-owner.js';
+import { OwnerSeenMarks } from './owner-seen-marks.js';
 import { typedText } from './typed-text.js';
 
 /** How long an owner's terminals outlive it (a reconnecting agent finds them): 10 minutes. */
@@ -43,14 +45,7 @@ export function agentEnv(env: Record<string, string> = {}): Record<string, strin
   return ownPager ? env : { ...NO_PAGER_ENV, ...env };
 }
 
-const DISPOSE_SEEN_WAIT_MS = 2000;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
-
-/** An owner's tool calls tell its daemons it is connected at most this often. */
-const OWNER_SEEN_THROTTLE_MS = 5000;
-
-/** How often the daemons hear that a connected owner is still there (the grace counts from it). */
-export const OWNER_SEEN_REFRESH_MS = 60_000;
+export { OWNER_SEEN_REFRESH_MS } from './owner-seen-marks.js';
 
 /**
  * Where the service gets a provider for a host (the relay's HostRouter fits). With `providers`
@@ -132,28 +127,34 @@ export class TerminalToolService {
   readonly ownerGraceMs: number;
   readonly defaultTimeoutMs: number;
 
-  private readonly seenTimer: NodeJS.Timeout;
+  private readonly seen: OwnerSeenMarks;
   private readonly offs: Array<() => void> = [];
-  /** Last-seen marks in flight (a stop waits for them). */
-  private readonly marking = new Set<Promise<void>>();
 
   constructor(private readonly opts: TerminalToolServiceOptions) {
     this.ownerGraceMs = opts.ownerGraceMs ?? DEFAULT_OWNER_GRACE_MS;
     this.defaultTimeoutMs = opts.defaultTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
-    this.seenTimer = setInterval(() => void this.markSeen((o) => !o.away), OWNER_SEEN_REFRESH_MS);
-    this.seenTimer.unref();
+    this.seen = new OwnerSeenMarks(
+      () =>
+        [...this.terms.values()].map((t) => ({
+          owner: t.owner,
+          provider: t.provider,
+          providerId: t.info.providerId,
+          exited: t.info.exitCode !== undefined,
+        })),
+      opts.log,
+    );
     this.watchHosts();
   }
 
   /** Adopts the agent terminals a host holds each time a link to it comes up. */
   private watchHosts(): void {
     const { hosts } = this.opts;
-    if (!hosts.providers || !hosts.listHost) return;
-    const listHost = hosts.listHost.bind(hosts);
+    const { providers, listHost } = hosts;
+    if (!providers || !listHost) return;
     const watch = (p: IPtyProvider) => {
       const off = p.onLinkState?.((e: LinkStateEvent) => {
         if (e.state.state !== 'connected' || e.host.includes('#')) return;
-        listHost(e.host).then(
+        listHost.call(hosts, e.host).then(
           (list) => this.adopt(p, e.host, list),
           (err: Error) =>
             this.opts.log?.info({ host: e.host, err: err.message }, 'agent terminals not adopted'),
@@ -161,9 +162,12 @@ export class TerminalToolService {
       });
       if (off) this.offs.push(off);
     };
-    for (const p of hosts.providers()) watch(p);
-    const off = hosts.onProviderAdded?.(watch);
-    if (off) this.offs.push(off);
+    this.offs.push(
+      eachProvider(
+        { providers: () => providers.call(hosts), onProviderAdded: hosts.onProviderAdded?.bind(hosts) },
+        watch,
+      ),
+    );
   }
 
   /**
@@ -211,40 +215,6 @@ export class TerminalToolService {
   }
 
   /**
-   * An owner acting now is connected: its daemons hear so at most every OWNER_SEEN_THROTTLE_MS
-   * (the minute's refresh covers an owner that is connected and quiet).
-   */
-  private touch(owner: AgentOwner): void {
-    const now = Date.now();
-    if (now - owner.seenMarkedAt < OWNER_SEEN_THROTTLE_MS) return;
-    owner.seenMarkedAt = now;
-    this.track(this.markSeen((o) => o === owner));
-  }
-
-  /** Keeps a mark in flight until it settles, so a stop can wait for it. */
-  private track(p: Promise<void>): void {
-    this.marking.add(p);
-    void p.finally(() => this.marking.delete(p));
-  }
-
-  /** Tells the daemons that the owners `which` picks are connected now (best effort). */
-  private async markSeen(which: (o: AgentOwner) => boolean): Promise<void> {
-    const now = Date.now();
-    const byProvider = new Map<IPtyProvider, string[]>();
-    for (const t of this.terms.values()) {
-      if (t.owner.gone || !which(t.owner) || t.info.exitCode !== undefined) continue;
-      byProvider.set(t.provider, [...(byProvider.get(t.provider) ?? []), t.info.providerId]);
-    }
-    await Promise.all(
-      [...byProvider].map(([p, ids]) =>
-        p
-          .agentSeen?.(ids, now)
-          .catch((err: Error) => this.opts.log?.debug({ err: err.message }, 'agent owners not marked seen')),
-      ),
-    );
-  }
-
-  /**
    * The owner for `key`: the same object while it lives or is within its grace period (a
    * reconnecting agent with the same key gets its terminals back), else a new one.
    */
@@ -262,7 +232,7 @@ export class TerminalToolService {
   /** The owner went away: its terminals are closed after the grace period unless it comes back. */
   release(owner: AgentOwner): void {
     if (this.owners.get(owner.key) !== owner || owner.gone) return;
-    this.track(this.markSeen((o) => o === owner));
+    this.seen.left(owner);
     owner.startGrace(this.ownerGraceMs, () => {
       this.owners.delete(owner.key);
       void this.closeAll(owner);
@@ -399,14 +369,9 @@ export class TerminalToolService {
    * without an agent name).
    */
   async dispose(opts: { close?: boolean } = {}): Promise<void> {
-    // Bounded: a host that is down must not hold up the relay's stop.
-    // The owners still connected were seen now; the marks of those that just left must land too.
-    if (!opts.close) {
-      const marks = Promise.all([this.markSeen((o) => !o.away), ...this.marking]);
-      await Promise.race([marks, sleep(DISPOSE_SEEN_WAIT_MS)]);
-    }
+    if (opts.close) this.seen.dispose();
+    else await this.seen.stop();
     this.disposed = true;
-    clearInterval(this.seenTimer);
     for (const off of this.offs.splice(0)) off();
     for (const o of this.owners.values()) o.end();
     if (opts.close) await Promise.allSettled([...this.terms.values()].map((t) => this.remove(t)));
@@ -438,7 +403,7 @@ export class TerminalToolService {
     if (owner.gone || this.owners.get(owner.key) !== owner) {
       throw new PtyRelayError('NOT_OWNER', `owner ${owner.key} is no longer registered`);
     }
-    this.touch(owner);
+    this.seen.touch(owner);
   }
 
   /** The terminal `id` if `owner` is exactly its owner (NOT_FOUND, NOT_OWNER otherwise). */
@@ -446,7 +411,7 @@ export class TerminalToolService {
     const t = this.terms.get(id);
     if (!t) throw new PtyRelayError('NOT_FOUND', `no agent terminal ${id}`, { id });
     if (t.owner !== owner) throw new PtyRelayError('NOT_OWNER', `${id} belongs to another agent`, { id });
-    this.touch(owner);
+    this.seen.touch(owner);
     return t;
   }
 
