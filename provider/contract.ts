@@ -251,7 +251,20 @@ export interface ShutdownOptions {
 
 export type Unsubscribe = () => void;
 
-/** State of the link between a provider and one host's daemon. */
+/**
+ * Where one write came from, end to end: a client instance (`instance`, at most 255 UTF-8 bytes)
+ * and that client's own input seq (`seq`, rising per instance). A provider whose daemons
+ * de-duplicate by origin applies a write at most once per instance, terminal and seq, whichever
+ * relay process forwarded it. `resent`: the client sent it before, maybe to another relay process;
+ * a provider that cannot de-duplicate it refuses it (LINK_CLOSED, `maybeApplied`) instead of
+ * risking a second application.
+ */
+export interface PtyInputOrigin {
+  instance: string;
+  seq: number;
+  resent?: boolean;
+}
+
 /** Options of one `write`. */
 export interface PtyWriteOptions {
   /**
@@ -259,8 +272,11 @@ export interface PtyWriteOptions {
    * owner when that owner detaches or goes away; providers that do not queue ignore it.
    */
   owner?: string;
+  /** Where it came from (see PtyInputOrigin); providers that do not forward input ignore it. */
+  origin?: PtyInputOrigin;
 }
 
+/** State of the link between a provider and one host's daemon. */
 export type LinkState =
   | { state: 'idle' }
   | { state: 'connecting' }

@@ -112,7 +112,7 @@ export class App {
         this.report(`${id}: ${err.code}: ${err.message}`);
       }
     }
-    this.input.resume(hello.input === 'known');
+    this.input.resume(hello.input === 'known', hello.inputOrigin === true);
     this.render();
   }
 

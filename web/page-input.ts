@@ -11,8 +11,10 @@ const utf8 = new TextEncoder();
  * {@link InputQueue} sending input frames over the page's WebSocket. Every write gets the next
  * inputSeq of this page and is kept until the relay acknowledges it. After a reconnect to the
  * same relay process (`hello` answers `known`) unacknowledged frames are resent and the relay
- * drops what it already applied; to a relay that lost its record (`fresh`) frames already sent
- * fail with LINK_CLOSED instead of being typed twice. Input typed while the link is down is
+ * drops what it already applied; to a relay that lost its record (`fresh`: restarted, or another
+ * relay behind a balancer) frames already sent are resent marked as such when the relay forwards
+ * input origins to daemons that apply each once (`inputOrigin`), else they fail with LINK_CLOSED
+ * instead of being typed twice. Input typed while the link is down is
  * bounded and expires like everywhere else (INPUT_QUEUE_FULL, INPUT_EXPIRED).
  */
 export class PageInput {
@@ -23,7 +25,7 @@ export class PageInput {
     private readonly fail: (err: PtyRelayError) => void,
   ) {
     this.queue = new InputQueue({
-      send: (p) => send(encodeInputFrame(p.id, p.seq, p.data)),
+      send: (p) => send(encodeInputFrame(p.id, p.seq, p.data, p.resent === true)),
       peer: 'the relay',
     });
   }
@@ -44,8 +46,11 @@ export class PageInput {
     this.queue.disconnected();
   }
 
-  /** After a new handshake: resend what the relay may not have applied. */
-  resume(relayKnowsUs: boolean): void {
-    this.queue.connected(RELAY, !relayKnowsUs);
+  /**
+   * After a new handshake: resend what the relay may not have applied. `endToEnd`: the relay
+   * forwards input origins (hello `inputOrigin`), so frames it does not know are resent too.
+   */
+  resume(relayKnowsUs: boolean, endToEnd: boolean): void {
+    this.queue.connected(RELAY, !relayKnowsUs, endToEnd);
   }
 }

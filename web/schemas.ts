@@ -129,4 +129,5 @@ export const InputAckSchema = z.object({
 export const HelloResultSchema = z.object({
   serverInstanceId: z.string(),
   input: z.enum(['fresh', 'known']),
+  inputOrigin: z.optional(z.boolean()),
 });

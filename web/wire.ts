@@ -6,9 +6,11 @@ import { PtyRelayError } from '../provider/errors.js';
  *   u32 length | u8 type | payload
  *   Data  (2, relay → page): u16 idLen | id | u8 incLen | incarnationId | f64 seq | bytes
  *   Input (3, page → relay): u16 idLen | id | f64 inputSeq | bytes
+ *   InputResent (8, page → relay): as Input, for a frame that may have reached another relay process
  */
 export const FRAME_DATA = 2;
 export const FRAME_INPUT = 3;
+export const FRAME_INPUT_RESENT = 8;
 
 export interface DataFrame {
   id: string;
@@ -56,15 +58,20 @@ export function decodeDataFrames(message: ArrayBuffer): DataFrame[] {
   return out;
 }
 
-/** One Input frame: `data` typed into terminal `id` as input number `inputSeq`. */
-export function encodeInputFrame(id: string, inputSeq: number, data: string | Uint8Array): Uint8Array {
+/** One Input frame (InputResent when `resent`): `data` typed into terminal `id` as input number `inputSeq`. */
+export function encodeInputFrame(
+  id: string,
+  inputSeq: number,
+  data: string | Uint8Array,
+  resent = false,
+): Uint8Array {
   const idBytes = utf8.encode(id);
   const payload = typeof data === 'string' ? utf8.encode(data) : data;
   const len = 1 + 2 + idBytes.length + 8 + payload.length;
   const out = new Uint8Array(4 + len);
   const view = new DataView(out.buffer);
   view.setUint32(0, len);
-  view.setUint8(4, FRAME_INPUT);
+  view.setUint8(4, resent ? FRAME_INPUT_RESENT : FRAME_INPUT);
   view.setUint16(5, idBytes.length);
   out.set(idBytes, 7);
   view.setFloat64(7 + idBytes.length, inputSeq);

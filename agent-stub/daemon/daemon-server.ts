@@ -19,6 +19,7 @@ import { acquirePidLock, releasePidLock } from './daemon-lock.js';
 import { HeapTrimmer } from './heap-trimmer.js';
 import { StubRequestHandler } from './request-handler.js';
 import { StubConnection } from './stub-connection.js';
+import { StubInputLedgers } from './stub-input-ledgers.js';
 import { TerminalIdAllocator } from './terminal-id-allocator.js';
 
 export const DEFAULT_IDLE_EXIT_MS = 15 * 60 * 1000;
@@ -154,7 +155,7 @@ class StubDaemon {
   private readonly history: HistoryStore;
   private readonly registry: SessionRegistry;
   private readonly handler: StubRequestHandler;
-  private readonly inputLedger = new Map<string, number>();
+  private readonly inputs = new StubInputLedgers();
   private idleTimer: NodeJS.Timeout | undefined;
   private server: Server | undefined;
   /** Set once a relay of a newer build treats this daemon as legacy: it exits with its last session. */
@@ -267,7 +268,7 @@ class StubDaemon {
     const conn = new StubConnection(socket, {
       buildId: this.setup.buildId,
       handler: this.handler,
-      inputLedger: this.inputLedger,
+      inputs: this.inputs,
       keepTailMin: this.setup.limits.keepTailMin,
       pendingCap: this.setup.limits.pendingCap,
       totalBuffered: () => {

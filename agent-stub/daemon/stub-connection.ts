@@ -9,6 +9,7 @@ import {
   type Frame,
   FrameDecoder,
   FrameType,
+  type InputOriginField,
 } from '../../provider/wire/frame-codec.js';
 import { parseHello } from '../../provider/wire/hello-schema.js';
 import { type HelloMessage, isObject, STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
@@ -24,20 +25,18 @@ import {
   REPLIED,
   type StubRequestHandler,
 } from './request-handler.js';
+import type { StubInputLedgers } from './stub-input-ledgers.js';
 
 /** How long a link that broke the protocol stays half-closed for its peer to read the error. */
 const PROTOCOL_ERROR_LINGER_MS = 2000;
-
-/** Input sequence spaces remembered (one per relay provider instance and host). */
-const INPUT_LEDGER_MAX = 4096;
 
 let nextConnectionId = 1;
 
 export interface ConnectionContext {
   buildId: string;
   handler: StubRequestHandler;
-  /** Per-link highest applied input seq, shared across connections of one link (exactly-once input). */
-  inputLedger: Map<string, number>;
+  /** Input applied, per link and per client instance, shared by every connection (exactly once). */
+  inputs: StubInputLedgers;
   onClose(conn: StubConnection): void;
   /** A relay of a newer build connected to this daemon as a legacy daemon. */
   onSuperseded(): void;
@@ -273,6 +272,10 @@ export class StubConnection implements SessionSink, HandlerConnection {
       this.onInput(f.inputSeq, f.id, f.data);
       return;
     }
+    if (f.type === FrameType.InputFrom) {
+      this.onInput(f.inputSeq, f.id, f.data, f);
+      return;
+    }
     if (f.type === FrameType.Ack) {
       this.onAck(f.id, f.seq);
       return;
@@ -331,6 +334,7 @@ export class StubConnection implements SessionSink, HandlerConnection {
       pid: process.pid,
       idScope: 'host',
       binaryAcks: true,
+      inputOrigin: true,
     });
   }
 
@@ -354,18 +358,19 @@ export class StubConnection implements SessionSink, HandlerConnection {
       });
   }
 
-  /** Input frames are applied in order and at most once per link (a resent frame is dropped). */
-  private onInput(inputSeq: number, id: string, data: Uint8Array): void {
-    const last = this.ctx.inputLedger.get(this.inputKey) ?? 0;
-    if (inputSeq > last) {
-      // Re-insert so the Map's order is least-recently-used first, then trim.
-      this.ctx.inputLedger.delete(this.inputKey);
-      this.ctx.inputLedger.set(this.inputKey, inputSeq);
-      if (this.ctx.inputLedger.size > INPUT_LEDGER_MAX) {
-        this.ctx.inputLedger.delete(this.ctx.inputLedger.keys().next().value as string);
-      }
+  /**
+   * Input frames are applied in order and at most once per link (a resent frame is dropped), and
+   * at most once per client instance and terminal when the frame names its origin (a client's
+   * resend through another relay is dropped too, and acknowledged as applied).
+   */
+  private onInput(inputSeq: number, id: string, data: Uint8Array, from?: InputOriginField): void {
+    if (this.ctx.inputs.takeLink(this.inputKey, inputSeq)) {
       try {
-        this.ctx.handler.write(id, data);
+        if (!from) this.ctx.handler.write(id, data);
+        else if (!this.ctx.inputs.originApplied(from.origin, id, from.originSeq)) {
+          this.ctx.handler.write(id, data);
+          this.ctx.inputs.noteOrigin(from.origin, id, from.originSeq);
+        }
       } catch (err) {
         const e = err instanceof PtyRelayError ? err : new PtyRelayError('PROTOCOL_ERROR', String(err));
         this.failedInputs.push({ inputSeq, error: e.toJSON() });
@@ -377,7 +382,7 @@ export class StubConnection implements SessionSink, HandlerConnection {
 
   /** The input acknowledgement as it stands: binary when the relay takes it and nothing failed. */
   private readonly inputAck = (): Uint8Array => {
-    const upTo = this.ctx.inputLedger.get(this.inputKey) ?? 0;
+    const upTo = this.ctx.inputs.linkUpTo(this.inputKey);
     const failed = this.failedInputs.splice(0);
     if (failed.length === 0 && this.hello?.binaryAcks === true) return encodeInputAckFrame(upTo);
     return encodeJsonFrame({ t: 'inputAck', upTo, ...(failed.length ? { failed } : {}) });

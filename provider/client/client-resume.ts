@@ -77,7 +77,7 @@ export class ClientResume {
       ]);
       clearTimeout(timer);
     }
-    this.o.input.connected(hello.serverInstanceId, hello.input === 'fresh');
+    this.o.input.connected(hello.serverInstanceId, hello.input === 'fresh', hello.inputOrigin === true);
   }
 
   /** Re-attaches one session from its last delivered seq, fenced by its incarnation. */

@@ -125,6 +125,12 @@ export interface HelloResult {
    * its record expired), so frames sent before cannot be de-duplicated.
    */
   input: 'fresh' | 'known';
+  /**
+   * The relay forwards each input frame's origin (this client instance and its input seq) to
+   * daemons that apply it at most once, whichever relay process forwarded it: frames sent to an
+   * earlier relay process may be resent (as InputResent frames). Absent from older relays.
+   */
+  inputOrigin?: boolean;
 }
 
 /** One host of the relay (`ptyrelay/hosts`) and the relay's link state to it. */

@@ -1,3 +1,4 @@
+import type { PtyInputOrigin } from '../contract.js';
 import { PtyRelayError } from '../errors.js';
 
 /** Input held per session while the link is down (keystrokes and small pastes, not floods). */
@@ -15,6 +16,10 @@ export interface QueuedInput {
   data: Uint8Array;
   /** Who wrote it (a client instance); `dropOwner` discards what it still has queued. */
   owner?: string;
+  /** Where it came from end to end (the relay's queue to a daemon forwards it). */
+  origin?: PtyInputOrigin;
+  /** Sent before to a target that may have applied it and forgotten it (see `connected`). */
+  resent?: boolean;
   /** When it was submitted (the queue's clock). */
   queuedAt: number;
   /** The target it was last sent to (undefined: never sent). */
@@ -26,6 +31,8 @@ export interface QueuedInput {
 export interface InputQueueOptions {
   /** Sends one frame to the current target; false when it could not be sent. */
   send(p: QueuedInput): boolean;
+  /** Why the current target must not get this frame (it fails with that error), else undefined. */
+  refuse?(p: QueuedInput): Error | undefined;
   maxQueuedBytes?: number;
   maxQueueAgeMs?: number;
   /** What "link down" means in error messages (`the link`, `the relay`). */
@@ -46,8 +53,9 @@ export interface InputAck {
  * The one exactly-once input queue (RelayClient → relay, and relay → stub daemon). Every write
  * gets the next sequence number and stays pending until an acknowledgement covers it; after a
  * reconnect to the same target everything pending is resent with its number (the receiver drops
- * what it already applied). Frames sent to a target that has since forgotten them fail with
- * LINK_CLOSED (`maybeApplied`) rather than risk a second application. Input queued longer than
+ * what it already applied). Frames sent to a target that has since forgotten them are resent
+ * marked `resent` when the target de-duplicates end to end, else fail with LINK_CLOSED
+ * (`maybeApplied`) rather than risk a second application. Input queued longer than
  * `maxQueueAgeMs`, or whose owner detached or went away, is discarded with INPUT_EXPIRED instead
  * of being sent late. Skipped numbers are fine: receivers treat a gap as done.
  */
@@ -74,7 +82,11 @@ export class InputQueue {
     return this.pending.length;
   }
 
-  submit(id: string, data: Uint8Array, owner?: string): Promise<void> {
+  submit(
+    id: string,
+    data: Uint8Array,
+    tags: { owner?: string; origin?: PtyInputOrigin } = {},
+  ): Promise<void> {
     if (this.target === undefined) {
       let queued = data.length;
       for (const p of this.pending) if (p.id === id && p.sentTo === undefined) queued += p.data.length;
@@ -90,7 +102,8 @@ export class InputQueue {
     const seq = this.nextSeq++;
     return new Promise((resolve, reject) => {
       const p: QueuedInput = { seq, id, data, queuedAt: this.now(), resolve, reject };
-      if (owner !== undefined) p.owner = owner;
+      if (tags.owner !== undefined) p.owner = tags.owner;
+      if (tags.origin !== undefined) p.origin = tags.origin;
       this.pending.push(p);
       if (this.target !== undefined) this.send(p, this.target);
       else this.armExpiry();
@@ -99,15 +112,19 @@ export class InputQueue {
 
   /**
    * The link is up again, to `target`: discard what has grown too old, then resend the rest in
-   * order. `forgotten`: the target has no record of earlier frames (they cannot be de-duplicated).
+   * order. `forgotten`: the target has no record of earlier frames. Frames sent to a target that
+   * forgot them (or to another target) are resent marked `resent` when the target de-duplicates
+   * end to end (`endToEnd`: it forwards each frame's origin to where it is applied), else they
+   * fail with LINK_CLOSED (`maybeApplied`).
    */
-  connected(target: string, forgotten = false): void {
+  connected(target: string, forgotten = false, endToEnd = false): void {
     this.target = target;
     clearTimeout(this.expiryTimer);
     this.expire();
     for (let i = 0; i < this.pending.length; ) {
       const p = this.pending[i]!;
-      if (p.sentTo !== undefined && (forgotten || p.sentTo !== target)) {
+      if (p.sentTo !== undefined && (forgotten || p.sentTo !== target) && endToEnd) p.resent = true;
+      else if (p.sentTo !== undefined && (forgotten || p.sentTo !== target)) {
         this.pending.splice(i, 1);
         p.reject(
           new PtyRelayError(
@@ -120,8 +137,7 @@ export class InputQueue {
         );
         continue;
       }
-      this.send(p, target);
-      i++;
+      if (this.send(p, target)) i++;
     }
   }
 
@@ -160,8 +176,16 @@ export class InputQueue {
     for (const p of this.pending.splice(0)) p.reject(err);
   }
 
-  private send(p: QueuedInput, target: string): void {
+  /** Sends `p` to `target` (it stays pending); false when it was refused and failed instead. */
+  private send(p: QueuedInput, target: string): boolean {
+    const refused = this.opts.refuse?.(p);
+    if (refused) {
+      this.pending.splice(this.pending.indexOf(p), 1);
+      p.reject(refused);
+      return false;
+    }
     if (this.opts.send(p)) p.sentTo = target;
+    return true;
   }
 
   /** Rejects pending input older than the limit (sent or not: it is not sent again). */

@@ -21,6 +21,19 @@ export const FrameType = {
   Ack: 5,
   /** Stub -> relay input acknowledgement: f64 upTo. Only to a client whose hello said `binaryAcks`. */
   InputAck: 6,
+  /**
+   * Relay -> stub input with its origin: u16 idLen | id | f64 inputSeq | u8 originLen | origin |
+   * f64 originSeq | bytes. `origin` names a client instance and `originSeq` is that client's own
+   * input seq, so the daemon applies a frame once even when two relays forward it. Only to a
+   * daemon whose hello said `inputOrigin`.
+   */
+  InputFrom: 7,
+  /**
+   * Client -> relay input that may have reached another relay process before (a resend after a
+   * switch): the same layout as Input. The relay forwards it only where the daemon de-duplicates
+   * by origin.
+   */
+  InputResent: 8,
 } as const;
 
 /** Largest frame accepted; a peer sending more is broken or hostile. Rings are capped below this. */
@@ -31,7 +44,20 @@ export type Frame =
   | { type: typeof FrameType.Json; message: unknown }
   | { type: typeof FrameType.JsonBlob; message: unknown; blob: Uint8Array }
   | { type: typeof FrameType.Data; id: string; incarnationId: string; seq: number; data: Uint8Array }
-  | { type: typeof FrameType.Input; id: string; inputSeq: number; data: Uint8Array }
+  | {
+      type: typeof FrameType.Input | typeof FrameType.InputResent;
+      id: string;
+      inputSeq: number;
+      data: Uint8Array;
+    }
+  | {
+      type: typeof FrameType.InputFrom;
+      id: string;
+      inputSeq: number;
+      origin: string;
+      originSeq: number;
+      data: Uint8Array;
+    }
   | { type: typeof FrameType.Ack; id: string; seq: number }
   | { type: typeof FrameType.InputAck; upTo: number };
 
@@ -148,12 +174,40 @@ export function encodeDataFrame(id: string, incarnationId: string, seq: number, 
   return Buffer.concat([meta, payload]);
 }
 
-export function encodeInputFrame(id: string, inputSeq: number, data: Uint8Array): Buffer {
+/** An Input frame, or an InputResent one when `resent` (see FrameType). */
+export function encodeInputFrame(id: string, inputSeq: number, data: Uint8Array, resent = false): Buffer {
   const idLen = fieldLength(id, MAX_ID_BYTES, 'terminal id');
-  const out = frameWithHeader(FrameType.Input, 2 + idLen + 8 + data.length);
+  const type = resent ? FrameType.InputResent : FrameType.Input;
+  const out = frameWithHeader(type, 2 + idLen + 8 + data.length);
   let o = out.writeUInt16BE(idLen, HEADER_BYTES);
   o += out.write(id, o, 'utf8');
   o = out.writeDoubleBE(inputSeq, o);
+  out.set(data, o);
+  return out;
+}
+
+/** Where a frame of input came from: a client instance and that client's input seq. */
+export interface InputOriginField {
+  origin: string;
+  originSeq: number;
+}
+
+/** An InputFrom frame (see FrameType.InputFrom). */
+export function encodeInputFromFrame(
+  id: string,
+  inputSeq: number,
+  from: InputOriginField,
+  data: Uint8Array,
+): Buffer {
+  const idLen = fieldLength(id, MAX_ID_BYTES, 'terminal id');
+  const originLen = fieldLength(from.origin, MAX_INCARNATION_BYTES, 'input origin');
+  const out = frameWithHeader(FrameType.InputFrom, 2 + idLen + 8 + 1 + originLen + 8 + data.length);
+  let o = out.writeUInt16BE(idLen, HEADER_BYTES);
+  o += out.write(id, o, 'utf8');
+  o = out.writeDoubleBE(inputSeq, o);
+  o = out.writeUInt8(originLen, o);
+  o += out.write(from.origin, o, 'utf8');
+  o = out.writeDoubleBE(from.originSeq, o);
   out.set(data, o);
   return out;
 }
@@ -191,6 +245,22 @@ function parseJson(bytes: Uint8Array): unknown {
   }
 }
 
+function decodeInputFrom(p: Buffer): Frame {
+  if (p.length < 2) throw protocolError('truncated input frame');
+  const idLen = p.readUInt16BE(0);
+  let o = 2 + idLen;
+  if (o + 9 > p.length) throw protocolError('truncated input frame');
+  const id = p.toString('utf8', 2, o);
+  const inputSeq = p.readDoubleBE(o);
+  const originLen = p.readUInt8(o + 8);
+  o += 9;
+  if (originLen === 0 || o + originLen + 8 > p.length) throw protocolError('malformed input origin');
+  const origin = p.toString('utf8', o, o + originLen);
+  const originSeq = count(p.readDoubleBE(o + originLen), 'input origin seq');
+  const data = p.subarray(o + originLen + 8);
+  return { type: FrameType.InputFrom, id, inputSeq, origin, originSeq, data };
+}
+
 function decodePayload(type: number, p: Buffer): Frame {
   switch (type) {
     case FrameType.Json:
@@ -215,13 +285,16 @@ function decodePayload(type: number, p: Buffer): Frame {
       const seq = p.readDoubleBE(o);
       return { type, id, incarnationId, seq, data: p.subarray(o + 8) };
     }
-    case FrameType.Input: {
+    case FrameType.Input:
+    case FrameType.InputResent: {
       if (p.length < 2) throw protocolError('truncated input frame');
       const idLen = p.readUInt16BE(0);
       const o = 2 + idLen;
       if (o + 8 > p.length) throw protocolError('truncated input frame');
       return { type, id: p.toString('utf8', 2, o), inputSeq: p.readDoubleBE(o), data: p.subarray(o + 8) };
     }
+    case FrameType.InputFrom:
+      return decodeInputFrom(p);
     case FrameType.Ack: {
       if (p.length < 2) throw protocolError('truncated ack frame');
       const idLen = p.readUInt16BE(0);

@@ -18,6 +18,7 @@ export const helloSchema = z.looseObject({
   legacy: z.optional(z.boolean({ error: 'must be true or false' })),
   idScope: z.optional(z.literal('host')),
   binaryAcks: z.optional(z.boolean({ error: 'must be true or false' })),
+  inputOrigin: z.optional(z.boolean({ error: 'must be true or false' })),
 });
 
 /** The hello in `m`, or a message naming the first bad field. */

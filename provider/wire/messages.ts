@@ -49,6 +49,12 @@ export interface HelloMessage {
    * InputAck), so the peer sends those instead of JSON. Absent from older builds, which get JSON.
    */
   binaryAcks?: boolean;
+  /**
+   * Daemon only: it takes InputFrom frames and applies each client's input at most once per
+   * terminal whichever link (relay) it came through, so a client's resend through another relay is
+   * not typed twice. Absent from older builds, which de-duplicate per link only.
+   */
+  inputOrigin?: boolean;
 }
 
 /** Spawn as the stub sees it: ids are local (`pty-1`), no AbortSignal. */

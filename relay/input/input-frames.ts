@@ -14,7 +14,7 @@ import type { InputLedger } from './input-ledger.js';
  */
 export interface InputSender {
   conn: RpcConnection;
-  slot?: { key: string; ledger: InputLedger };
+  slot?: { key: string; origin: string; ledger: InputLedger };
   attaching: Map<string, Promise<void>>;
 }
 
@@ -31,16 +31,21 @@ export function inputFrames<S extends InputSender>(deps: {
 }): (conn: RpcConnection, data: Buffer) => void {
   const { registry, log, state, owned } = deps;
 
-  /** One input frame: dropped when resent, else written; the ledger acks in order. */
-  const input = (cs: S, id: string, inputSeq: number, data: Uint8Array): void => {
-    const ledger = cs.slot?.ledger;
-    if (!ledger) return void log?.warn({ conn: cs.conn.connectionId }, 'input before ptyrelay/hello dropped');
+  /**
+   * One input frame: dropped when this relay saw it already, else written with its origin (the
+   * client instance and its seq, so the daemon applies it once whichever relay forwards it); the
+   * ledger acks in order. `resent`: the client may have sent it to another relay process before.
+   */
+  const input = (cs: S, id: string, inputSeq: number, data: Uint8Array, resent: boolean): void => {
+    const slot = cs.slot;
+    if (!slot) return void log?.warn({ conn: cs.conn.connectionId }, 'input before ptyrelay/hello dropped');
+    const { ledger, key: owner } = slot;
     if (!ledger.receive(inputSeq)) return;
-    const owner = ledger === cs.slot?.ledger ? cs.slot.key : undefined;
+    const origin = { instance: slot.origin, seq: inputSeq, ...(resent ? { resent } : {}) };
     const write = async () => {
       needWrite(cs.conn.grant, id, 'type into');
       checkInputSize(data.length, deps.maxInputBytes);
-      await owned(cs, id).write(id, data, { owner });
+      await owned(cs, id).write(id, data, { owner, origin });
       cs.conn.noteInput(id, data.length);
     };
     // A restarted relay learns a terminal's claim from the client's re-attach; input the client
@@ -69,8 +74,14 @@ export function inputFrames<S extends InputSender>(deps: {
       return;
     }
     for (const f of frames) {
-      if (f.type === FrameType.Input)
-        input(cs, f.id.includes('/') ? f.id : `local/${f.id}`, f.inputSeq, f.data);
+      if (f.type === FrameType.Input || f.type === FrameType.InputResent)
+        input(
+          cs,
+          f.id.includes('/') ? f.id : `local/${f.id}`,
+          f.inputSeq,
+          f.data,
+          f.type === FrameType.InputResent,
+        );
       else log?.warn({ type: f.type }, 'unexpected binary frame from client');
     }
   };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { InputAckParams } from '../../provider/client/relay-protocol.js';
 import { PtyRelayError, type PtyRelayErrorShape } from '../../provider/errors.js';
 
@@ -10,6 +11,14 @@ function errorShape(err: unknown): PtyRelayErrorShape {
   return err instanceof PtyRelayError
     ? err.toJSON()
     : { code: 'PROTOCOL_ERROR', message: (err as Error)?.message ?? String(err) };
+}
+
+/**
+ * A client instance's name in input origins (provider/contract.ts PtyInputOrigin): a digest of its
+ * client and instance ids, the same on every relay process, short and of fixed length on the wire.
+ */
+export function inputOriginOf(instanceKey: string): string {
+  return createHash('sha256').update(instanceKey).digest('base64url').slice(0, 22);
 }
 
 /**

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { PtyInputOrigin } from '../../provider/contract.js';
 import type { Emitter } from '../../provider/emitter.js';
+import { PtyRelayError } from '../../provider/errors.js';
 import { InputQueue } from '../../provider/input/input-queue.js';
 import type { InputAckMessage } from '../../provider/wire/messages.js';
 
@@ -8,8 +10,11 @@ export { MAX_QUEUED_INPUT_BYTES } from '../../provider/input/input-queue.js';
 /** What the channel needs of a connection to the daemon (relay/stub-link/stub-client.ts has it). */
 export interface InputConnection {
   readonly isOpen: boolean;
-  sendInputFrame(inputSeq: number, id: string, data: Uint8Array): void;
+  /** `origin`: where the input came from, forwarded when the daemon takes it (see InputFrom frames). */
+  sendInputFrame(inputSeq: number, id: string, data: Uint8Array, origin?: PtyInputOrigin): void;
   readonly inputAcks: Emitter<InputAckMessage>;
+  /** The daemon de-duplicates input by origin (its hello said `inputOrigin`). */
+  readonly takesInputOrigin: boolean;
 }
 
 /**
@@ -30,9 +35,19 @@ export class InputChannel {
     this.queue = new InputQueue({
       send: (p) => {
         if (!this.client?.isOpen) return false;
-        this.client.sendInputFrame(p.seq, p.id, p.data);
+        this.client.sendInputFrame(p.seq, p.id, p.data, p.origin);
         return true;
       },
+      // A client's resend may have been applied through another relay: only a daemon that
+      // de-duplicates by origin may get it.
+      refuse: (p) =>
+        p.origin?.resent === true && this.client?.isOpen && !this.client.takesInputOrigin
+          ? new PtyRelayError(
+              'LINK_CLOSED',
+              `the daemon serving ${p.id} cannot tell whether this input, resent after a relay switch, was applied`,
+              { maybeApplied: true },
+            )
+          : undefined,
       ...opts,
     });
   }
@@ -52,8 +67,12 @@ export class InputChannel {
     this.queue.disconnected();
   }
 
-  submit(id: string, data: Uint8Array, owner?: string): Promise<void> {
-    return this.queue.submit(id, data, owner);
+  submit(
+    id: string,
+    data: Uint8Array,
+    tags: { owner?: string; origin?: PtyInputOrigin } = {},
+  ): Promise<void> {
+    return this.queue.submit(id, data, tags);
   }
 
   /** Discards input of `owner` (for local id `id`, or all) not yet sent; returns the bytes. */

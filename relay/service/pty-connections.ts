@@ -12,7 +12,7 @@ import { PtyRelayError } from '../../provider/errors.js';
 import type { HostRouter, RpcConnection } from '../core/rpc-types.js';
 import type { RouterBackground } from '../flow/background-by-viewers.js';
 import type { RelayFanout } from '../flow/relay-fanout.js';
-import { InputLedger } from '../input/input-ledger.js';
+import { InputLedger, inputOriginOf } from '../input/input-ledger.js';
 
 /** Input de-duplication state of a client instance outlives its last connection by this long. */
 const LEDGER_TTL_MS = 10 * 60_000;
@@ -20,6 +20,8 @@ const LEDGER_TTL_MS = 10 * 60_000;
 /** A client instance's input ledger and the connection currently speaking for it. */
 interface LedgerSlot {
   key: string;
+  /** The instance as daemons know it in input origins (the same on every relay process). */
+  origin: string;
   ledger: InputLedger;
   owner?: ConnState;
   expiry?: NodeJS.Timeout;
@@ -98,7 +100,7 @@ export function clientConnections(deps: {
     let slot = ledgers.get(key);
     const input = slot ? 'known' : 'fresh';
     if (!slot) {
-      slot = { key, ledger: new InputLedger() };
+      slot = { key, origin: inputOriginOf(key), ledger: new InputLedger() };
       ledgers.set(key, slot);
     }
     clearTimeout(slot.expiry);

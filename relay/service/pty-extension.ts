@@ -303,7 +303,13 @@ class PtyExtension {
       'INVALID_ARGUMENT',
     );
     const input = this.clients.hello(conn, clientId, instanceId);
-    return { api: RELAY_API_VERSION, serverInstanceId: this.serverInstanceId, clientId, input };
+    return {
+      api: RELAY_API_VERSION,
+      serverInstanceId: this.serverInstanceId,
+      clientId,
+      input,
+      inputOrigin: true,
+    };
   }
 
   /** Link state of a host as `hosts` reports it: a failure the link did not record shows as lost. */

@@ -126,7 +126,10 @@ export abstract class StubBackedProvider extends StubLinks implements IPtyProvid
     if (link.state.state === 'idle' || link.state.state === 'connecting') await link.get();
     // Known ids go straight to their queue, so writes keep their order.
     if (this.daemons.unrouted(id)) ({ host, localId } = await this.locate(id));
-    await this.inputChannel(host).submit(localId, bytes, opts.owner);
+    await this.inputChannel(host).submit(localId, bytes, {
+      ...(opts.owner !== undefined ? { owner: opts.owner } : {}),
+      ...(opts.origin ? { origin: opts.origin } : {}),
+    });
   }
 
   /**

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type * as z from 'zod/mini';
+import type { PtyInputOrigin } from '../../provider/contract.js';
 import { Emitter } from '../../provider/emitter.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import {
   encodeAckFrame,
   encodeInputFrame,
+  encodeInputFromFrame,
   encodeJsonFrame,
   type Frame,
   FrameDecoder,
@@ -184,12 +186,24 @@ export class StubClient {
     return (await this.request(method, params, timeoutMs)).result;
   }
 
-  /** Sends one input frame; the daemon answers with `inputAck` (see InputChannel). */
-  sendInputFrame(inputSeq: number, id: string, data: Uint8Array): void {
+  /** The daemon de-duplicates input by origin (InputFrom frames). */
+  get takesInputOrigin(): boolean {
+    return this.hello?.inputOrigin === true;
+  }
+
+  /**
+   * Sends one input frame, with its origin to a daemon that takes it (an InputFrom frame); the
+   * daemon answers with `inputAck` (see InputChannel).
+   */
+  sendInputFrame(inputSeq: number, id: string, data: Uint8Array, origin?: PtyInputOrigin): void {
     if (this.isClosed) return;
     this.inputFrames++;
     this.onExpectAnswer();
-    this.put(encodeInputFrame(id, inputSeq, data));
+    this.put(
+      origin && this.hello?.inputOrigin === true
+        ? encodeInputFromFrame(id, inputSeq, { origin: origin.instance, originSeq: origin.seq }, data)
+        : encodeInputFrame(id, inputSeq, data),
+    );
   }
 
   /** Credit acknowledgement for one session (see CreditWindow in the stub). */

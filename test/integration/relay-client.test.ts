@@ -217,6 +217,40 @@ describe('RelayClient against a real relay and local daemon', () => {
     await c.shutdown(r.id, { immediate: true });
   });
 
+  it('input in flight when its relay went away is resent to the next relay process and applied once', async () => {
+    const c = viaProxy('switcher');
+    const { r, out } = await open(c, 'bash', [
+      '-c',
+      'stty -echo; echo READY; while read l; do echo "got:$l"; done',
+    ]);
+    await out.waitText('READY');
+    const watcher = fx.client({ clientId: 'switch-watcher' });
+    const watch = new OutputCollector(watcher);
+    watch.bind((await watcher.attach(r.id)).id);
+    // The line reaches relay A and the daemon applies it; A's acknowledgement is still on its way
+    // back (300 ms each way) when the client's socket is cut and A goes away for good.
+    proxy.delay(300);
+    const typed = c.write(r.id, 'in-flight\r');
+    await watch.waitText('got:in-flight');
+    // The watcher leaves (else it could be first to re-attach to the new relay and adopt the terminal).
+    await watcher.dispose();
+    const firstInstance = c.serverInstanceId;
+    proxy.cut();
+    proxy.restore();
+    proxy.refuse(true);
+    await fx.restart({ downMs: 100 });
+    proxy.refuse(false);
+    // Relay B has no record of the frame: the client resends it marked as such, B forwards it with
+    // its origin, and the daemon, which applied it through A, acknowledges it without typing it.
+    await typed;
+    expect(c.serverInstanceId).not.toBe(firstInstance);
+    await c.write(r.id, 'after\r');
+    await out.waitText('got:after\r\n');
+    expect(out.text.split('got:in-flight').length).toBe(2);
+    expect(out.gaps).toEqual([]);
+    await c.shutdown(r.id, { immediate: true });
+  });
+
   it('rejects a wrong token without retrying', async () => {
     const c = new RelayClient({ url: fx.url, token: `${TEST_TOKEN}-wrong` });
     const err = await c.connect().catch((e) => e);

@@ -8,6 +8,7 @@ import {
   encodeDataFrameHeadFrom,
   encodeInputAckFrame,
   encodeInputFrame,
+  encodeInputFromFrame,
   encodeJsonBlobFrame,
   encodeJsonFrame,
   type Frame,
@@ -56,6 +57,35 @@ describe('frame codec', () => {
     expect(blob.type === FrameType.JsonBlob && [...blob.blob]).toEqual([0, 255, 10]);
     expect(empty.type === FrameType.Data && empty.data.length).toBe(0);
     expect(uni.type === FrameType.Json && uni.message).toEqual({ t: 'hello', text: 'ünïcödé ✓' });
+  });
+
+  it('round-trips input with its origin, and resent input', () => {
+    const from = { origin: 'Zq3-instance_digest-01', originSeq: 2 ** 40 };
+    const [withOrigin, resent] = new FrameDecoder().push(
+      Buffer.concat([
+        encodeInputFromFrame('pty-9', 17, from, Buffer.from('ü\r')),
+        encodeInputFrame('local/pty-9', 4, Buffer.from('x'), true),
+      ]),
+    );
+    expect(
+      withOrigin.type === FrameType.InputFrom && {
+        ...withOrigin,
+        data: Buffer.from(withOrigin.data).toString(),
+      },
+    ).toEqual({
+      type: FrameType.InputFrom,
+      id: 'pty-9',
+      inputSeq: 17,
+      ...from,
+      data: 'ü\r',
+    });
+    expect(resent.type === FrameType.InputResent && [resent.id, resent.inputSeq]).toEqual(['local/pty-9', 4]);
+    const noOrigin = encodeInputFromFrame('pty-9', 1, { origin: 'o', originSeq: 1 }, Buffer.alloc(0));
+    noOrigin[4 + 1 + 2 + 5 + 8] = 0; // origin length 0
+    expect(() => new FrameDecoder().push(noOrigin)).toThrow(/input origin/);
+    expect(() =>
+      encodeInputFromFrame('pty-9', 1, { origin: 'o'.repeat(256), originSeq: 1 }, Buffer.alloc(0)),
+    ).toThrow(/input origin of 256 bytes/);
   });
 
   it('gives the same frames for every split position and for byte-at-a-time input', () => {

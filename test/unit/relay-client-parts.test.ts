@@ -6,6 +6,7 @@ import { RelayLink } from '../../provider/client/relay-link.js';
 import type { InputAckParams, WireAttachResult } from '../../provider/client/relay-protocol.js';
 import type { LinkState, PtyDataEvent, PtyReattachEvent } from '../../provider/contract.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
+import { InputQueue } from '../../provider/input/input-queue.js';
 import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { InputLedger } from '../../relay/input/input-ledger.js';
 
@@ -68,6 +69,56 @@ describe('ClientInputQueue (client side)', () => {
     expect(err.details).toEqual({ maybeApplied: true });
     q.onAck({ upTo: 2 });
     await queued;
+  });
+
+  it('resends input in flight to a relay that forwards origins, marked as resent, and nothing twice', async () => {
+    const sent: [number, number][] = [];
+    const q = new ClientInputQueue((f) => {
+      const [frame] = new FrameDecoder().push(f);
+      if (frame.type === FrameType.Input || frame.type === FrameType.InputResent)
+        sent.push([frame.type, frame.inputSeq]);
+      return true;
+    });
+    q.connected('relay-A', true, true);
+    const inFlight = q.submit('local/pty-1', bytes('x'));
+    q.disconnected();
+    const queued = q.submit('local/pty-1', bytes('y'));
+    q.connected('relay-B', true, true);
+    expect(sent).toEqual([
+      [FrameType.Input, 1],
+      [FrameType.InputResent, 1],
+      [FrameType.Input, 2],
+    ]);
+    q.onAck({ upTo: 2 });
+    await Promise.all([inFlight, queued]);
+  });
+});
+
+describe('InputQueue refusals', () => {
+  it('fails a frame its target refuses, keeps the order of the rest, and never sends the refused one', async () => {
+    const sent: string[] = [];
+    const q = new InputQueue({
+      send: (p) => {
+        sent.push(new TextDecoder().decode(p.data));
+        return true;
+      },
+      refuse: (p) =>
+        p.resent ? new PtyRelayError('LINK_CLOSED', 'refused', { maybeApplied: true }) : undefined,
+    });
+    q.connected('A');
+    const first = q.submit('pty-1', bytes('a'));
+    const second = q.submit('pty-1', bytes('b'));
+    q.disconnected();
+    q.connected('B', true, true);
+    for (const p of [first, second]) {
+      const err = await p.catch((e) => e);
+      expect(isPtyRelayError(err, 'LINK_CLOSED')).toBe(true);
+    }
+    const third = q.submit('pty-1', bytes('c'));
+    expect(sent).toEqual(['a', 'b', 'c']);
+    expect(q.pendingCount).toBe(1);
+    q.onAck({ upTo: 3 });
+    await third;
   });
 });
 

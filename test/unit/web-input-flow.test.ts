@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FrameDecoder } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
 import { OutputFlow } from '../../web/output-flow.js';
 import { PageInput } from '../../web/page-input.js';
 
@@ -16,7 +16,7 @@ describe('PageInput (web page input through the one InputQueue, exactly once)', 
       },
       () => {},
     );
-    q.resume(true);
+    q.resume(true, false);
     q.write('local/pty-1', 'a');
     q.write('local/pty-1', 'b');
     q.acknowledge(1);
@@ -24,7 +24,7 @@ describe('PageInput (web page input through the one InputQueue, exactly once)', 
     q.linkDown();
     q.write('local/pty-1', 'c'); // typed while the link is down
     up = true;
-    q.resume(true);
+    q.resume(true, false);
     expect(sent).toEqual([1, 2, 2, 3]);
   });
 
@@ -39,16 +39,44 @@ describe('PageInput (web page input through the one InputQueue, exactly once)', 
       },
       (e) => errors.push(e.code),
     );
-    q.resume(true);
+    q.resume(true, false);
     q.write('local/pty-1', 'a');
     up = false;
     q.linkDown();
     q.write('local/pty-1', 'b');
     up = true;
-    q.resume(false);
+    q.resume(false, false);
     expect(sent).toEqual([1, 2]);
     await Promise.resolve();
     expect(errors).toEqual(['LINK_CLOSED']);
+  });
+
+  it('resends input already sent to a relay that forwards origins (another relay of a fleet), marked as resent', async () => {
+    const sent: [number, number][] = [];
+    const errors: string[] = [];
+    let up = true;
+    const q = new PageInput(
+      (f) => {
+        const [frame] = new FrameDecoder().push(f) as { type: number; inputSeq: number }[];
+        if (up) sent.push([frame.type, frame.inputSeq]);
+        return up;
+      },
+      (e) => errors.push(e.code),
+    );
+    q.resume(true, true);
+    q.write('local/pty-1', 'a');
+    up = false;
+    q.linkDown();
+    q.write('local/pty-1', 'b');
+    up = true;
+    q.resume(false, true);
+    expect(sent).toEqual([
+      [FrameType.Input, 1],
+      [FrameType.InputResent, 1],
+      [FrameType.Input, 2],
+    ]);
+    await Promise.resolve();
+    expect(errors).toEqual([]);
   });
 
   it('refuses input beyond its bound while the link is down with INPUT_QUEUE_FULL and reports failed frames', async () => {
