@@ -1,4 +1,3 @@
-import xtermHeadless from '@xterm/headless';
 import type { RelayClient } from '../../provider/client/relay-client.js';
 import type { ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
@@ -10,8 +9,6 @@ import { reportUnavailable } from './partial-listing.js';
 import { connectRelay, describeLink, withAdoption } from './relay-connect.js';
 import { terminalArg } from './terminal-arg.js';
 
-const { Terminal } = xtermHeadless;
-
 /** Runs `fn` with a connected client and disposes it afterwards. */
 async function withClient<T>(args: CommandArgs, fn: (c: RelayClient) => Promise<T>): Promise<T> {
   const client = await connectRelay({ quiet: args.json });
@@ -22,8 +19,12 @@ async function withClient<T>(args: CommandArgs, fn: (c: RelayClient) => Promise<
   }
 }
 
-/** The screen of a snapshot as plain text: scrollback and screen rows, trailing blanks removed. */
+/**
+ * The screen of a snapshot as plain text: scrollback and screen rows, trailing blanks removed.
+ * The terminal emulator is loaded here, not with the CLI (`serve` never needs it).
+ */
 export async function snapshotText(s: ScreenSnapshot): Promise<string> {
+  const { Terminal } = (await import('@xterm/headless')).default;
   const term = new Terminal({ cols: s.cols, rows: s.rows, scrollback: 100_000, allowProposedApi: true });
   await new Promise<void>((r) => term.write(s.data, r));
   const buf = term.buffer.active;

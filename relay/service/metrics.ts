@@ -1,115 +1,49 @@
-import { Counter, Gauge, Registry } from 'prom-client';
 import type { LinkState, Unsubscribe } from '../../provider/contract.js';
 import { eachProvider } from '../core/each-provider.js';
 import type { HostRouter } from '../core/rpc-types.js';
-import { creditFor } from '../flow/terminal-credit.js';
+import { creditFor, type TerminalCredit } from '../flow/terminal-credit.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
-
-/** Every link state name, so each host exports all of them (1 for the current one). */
-const LINK_STATES: LinkState['state'][] = [
-  'idle',
-  'connecting',
-  'connected',
-  'reconnecting',
-  'lost',
-  'deploy-failed',
-];
+import type { MetricsExposition, MetricsSource } from './metrics-exposition.js';
 
 /**
- * Link state per host (from the providers' `onLinkState`) plus the service's Prometheus metrics
- * in a private registry: published sessions, WebSocket connections, bytes sent, host link
- * reconnects and link state per host.
+ * What the relay counts for its Prometheus metrics, in plain numbers: link state per host (from
+ * the providers' `onLinkState`, also for /healthz), open WebSocket connections and their queued
+ * bytes, bytes sent, host link reconnects. The exposition (prom-client, in
+ * metrics-exposition.ts) is loaded on the first scrape and reads these.
  */
-export class RelayMetrics {
-  readonly registry = new Registry();
-  private readonly links = new Map<string, LinkState>();
+export class RelayMetrics implements MetricsSource {
+  readonly links = new Map<string, LinkState>();
+  readonly bytesOut = { text: 0, binary: 0 };
+  readonly reconnects = new Map<string, number>();
+  /** Open connections, for the bytes they have queued. */
+  readonly open = new Set<{ connectionId: string; bufferedAmount: number }>();
   private readonly everConnected = new Set<string>();
   private readonly offs: Unsubscribe[] = [];
-  private readonly bytesOut: Counter<'kind'>;
-  private readonly reconnects: Counter<'host'>;
-  private readonly connections: Gauge;
-  /** Open connections, for the bytes they have queued. */
-  private readonly open = new Set<{ connectionId: string; bufferedAmount: number }>();
+  private readonly credit: TerminalCredit;
+  private exposition: Promise<MetricsExposition> | undefined;
 
-  constructor(router: HostRouter, terminals: TerminalRegistry) {
-    const open = this.open;
-    const credit = creditFor(router);
-    new Gauge({
-      name: 'ptyrelay_client_buffered_bytes',
-      help: 'Bytes queued in a WebSocket connection and not yet sent, per connection (first 8 characters of its id)',
-      labelNames: ['conn'],
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const c of open) this.set({ conn: c.connectionId.slice(0, 8) }, c.bufferedAmount);
-      },
-    });
-    new Gauge({
-      name: 'ptyrelay_client_buffered_bytes_total',
-      help: 'Bytes queued in all WebSocket connections together',
-      registers: [this.registry],
-      collect() {
-        let n = 0;
-        for (const c of open) n += c.bufferedAmount;
-        this.set(n);
-      },
-    });
-    new Gauge({
-      name: 'ptyrelay_lagging_consumers',
-      help: 'Consumers of terminals (ptyrelay attachments, AHP channels) that are behind and wait to resume from history',
-      registers: [this.registry],
-      collect() {
-        this.set(credit.laggingTotal());
-      },
-    });
+  constructor(
+    router: HostRouter,
+    private readonly terminals: TerminalRegistry,
+  ) {
+    this.credit = creditFor(router);
     for (const h of router.hosts()) this.links.set(h, { state: 'idle' });
-    const links = this.links;
-    new Gauge({
-      name: 'ptyrelay_sessions',
-      help: 'Terminals published by the relay service, per host',
-      labelNames: ['host'],
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        const counts = new Map<string, number>([...links.keys()].map((h) => [h, 0]));
-        for (const r of terminals.list()) counts.set(r.host, (counts.get(r.host) ?? 0) + 1);
-        for (const [host, n] of counts) this.set({ host }, n);
-      },
-    });
-    new Gauge({
-      name: 'ptyrelay_link_state',
-      help: 'Link state per host (1 for the current state)',
-      labelNames: ['host', 'state'],
-      registers: [this.registry],
-      collect() {
-        for (const [host, s] of links) {
-          for (const state of LINK_STATES) this.set({ host, state }, s.state === state ? 1 : 0);
-        }
-      },
-    });
-    this.connections = new Gauge({
-      name: 'ptyrelay_connections',
-      help: 'Open WebSocket connections',
-      registers: [this.registry],
-    });
-    this.bytesOut = new Counter({
-      name: 'ptyrelay_bytes_out_total',
-      help: 'Bytes sent to WebSocket clients',
-      labelNames: ['kind'],
-      registers: [this.registry],
-    });
-    this.reconnects = new Counter({
-      name: 'ptyrelay_host_reconnects_total',
-      help: 'Host links re-established after a drop',
-      labelNames: ['host'],
-      registers: [this.registry],
-    });
     this.offs.push(
       eachProvider(router, (p) => {
         const off = p.onLinkState?.((e) => this.onLinkState(e.host, e.state));
         if (off) this.offs.push(off);
       }),
     );
+  }
+
+  laggingTotal(): number {
+    return this.credit.laggingTotal();
+  }
+
+  sessionsPerHost(): Map<string, number> {
+    const counts = new Map<string, number>([...this.links.keys()].map((h) => [h, 0]));
+    for (const r of this.terminals.list()) counts.set(r.host, (counts.get(r.host) ?? 0) + 1);
+    return counts;
   }
 
   /** Counts `conn`'s queued bytes in the buffered-bytes gauges until it closes. */
@@ -121,7 +55,7 @@ export class RelayMetrics {
   private onLinkState(host: string, state: LinkState): void {
     this.links.set(host, state);
     if (state.state !== 'connected') return;
-    if (this.everConnected.has(host)) this.reconnects.inc({ host });
+    if (this.everConnected.has(host)) this.reconnects.set(host, (this.reconnects.get(host) ?? 0) + 1);
     this.everConnected.add(host);
   }
 
@@ -131,24 +65,14 @@ export class RelayMetrics {
   }
 
   sent(kind: 'text' | 'binary', bytes: number): void {
-    this.bytesOut.inc({ kind }, bytes);
+    this.bytesOut[kind] += bytes;
   }
 
-  connectionOpened(): void {
-    this.connections.inc();
-  }
-
-  connectionClosed(): void {
-    this.connections.dec();
-  }
-
-  /** Prometheus exposition text. */
-  text(): Promise<string> {
-    return this.registry.metrics();
-  }
-
-  get contentType(): string {
-    return this.registry.contentType;
+  /** Prometheus exposition text and its content type (prom-client is loaded on the first call). */
+  async exposed(): Promise<{ text: string; contentType: string }> {
+    this.exposition ??= import('./metrics-exposition.js').then((m) => new m.MetricsExposition(this));
+    const { registry } = await this.exposition;
+    return { text: await registry.metrics(), contentType: registry.contentType };
   }
 
   dispose(): void {

@@ -117,11 +117,9 @@ export class RelayConnections {
     };
     log.info({ ...who, reach: describeGrant(grant) }, 'connection opened');
     this.byToken(grant.tokenId).add(conn);
-    metrics.connectionOpened();
     metrics.track(conn);
     conn.onClose(() => {
       this.openConnections--;
-      metrics.connectionClosed();
       this.byToken(grant.tokenId).delete(conn);
       log.info(who, 'connection closed');
     });

@@ -86,8 +86,8 @@ export class RelayHttpRoutes {
     }
     const { metrics } = this.deps;
     try {
-      const text = await metrics.text();
-      res.writeHead(200, { 'content-type': metrics.contentType });
+      const { text, contentType } = await metrics.exposed();
+      res.writeHead(200, { 'content-type': contentType });
       res.end(text);
     } catch (err) {
       sendJson(res, 500, { error: (err as Error).message });
