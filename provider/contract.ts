@@ -95,6 +95,11 @@ export interface PtySpawnOptions {
    * its daemon so that a relay started later knows the owner and when it was last connected.
    */
   agent?: AgentTag;
+  /**
+   * Who owns this terminal (a relay's claim holder, `client:ID`), kept with the session by its
+   * daemon so that every relay — a restarted one, or another of a fleet — knows whose it is.
+   */
+  owner?: string;
   /** Aborts a spawn that has not been answered yet. */
   signal?: AbortSignal;
 }
@@ -139,6 +144,8 @@ export interface PtyAttachResult {
   cwd?: string;
   /** The session's client-chosen name (PtySpawnOptions.alias), if it has one. */
   alias?: string;
+  /** Who owns it (PtySpawnOptions.owner), as its daemon keeps it. */
+  owner?: string;
 }
 
 export interface PtySpawnResult extends PtyAttachResult {
@@ -224,6 +231,8 @@ export interface PtyProcessInfo {
   lastCommand?: LastCommand;
   /** The owning agent of an agent terminal (PtySpawnOptions.agent). */
   agent?: AgentTag;
+  /** Who owns it (PtySpawnOptions.owner), as its daemon keeps it. */
+  owner?: string;
 }
 
 /** A terminal's last command, as its shell integration reported it. */
@@ -513,6 +522,12 @@ export interface IPtyProvider {
    * their daemons keep it, so the owner-gone grace counts from there across relay restarts.
    */
   agentSeen?(ids: string[], seenAt: number): Promise<void>;
+  /**
+   * Records `owner` as the terminal's owner on its daemon (PtySpawnOptions.owner); with
+   * `ifUnowned` only when it has none, so the first of several relays adopting it wins. Resolves
+   * the owner the daemon holds now.
+   */
+  claimOwner?(id: string, owner: string, opts?: { ifUnowned?: boolean }): Promise<string>;
   /**
    * Discards input that `owner` wrote and that still waits for an outage to end (for terminal
    * `id`, or all): it detached or went away. Those writes fail with INPUT_EXPIRED. Returns bytes.

@@ -213,10 +213,19 @@ export class StubRequestHandler {
         return { result: {} };
       case 'agentSeen':
         return { result: this.agentSeen(check(stubParamsSchemas[method], raw, method)) };
+      case 'claim':
+        return { result: this.claim(check(stubParamsSchemas[method], raw, method)) };
     }
   }
 
   /** The owners of these agent terminals were connected at `seenAt` (kept when newer). */
+  /** Records a terminal's owner (only if it has none, with `ifUnowned`); answers the owner now. */
+  private claim(q: { id: string; owner: string; ifUnowned?: boolean }): { owner: string } {
+    const s = this.registry.get(q.id);
+    if (q.ifUnowned !== true || s.owner === undefined) s.owner = q.owner;
+    return { owner: s.owner };
+  }
+
   private agentSeen(q: { ids: string[]; seenAt: number }): { updated: number } {
     let updated = 0;
     for (const id of q.ids) {
@@ -355,6 +364,7 @@ export class StubRequestHandler {
         title: s.title,
         cwd: s.cwd,
         ...(s.alias !== undefined ? { alias: s.alias } : {}),
+        ...(s.owner !== undefined ? { owner: s.owner } : {}),
         // After a catch-up the exit follows the replayed bytes as an exit event.
         ...(s.exited && !catchUp ? { exited: s.exited } : {}),
         cols: s.cols,
@@ -411,5 +421,6 @@ function describe(s: PtySession) {
     ...(s.exited ? { exited: s.exited } : {}),
     ...(s.lastCommand ? { lastCommand: { ...s.lastCommand } } : {}),
     ...(s.agent ? { agent: { ...s.agent } } : {}),
+    ...(s.owner !== undefined ? { owner: s.owner } : {}),
   };
 }

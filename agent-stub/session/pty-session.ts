@@ -105,6 +105,8 @@ export class PtySession {
   alias?: string;
   /** The owning agent of an agent terminal, and when it was last seen connected. */
   agent?: AgentTag;
+  /** Who owns a client terminal (`client:ID`): set at spawn, or by the first relay that adopts it. */
+  owner?: string;
   /** Program and arguments the PTY runs (what a cold restore reports). */
   readonly command: string;
   readonly args: readonly string[];

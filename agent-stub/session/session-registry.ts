@@ -88,6 +88,7 @@ export class SessionRegistry {
       this.byAlias.set(p.alias, id);
     }
     if (p.agent !== undefined) session.agent = { ...p.agent };
+    if (p.owner !== undefined) session.owner = p.owner;
     this.hooks.spawned?.(session);
     if (p.paneKey !== undefined) this.byPaneKey.set(p.paneKey, id);
     if (p.requestId !== undefined) {

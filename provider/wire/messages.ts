@@ -73,6 +73,8 @@ export interface StubSpawnParams {
   alias?: string;
   /** The owning agent of an agent terminal (PtySpawnOptions.agent). */
   agent?: AgentTag;
+  /** Who owns a client terminal (PtySpawnOptions.owner). */
+  owner?: string;
 }
 
 /** A page of output history: the blob holds `bytes` bytes from `fromSeq`. */
@@ -113,6 +115,8 @@ export interface StubAttachResult {
   exitedBeforeSpawnReply?: boolean;
   sessionExpired?: boolean;
   alias?: string;
+  /** Who owns the terminal (PtySpawnOptions.owner), if anyone does. */
+  owner?: string;
   /** With sessionExpired: what the daemon saved of the terminal before its host went down. */
   coldRestore?: ColdRestore;
 }
@@ -164,6 +168,11 @@ export interface StubMethods {
   daemonShutdown: { params: Record<string, never>; result: Record<string, never> };
   /** The owners of these agent terminals were connected at `seenAt` (ids unknown are skipped). */
   agentSeen: { params: { ids: string[]; seenAt: number }; result: { updated: number } };
+  /**
+   * Records `owner` as the terminal's owner (`ifUnowned`: only when it has none, so the first of
+   * several relays adopting it wins); answers who owns it now.
+   */
+  claim: { params: { id: string; owner: string; ifUnowned?: boolean }; result: { owner: string } };
 }
 
 export type StubMethod = keyof StubMethods;

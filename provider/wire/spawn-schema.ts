@@ -90,5 +90,12 @@ const agentTagSchema = z.object({
   seenAt: z.int({ error: 'must be an integer' }).check(z.minimum(0, 'must be at least 0')),
 });
 
+/** A terminal's owner as its daemon keeps it (`client:ID`): only a relay sets it (PtySpawnOptions.owner). */
+export const terminalOwnerSchema = nonEmpty(MAX_NAME_LENGTH);
+
 /** A spawn on the stub link (ids are the daemon's; no host). */
-export const stubSpawnParamsSchema = z.object({ ...spawnFields, agent: z.optional(agentTagSchema) });
+export const stubSpawnParamsSchema = z.object({
+  ...spawnFields,
+  agent: z.optional(agentTagSchema),
+  owner: z.optional(terminalOwnerSchema),
+});

@@ -5,7 +5,7 @@ import { agentReadParamsSchema, agentSendParamsSchema } from './agent-messages.j
 import { commandsParamsSchema } from './command-messages.js';
 import { historyParamsSchema } from './history-messages.js';
 import type { StubMethod } from './messages.js';
-import { MAX_TERMINAL_CELLS, stubSpawnParamsSchema } from './spawn-schema.js';
+import { MAX_TERMINAL_CELLS, stubSpawnParamsSchema, terminalOwnerSchema } from './spawn-schema.js';
 
 /**
  * One schema per message of the stub link (messages.ts has the types): what a daemon accepts from
@@ -67,6 +67,7 @@ export const stubParamsSchemas = {
   readHistory: historyParamsSchema,
   daemonShutdown: none,
   agentSeen: z.looseObject({ ids: z.array(id()).check(z.maxLength(10_000)), seenAt: count() }),
+  claim: z.looseObject({ id: id(), owner: terminalOwnerSchema, ifUnowned: z.optional(flag()) }),
 } satisfies Record<StubMethod, z.ZodMiniType>;
 
 export type StubParams<M extends StubMethod> = z.infer<(typeof stubParamsSchemas)[M]>;

@@ -1,6 +1,7 @@
 import type { PtyAttachResult } from '../../provider/contract.js';
 import { isPtyRelayError } from '../../provider/errors.js';
 import type { HostRouter } from '../core/rpc-types.js';
+import { claimOfOwner } from '../terminals/host-owners.js';
 import type { TerminalClaim, TerminalRegistry } from '../terminals/terminal-registry.js';
 import type { AhpHub } from './ahp-hub.js';
 import type { URI } from './types.js';
@@ -41,6 +42,9 @@ export async function adoptTerminal(
   const current = hub.channels.get(r.id);
   // Another AHP client adopted it while the attach was in flight.
   if (known && current && !current.historyMissing) return true;
+  // The owner its host holds (claimed through this or another relay) comes before the adopter.
+  const hostClaim = claimOfOwner(r.owner);
+  if (hostClaim) claim = hostClaim;
   const title = known?.title ?? r.title ?? '';
   const exitCode = known?.exitCode ?? r.exited?.exitCode;
   const ch = hub.openChannel({
@@ -61,8 +65,9 @@ export async function adoptTerminal(
   // A terminal lost with its host (cold restore): its channel shows the saved screen and scrollback.
   else if (r.sessionExpired && r.coldRestore) ch.seed(new TextEncoder().encode(r.coldRestore.scrollback), 0);
   ch.seed(replay, r.providerSequence.value - replay.length);
+  const hostOwner = r.owner !== undefined ? { hostOwner: r.owner } : {};
   if (known) {
-    if (known.claim.kind === 'none') registry.update(r.id, { claim });
+    if (known.claim.kind === 'none') registry.update(r.id, { claim, ...hostOwner });
     return hub.exists(uri);
   }
   registry.add({
@@ -77,6 +82,7 @@ export async function adoptTerminal(
     incarnationId: r.incarnationId,
     createdAt: Date.now(),
     alias: r.alias,
+    ...hostOwner,
   });
   return hub.exists(uri);
 }

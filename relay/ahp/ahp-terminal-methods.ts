@@ -2,6 +2,7 @@ import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { parseMessage } from '../../provider/wire/parse-message.js';
 import { needCreate, needWrite } from '../core/grant.js';
 import type { HostRouter, RpcConnection } from '../core/rpc-types.js';
+import { ownerOfClaim } from '../terminals/host-owners.js';
 import { checkInputSize, checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-quota.js';
 import { claimHolder } from '../terminals/terminal-registry.js';
 import { type AhpContext, initializedPeer, reasonOf } from './ahp-context.js';
@@ -140,6 +141,8 @@ export class AhpTerminalMethods {
       args: params.args,
       name: params.name,
       ...(alias !== undefined ? { alias } : {}),
+      // Its host keeps the owner, for every relay (host-owners.ts).
+      ...(ownerOfClaim(params.claim) !== undefined ? { owner: ownerOfClaim(params.claim) } : {}),
     });
     const title = r.title || params.name || params.command || 'shell';
     const exitCode = r.exited?.exitCode;
@@ -171,6 +174,7 @@ export class AhpTerminalMethods {
       incarnationId: r.incarnationId,
       createdAt: Date.now(),
       alias,
+      ...(r.owner !== undefined ? { hostOwner: r.owner } : {}),
     });
     return { channel: channelUri(r.id, alias) };
   }

@@ -18,9 +18,10 @@ import { backgroundFor, type RouterBackground } from '../flow/background-by-view
 import { type Attachment, type FanoutSink, RelayFanout } from '../flow/relay-fanout.js';
 import { creditFor } from '../flow/terminal-credit.js';
 import { inputFrames } from '../input/input-frames.js';
+import { claimOfOwner, HostOwnerSync } from '../terminals/host-owners.js';
 import { HostPublisher } from '../terminals/host-publisher.js';
 import { checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-quota.js';
-import { claimHolder, type TerminalRegistry } from '../terminals/terminal-registry.js';
+import { claimHolder, type TerminalClaim, type TerminalRegistry } from '../terminals/terminal-registry.js';
 import { DEFAULT_LIMITS, type RelayLimits } from './config.js';
 import { type ClientConnections, type ConnState, clientConnections } from './pty-connections.js';
 import { hostOf, type PtyMethodContext, termId } from './pty-method-context.js';
@@ -93,6 +94,8 @@ class PtyExtension {
     this.events = providerEvents({ router, registry, fanout, background, conns: this.clients.conns });
     // Every terminal a host holds is published when the relay's link to it comes up.
     new HostPublisher(router, registry, log);
+    // Claims made here are kept by the hosts too, for every other relay.
+    new HostOwnerSync(router, registry, log);
     this.core = {
       router,
       registry,
@@ -165,12 +168,13 @@ class PtyExtension {
     return this.providerForId(id);
   }
 
-  /** Publishes a terminal in the registry, claimed by this connection's client. */
-  private record(cs: ConnState, r: PtySpawnResult, host: string, name?: string): void {
+  /** Publishes a terminal in the registry, claimed by `claim` (else this connection's client). */
+  private record(cs: ConnState, r: PtySpawnResult, host: string, name?: string, claim?: TerminalClaim): void {
     this.registry.add({
       id: r.id,
       host,
-      claim: { kind: 'client', clientId: cs.clientId! },
+      claim: claim ?? { kind: 'client', clientId: cs.clientId! },
+      ...(r.owner !== undefined ? { hostOwner: r.owner } : {}),
       title: r.title ?? name ?? '',
       name,
       cwd: r.cwd,
@@ -202,7 +206,8 @@ class PtyExtension {
     const take = fanout.capture();
     let r: PtySpawnResult;
     try {
-      r = await p.spawn({ ...opts, host });
+      // Its host keeps the owner, for every relay (host-owners.ts).
+      r = await p.spawn({ ...opts, host, owner: `client:${cs.clientId}` });
     } catch (err) {
       take(undefined);
       throw err;
@@ -247,13 +252,7 @@ class PtyExtension {
         if (fanout.isBound(a)) fanout.detach(a);
         throw err;
       }
-      // Terminals nobody claimed through this relay (spawned before it started, published from
-      // their host) are adopted by a client that may drive them: a watcher's attach claims nothing.
-      const known = registry.find(r.id);
-      if ((!known || known.claim.kind === 'none') && canWrite(conn.grant, r.id)) {
-        if (known) registry.update(r.id, { claim: { kind: 'client', clientId: cs.clientId! } });
-        else this.record(cs, r, hostOf(r.id));
-      }
+      this.adoptOnAttach(cs, conn, r);
       if (!r.sessionExpired) background.attached(id, warn);
     } finally {
       settle();
@@ -267,6 +266,24 @@ class PtyExtension {
     }
     if (cs.closed || !fanout.isBound(a)) return {};
     return fanout.complete(a, r, p);
+  }
+
+  /**
+   * A terminal nobody claimed through this relay (spawned before it started, or through another
+   * relay of a fleet) keeps the owner its host holds; one without an owner is adopted by a client
+   * that may drive it (a watcher's attach claims nothing; host-owners.ts records it on the host,
+   * where the first of several relays wins).
+   */
+  private adoptOnAttach(cs: ConnState, conn: RpcConnection, r: PtySpawnResult): void {
+    const known = this.registry.find(r.id);
+    if (known && known.claim.kind !== 'none') return;
+    const hostClaim = claimOfOwner(r.owner);
+    const claim: TerminalClaim | undefined =
+      hostClaim ?? (canWrite(conn.grant, r.id) ? { kind: 'client', clientId: cs.clientId! } : undefined);
+    if (!claim) return;
+    if (known)
+      this.registry.update(r.id, { claim, ...(r.owner !== undefined ? { hostOwner: r.owner } : {}) });
+    else this.record(cs, r, hostOf(r.id), undefined, claim);
   }
 
   /**

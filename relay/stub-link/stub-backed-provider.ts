@@ -175,6 +175,10 @@ export abstract class StubBackedProvider extends StubLinks implements IPtyProvid
     await this.call(id, 'signal', { signal });
   }
 
+  async claimOwner(id: string, owner: string, opts: { ifUnowned?: boolean } = {}): Promise<string> {
+    return (await this.call<{ owner: string }>(id, 'claim', { owner, ...opts })).owner;
+  }
+
   async agentSeen(ids: string[], seenAt: number): Promise<void> {
     const byDaemon = new Map<string, string[]>();
     for (const id of ids) {

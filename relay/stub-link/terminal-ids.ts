@@ -57,6 +57,7 @@ export function toSpawnResult(id: string, r: StubAttachResult, blob: Uint8Array 
   if (r.title !== undefined) out.title = r.title;
   if (r.cwd !== undefined) out.cwd = r.cwd;
   if (r.alias !== undefined) out.alias = r.alias;
+  if (r.owner !== undefined) out.owner = r.owner;
   if (r.reused) out.reused = true;
   if (r.exitedBeforeSpawnReply) out.exitedBeforeSpawnReply = true;
   if (r.sessionExpired) out.sessionExpired = true;

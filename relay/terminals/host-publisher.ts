@@ -9,6 +9,7 @@ import type { PtyProcessInfo } from '../../provider/contract.js';
 import { eachProvider } from '../core/each-provider.js';
 import type { Logger } from '../core/log.js';
 import type { HostRouter } from '../core/rpc-types.js';
+import { claimOfOwner } from './host-owners.js';
 import type { TerminalRegistry } from './terminal-registry.js';
 
 export class HostPublisher {
@@ -57,13 +58,21 @@ export class HostPublisher {
       if (known) {
         if (t.lastCommand && known.claim.kind === 'none')
           this.registry.update(t.id, { lastCommand: t.lastCommand });
+        const hostClaim = claimOfOwner(t.owner);
+        // Claimed through another relay since this one published it: the host's owner holds.
+        if (hostClaim && known.claim.kind === 'none')
+          this.registry.update(t.id, { claim: hostClaim, hostOwner: t.owner });
         continue;
       }
       this.registry.add({
         id: t.id,
         host,
-        // An agent terminal keeps its owner's claim (the agent service adopts it too).
-        claim: t.agent ? { kind: 'session', session: t.agent.owner } : { kind: 'none' },
+        // An agent terminal keeps its owner's claim (the agent service adopts it too); another
+        // keeps the owner its host holds (claimed through this or another relay).
+        claim: t.agent
+          ? { kind: 'session', session: t.agent.owner }
+          : (claimOfOwner(t.owner) ?? { kind: 'none' }),
+        ...(t.owner !== undefined ? { hostOwner: t.owner } : {}),
         title: t.title,
         ...(t.name ? { name: t.name } : {}),
         ...(t.cwd ? { cwd: t.cwd } : {}),

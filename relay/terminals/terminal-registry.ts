@@ -32,6 +32,11 @@ export interface TerminalRecord {
   alias?: string;
   /** The last command its host reported when the relay published it (facts update the live one). */
   lastCommand?: LastCommand;
+  /**
+   * The owner its host's daemon is known to hold (PtySpawnOptions.owner), as a spawn, a listing or
+   * an attach reported it; host-owners.ts sends the claim to the host when they differ.
+   */
+  hostOwner?: string;
 }
 
 export function claimHolder(claim: TerminalClaim): string {
@@ -47,10 +52,13 @@ export class TerminalRegistry {
   private readonly records = new Map<string, TerminalRecord>();
   /** Fires after any add, remove or catalog-visible change. */
   readonly changed = new Emitter<void>();
+  /** Fires after a terminal was added with a claim, or its claim changed (`previous`: before). */
+  readonly claimChanged = new Emitter<{ id: string; previous?: TerminalClaim }>();
 
   add(r: TerminalRecord): void {
     this.records.set(r.id, r);
     this.changed.emit();
+    if (r.claim.kind !== 'none') this.claimChanged.emit({ id: r.id });
   }
 
   get(id: string): TerminalRecord {
@@ -70,8 +78,11 @@ export class TerminalRegistry {
   update(id: string, patch: Partial<Omit<TerminalRecord, 'id'>>): void {
     const r = this.records.get(id);
     if (!r) return;
+    const previous = r.claim;
     Object.assign(r, patch);
     this.changed.emit();
+    if (patch.claim && claimHolder(patch.claim) !== claimHolder(previous))
+      this.claimChanged.emit({ id, previous });
   }
 
   remove(id: string): void {

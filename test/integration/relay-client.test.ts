@@ -232,8 +232,6 @@ describe('RelayClient against a real relay and local daemon', () => {
     proxy.delay(300);
     const typed = c.write(r.id, 'in-flight\r');
     await watch.waitText('got:in-flight');
-    // The watcher leaves (else it could be first to re-attach to the new relay and adopt the terminal).
-    await watcher.dispose();
     const firstInstance = c.serverInstanceId;
     proxy.cut();
     proxy.restore();

@@ -28,6 +28,15 @@ export interface RelayFixture {
   client(opts?: Partial<RelayClientOptions>): RelayClient;
   /** Closes the server and its router, then starts new ones on the same port and daemon. */
   restart(opts?: { downMs?: number }): Promise<void>;
+  /**
+   * Another relay process's worth (its own server, router and registry on another port) over the
+   * same daemon, as a fleet's second relay; closed by cleanup().
+   */
+  sibling(): Promise<{
+    url: string;
+    registry: TerminalRegistry;
+    client(opts?: Partial<RelayClientOptions>): RelayClient;
+  }>;
   cleanup(): Promise<void>;
 }
 
@@ -76,6 +85,7 @@ export async function startRelay(
     return { router, registry, server };
   };
   let cur = await boot(0);
+  const siblings: Awaited<ReturnType<typeof boot>>[] = [];
   const fx: RelayFixture = {
     local,
     server: cur.server,
@@ -97,10 +107,25 @@ export async function startRelay(
       fx.registry = cur.registry;
       fx.router = cur.router;
     },
+    async sibling() {
+      const other = await boot(0);
+      siblings.push(other);
+      return {
+        url: other.server.url,
+        registry: other.registry,
+        client(opts = {}) {
+          const c = new RelayClient({ url: other.server.url, token: TEST_TOKEN, ...opts });
+          clients.push(c);
+          return c;
+        },
+      };
+    },
     async cleanup() {
       for (const c of clients) await c.dispose();
-      await cur.server.close();
-      await cur.router.dispose();
+      for (const s of [cur, ...siblings]) {
+        await s.server.close();
+        await s.router.dispose();
+      }
       await local.cleanup();
     },
   };
