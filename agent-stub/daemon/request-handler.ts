@@ -10,6 +10,7 @@ import type {
 } from '../../provider/wire/messages.js';
 import { parseMessage } from '../../provider/wire/parse-message.js';
 import { stubParamsSchemas } from '../../provider/wire/stub-schemas.js';
+import type { LspService } from '../lsp/lsp-service.js';
 import type { AgentRequests } from '../readiness/agent-requests.js';
 import type { ColdRestoreService } from '../restore/cold-restore.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
@@ -125,6 +126,8 @@ export class StubRequestHandler {
     private readonly agent?: AgentRequests,
     /** Reports terminals lost with an earlier daemon (cold restore); absent when persistence is off. */
     private readonly coldRestore?: ColdRestoreService,
+    /** Code navigation (docs/lsp.md); absent, the `lsp*` requests are refused. */
+    private readonly lsp?: LspService,
   ) {}
 
   write(id: string, data: Uint8Array): void {
@@ -201,11 +204,7 @@ export class StubRequestHandler {
       }
       case 'list':
         check(stubParamsSchemas[method], raw, method);
-        return {
-          result: {
-            sessions: [...this.registry.list().map(describe), ...(this.coldRestore?.listEntries() ?? [])],
-          },
-        };
+        return { result: { sessions: this.sessions() } };
       case 'daemonInfo':
         return { result: this.control.info() };
       case 'daemonShutdown':
@@ -213,7 +212,25 @@ export class StubRequestHandler {
         return { result: {} };
       case 'agentSeen':
         return { result: this.agentSeen(check(stubParamsSchemas[method], raw, method)) };
+      case 'lspQuery':
+      case 'lspCancel':
+      case 'lspRoot':
+        return { result: await this.lspRequest(method, raw) };
     }
+  }
+
+  /** A code-navigation query, its cancel, or the root lookup (LspService). */
+  private async lspRequest(method: 'lspQuery' | 'lspCancel' | 'lspRoot', raw: unknown): Promise<unknown> {
+    if (!this.lsp) throw new PtyRelayError('LSP_UNSUPPORTED', `${method} is not served by this daemon`);
+    if (method === 'lspQuery') return this.lsp.query(check(stubParamsSchemas.lspQuery, raw, method));
+    if (method === 'lspCancel')
+      return this.lsp.cancel(check(stubParamsSchemas.lspCancel, raw, method).queryId);
+    return this.lsp.root(check(stubParamsSchemas.lspRoot, raw, method).filePath);
+  }
+
+  /** Every session, live and cold-restored (`list`). */
+  private sessions() {
+    return [...this.registry.list().map(describe), ...(this.coldRestore?.listEntries() ?? [])];
   }
 
   /** The owners of these agent terminals were connected at `seenAt` (kept when newer). */
