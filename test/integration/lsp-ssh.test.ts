@@ -64,7 +64,12 @@ describe.skipIf(!available)('code navigation on an SSH host: CLI and MCP', { tim
     serve = new ServeProcess('ptr-lsp-serve-');
     const config = {
       hosts: { h: hostFor(sshd, { runtimeDir: remoteDir }) },
-      lsp: { hosts: { h: { providers: [tslsConfig(), { type: 'markdown-notes' }] } } },
+      lsp: {
+        hosts: {
+          h: { providers: [tslsConfig(), { type: 'markdown-notes' }] },
+          local: { providers: [{ type: 'markdown-notes' }] },
+        },
+      },
     };
     writeFileSync(serve.configFile, JSON.stringify(config));
     await serve.start();
@@ -160,6 +165,13 @@ describe.skipIf(!available)('code navigation on an SSH host: CLI and MCP', { tim
     );
   });
 
+  it('the built-in local host serves what its config enables, through its own daemon', async () => {
+    const gamma = positionOf(NOTES['notes/Beta.md']!, 'Gamma');
+    const at = `${project.root}/notes/Beta.md:${gamma.line}:${gamma.column}`;
+    const out = await runCli(['nav', 'local', 'def', at], serve.env);
+    expect(ok(out)).toBe(`goToDefinition: 1 location (workspace ${project.root})\nnotes/deep/Gamma.md:1:1\n`);
+  });
+
   it('errors a person can act on: no provider, no workspace, a bad position', async () => {
     const none = await nav('def', `${project.root}/tsconfig.json:1:1`);
     expect(none.code).toBe(1);
@@ -169,8 +181,8 @@ describe.skipIf(!available)('code navigation on an SSH host: CLI and MCP', { tim
     const bad = await nav('def', `${project.root}/src/main.ts:0:1`);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('FILE:LINE:COL');
-    const off = await runCli(['nav', 'local', 'def', `${project.root}/src/main.ts:1:1`], serve.env);
-    expect(off.stderr).toContain('LSP_NOT_ENABLED');
+    const notHere = await runCli(['nav', 'local', 'def', `${project.root}/src/main.ts:1:1`], serve.env);
+    expect(notHere.stderr).toContain('LSP_NO_PROVIDER');
   });
 
   it('MCP: the lsp tool answers 1-based, relative to the workspace; hover as text', async () => {
@@ -178,7 +190,7 @@ describe.skipIf(!available)('code navigation on an SSH host: CLI and MCP', { tim
     const lsp = tools.find((t) => t.name === 'lsp')!;
     expect(lsp.description).toContain('UTF-16');
     expect(lsp.description).toContain('always includes the declaration');
-    expect(lsp.description).toContain('Hosts: h.');
+    expect(lsp.description).toContain('Hosts: h, local.');
     const at = positionOf(MAIN_TS, 'greet', 3);
     const file = `${project.root}/src/main.ts`;
     const def = (await mcp.callTool({

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LSP_IDLE_MS, DEFAULT_LSP_QUERY_TIMEOUT_MS } from '../../relay/core/lsp-config.js';
 import { validateConfig } from '../../relay/service/config.js';
+import { HostLsp } from '../../relay/service/host-lsp.js';
 
 const stdio = (id: string, extensionToLanguage: Record<string, string>) => ({
   type: 'stdio',
@@ -80,5 +81,28 @@ describe('the relay config: lsp', () => {
     expect(invalid({ lsp: { hosts: { b9: { providers: [{ type: 'markdown-notes' }] } } } })).toBe(
       'CONFIG_INVALID: lsp.hosts.b9 is not a host (hosts: local)',
     );
+  });
+});
+
+describe('HostLsp: a host the config leaves out', () => {
+  it('has no code navigation: LSP_NOT_ENABLED naming the hosts that have it', async () => {
+    const lsp = new HostLsp(
+      validateConfig({ lsp: { hosts: { local: { providers: [{ type: 'markdown-notes' }] } } } }).lsp,
+      () => {
+        throw new Error('no provider is asked');
+      },
+    );
+    expect(lsp.hosts()).toEqual(['local']);
+    const q = {
+      operation: 'hover' as const,
+      filePath: '/a.md',
+      position: { line: 0, character: 0 },
+      workspaceRoot: '/',
+    };
+    await expect(lsp.query('b1', q)).rejects.toMatchObject({
+      code: 'LSP_NOT_ENABLED',
+      details: { host: 'b1', hosts: ['local'] },
+    });
+    await expect(lsp.workspaceRoot('b1', '/a.md')).rejects.toMatchObject({ code: 'LSP_NOT_ENABLED' });
   });
 });
