@@ -149,11 +149,14 @@ export class LanguageServer {
       this.initialized = true;
       await this.connection.sendNotification(InitializedNotification.type, {});
     } catch (err) {
-      await this.stop();
-      throw (
+      // Why it failed, taken before stopping it (its exit then only says it was stopped).
+      const cause =
         this.exitedWith ??
-        (err instanceof PtyRelayError ? err : this.failure('LSP_SERVER_MISSING', String(err)))
-      );
+        (err instanceof PtyRelayError
+          ? err
+          : this.failure('LSP_SERVER_MISSING', `failed to initialize: ${err}`));
+      await this.stop();
+      throw cause;
     } finally {
       clearTimeout(timer);
     }

@@ -60,8 +60,10 @@ export class StdioLspProvider implements LspProvider {
     clearTimeout(entry.idle);
     try {
       const uri = pathToFileURL(file).href;
-      const release = await raceAbort(entry.documents.use(uri, file, request.languageId), signal);
+      // Not raced: an open given up half way would never be closed. It is a read and a notification.
+      const release = await entry.documents.use(uri, file, request.languageId);
       try {
+        if (signal.aborted) throw signal.reason;
         const at: TextDocumentPositionParams = { textDocument: { uri }, position: request.position };
         return await raceAbort(
           this.send(entry.server, request, at, signal, pathToFileURL(root).href),
