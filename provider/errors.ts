@@ -52,6 +52,13 @@ export const ErrorCodes = {
   INSECURE_LISTEN: { phase: 'config', retryable: false },
   NOT_PERMITTED: { phase: 'auth', retryable: false },
   DISPOSED: { phase: 'session', retryable: false },
+  LSP_NOT_ENABLED: { phase: 'config', retryable: false },
+  LSP_NO_PROVIDER: { phase: 'config', retryable: false },
+  LSP_PROVIDER_CONFLICT: { phase: 'config', retryable: false },
+  LSP_SERVER_MISSING: { phase: 'session', retryable: false },
+  LSP_SERVER_CRASHED: { phase: 'session', retryable: true },
+  LSP_REQUEST_FAILED: { phase: 'session', retryable: false },
+  LSP_UNSUPPORTED: { phase: 'protocol', retryable: false },
 } as const satisfies Record<string, { phase: ErrorPhase; retryable: boolean }>;
 
 export type ErrorCode = keyof typeof ErrorCodes;

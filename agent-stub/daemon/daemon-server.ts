@@ -9,6 +9,7 @@ import type { TerminalPalette } from '../../provider/terminal-queries.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { DEFAULT_TAIL_BYTES, type HistoryLimits, resolveHistoryLimits } from '../history/history-limits.js';
 import { HistoryStore } from '../history/history-store.js';
+import { LspService } from '../lsp/lsp-service.js';
 import { heapTrimAddon, trimOnPool } from '../native/heap-trim.js';
 import { AgentRequests } from '../readiness/agent-requests.js';
 import { ColdRestoreService } from '../restore/cold-restore.js';
@@ -156,6 +157,8 @@ class StubDaemon {
   private readonly registry: SessionRegistry;
   private readonly handler: StubRequestHandler;
   private readonly inputs = new StubInputLedgers();
+  /** Code navigation: language servers run as this daemon's children, stopped with it. */
+  private readonly lsp = new LspService(log);
   private idleTimer: NodeJS.Timeout | undefined;
   private server: Server | undefined;
   /** Set once a relay of a newer build treats this daemon as legacy: it exits with its last session. */
@@ -189,6 +192,7 @@ class StubDaemon {
       { info: () => this.info(), shutdown: () => void this.shutdown(REQUESTED) },
       new AgentRequests(setup.readiness),
       coldRestore,
+      this.lsp,
     );
   }
 
@@ -335,7 +339,7 @@ class StubDaemon {
     this.trimmer.stop();
     this.server?.close();
     for (const c of this.connections) c.close();
-    await this.registry.shutdownAll();
+    await Promise.all([this.registry.shutdownAll(), this.lsp.dispose()]);
     // Asked to end its sessions: they ended cleanly and leave no record. Otherwise (SIGTERM at a
     // reboot, idle) the final saves stay for a cold restore.
     if (reason === REQUESTED) await this.coldRestore?.discard(this.registry.list().map((s) => s.id));

@@ -10,6 +10,7 @@ import type {
 } from '../../provider/wire/messages.js';
 import { parseMessage } from '../../provider/wire/parse-message.js';
 import { stubParamsSchemas } from '../../provider/wire/stub-schemas.js';
+import type { LspService } from '../lsp/lsp-service.js';
 import type { AgentRequests } from '../readiness/agent-requests.js';
 import type { ColdRestoreService } from '../restore/cold-restore.js';
 import { childPids, foregroundProcess, readCwd } from '../session/proc-info.js';
@@ -125,6 +126,8 @@ export class StubRequestHandler {
     private readonly agent?: AgentRequests,
     /** Reports terminals lost with an earlier daemon (cold restore); absent when persistence is off. */
     private readonly coldRestore?: ColdRestoreService,
+    /** Code navigation (docs/lsp.md); absent, the `lsp*` requests are refused. */
+    private readonly lsp?: LspService,
   ) {}
 
   write(id: string, data: Uint8Array): void {
@@ -179,14 +182,9 @@ export class StubRequestHandler {
         return { result: await this.registry.get(p.id).snapshot(p.scrollbackRows) };
       }
       case 'clear':
-        this.registry.get(check(stubParamsSchemas[method], raw, method).id).clearModel();
-        return { result: {} };
       case 'pause':
-        this.registry.get(check(stubParamsSchemas[method], raw, method).id).gate.hold('explicit');
-        return { result: {} };
       case 'resume':
-        this.registry.get(check(stubParamsSchemas[method], raw, method).id).gate.release('explicit');
-        return { result: {} };
+        return this.modelRequest(method, this.registry.get(check(stubParamsSchemas[method], raw, method).id));
       case 'setBackgrounded': {
         const p = check(stubParamsSchemas[method], raw, method);
         return this.setBackgrounded(conn, this.registry.get(p.id), p.background, reply);
@@ -201,11 +199,7 @@ export class StubRequestHandler {
       }
       case 'list':
         check(stubParamsSchemas[method], raw, method);
-        return {
-          result: {
-            sessions: [...this.registry.list().map(describe), ...(this.coldRestore?.listEntries() ?? [])],
-          },
-        };
+        return { result: { sessions: this.sessions() } };
       case 'daemonInfo':
         return { result: this.control.info() };
       case 'daemonShutdown':
@@ -215,7 +209,33 @@ export class StubRequestHandler {
         return { result: this.agentSeen(check(stubParamsSchemas[method], raw, method)) };
       case 'claim':
         return { result: this.claim(check(stubParamsSchemas[method], raw, method)) };
+      case 'lspQuery':
+      case 'lspCancel':
+      case 'lspRoot':
+        return { result: await this.lspRequest(method, raw) };
     }
+  }
+
+  /** Clears a session's screen model, or pauses or resumes its PTY explicitly. */
+  private modelRequest(method: 'clear' | 'pause' | 'resume', s: PtySession): HandlerOutput {
+    if (method === 'clear') s.clearModel();
+    else if (method === 'pause') s.gate.hold('explicit');
+    else s.gate.release('explicit');
+    return { result: {} };
+  }
+
+  /** A code-navigation query, its cancel, or the root lookup (LspService). */
+  private async lspRequest(method: 'lspQuery' | 'lspCancel' | 'lspRoot', raw: unknown): Promise<unknown> {
+    if (!this.lsp) throw new PtyRelayError('LSP_UNSUPPORTED', `${method} is not served by this daemon`);
+    if (method === 'lspQuery') return this.lsp.query(check(stubParamsSchemas.lspQuery, raw, method));
+    if (method === 'lspCancel')
+      return this.lsp.cancel(check(stubParamsSchemas.lspCancel, raw, method).queryId);
+    return this.lsp.root(check(stubParamsSchemas.lspRoot, raw, method).filePath);
+  }
+
+  /** Every session, live and cold-restored (`list`). */
+  private sessions() {
+    return [...this.registry.list().map(describe), ...(this.coldRestore?.listEntries() ?? [])];
   }
 
   /** The owners of these agent terminals were connected at `seenAt` (kept when newer). */

@@ -30,9 +30,11 @@ import { Emitter } from '../emitter.js';
 import { PtyRelayError } from '../errors.js';
 import { AckScheduler } from '../flow/ack-scheduler.js';
 import { inputBytes } from '../input/input-bytes.js';
+import type { LspQuery, LspQueryResult } from '../lsp-seam.js';
 import { agentReadResultSchema, agentSendResultSchema, parseWire } from '../wire/agent-messages.js';
 import { commandsResultSchema } from '../wire/command-messages.js';
 import { relayHistoryPageSchema } from '../wire/history-messages.js';
+import { lspQueryResultSchema, lspRootResultSchema } from '../wire/lsp-messages.js';
 import { ClientInputQueue } from './client-input-queue.js';
 import { ClientResume } from './client-resume.js';
 import { ClientStreams } from './client-streams.js';
@@ -272,6 +274,18 @@ export class RelayClient implements IPtyProvider {
   async commands(id: string, opts: AgentCommandsOptions = {}): Promise<AgentCommandsResult> {
     const r = await this.call(RelayMethod.commands, { id, ...opts }, true);
     return parseWire(commandsResultSchema, r, 'commands result', 'PROTOCOL_ERROR');
+  }
+
+  /** One code-navigation query on `host` (docs/lsp.md), in the seam's 0-based UTF-16 positions. */
+  async lspQuery(host: string, query: LspQuery): Promise<LspQueryResult> {
+    const r = await this.call(RelayMethod.lspQuery, { host, query });
+    return parseWire(lspQueryResultSchema, r, 'lspQuery result', 'PROTOCOL_ERROR');
+  }
+
+  /** The nearest ancestor of `filePath` on `host` holding `.git`, or null. */
+  async lspRoot(host: string, filePath: string): Promise<string | null> {
+    const r = await this.call(RelayMethod.lspRoot, { host, filePath }, true);
+    return parseWire(lspRootResultSchema, r, 'lspRoot result', 'PROTOCOL_ERROR').root;
   }
 
   async sendSignal(id: string, signal: string): Promise<void> {

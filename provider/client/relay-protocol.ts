@@ -60,6 +60,10 @@ export const RelayMethod = {
   tokenRevoke: 'ptyrelay/tokenRevoke',
   daemons: 'ptyrelay/daemons',
   stopDaemon: 'ptyrelay/stopDaemon',
+  /** `{host, query}` → LspQueryResult: one code-navigation query (docs/lsp.md; 0-based UTF-16 positions). */
+  lspQuery: 'ptyrelay/lspQuery',
+  /** `{host, filePath}` → `{root}`: the nearest ancestor holding `.git` on that host, or null. */
+  lspRoot: 'ptyrelay/lspRoot',
 } as const;
 
 /** A host's presented key and its standing in known_hosts (`ptyrelay/hostKey`, `ptyrelay/trustHostKey`). */

@@ -13,8 +13,10 @@ import type {
   ShutdownOptions,
 } from '../contract.js';
 import type { PtyRelayErrorShape } from '../errors.js';
+import type { LspQueryResult } from '../lsp-seam.js';
 import type { AgentReadParams, AgentSendParams } from './agent-messages.js';
 import type { CommandsParams } from './command-messages.js';
+import type { LspQueryParams } from './lsp-messages.js';
 
 /**
  * JSON control messages of the stub link. Data and input travel in binary frames
@@ -173,6 +175,12 @@ export interface StubMethods {
    * several relays adopting it wins); answers who owns it now.
    */
   claim: { params: { id: string; owner: string; ifUnowned?: boolean }; result: { owner: string } };
+  /** One code-navigation query with its host's provider config (lsp-messages.ts; docs/lsp.md). */
+  lspQuery: { params: LspQueryParams; result: LspQueryResult };
+  /** Cancels the `lspQuery` of that `queryId` (its provider sees its AbortSignal fire). */
+  lspCancel: { params: { queryId: string }; result: { cancelled: boolean } };
+  /** The nearest ancestor of a file holding `.git`, or null. */
+  lspRoot: { params: { filePath: string }; result: { root: string | null } };
 }
 
 export type StubMethod = keyof StubMethods;

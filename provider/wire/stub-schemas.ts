@@ -4,6 +4,7 @@ import { type ErrorCode, ErrorCodes, type PtyRelayErrorShape } from '../errors.j
 import { agentReadParamsSchema, agentSendParamsSchema } from './agent-messages.js';
 import { commandsParamsSchema } from './command-messages.js';
 import { historyParamsSchema } from './history-messages.js';
+import { lspCancelParamsSchema, lspQueryParamsSchema, lspRootParamsSchema } from './lsp-messages.js';
 import type { StubMethod } from './messages.js';
 import { MAX_TERMINAL_CELLS, stubSpawnParamsSchema, terminalOwnerSchema } from './spawn-schema.js';
 
@@ -68,6 +69,9 @@ export const stubParamsSchemas = {
   daemonShutdown: none,
   agentSeen: z.looseObject({ ids: z.array(id()).check(z.maxLength(10_000)), seenAt: count() }),
   claim: z.looseObject({ id: id(), owner: terminalOwnerSchema, ifUnowned: z.optional(flag()) }),
+  lspQuery: lspQueryParamsSchema,
+  lspCancel: lspCancelParamsSchema,
+  lspRoot: lspRootParamsSchema,
 } satisfies Record<StubMethod, z.ZodMiniType>;
 
 export type StubParams<M extends StubMethod> = z.infer<(typeof stubParamsSchemas)[M]>;

@@ -21,6 +21,7 @@ import {
 import type { InputAudit } from '../tokens/input-audit.js';
 import type { AgentOwner } from './agent-owner.js';
 import { AWAITING_TEXT, END_REASON_TEXT, sendMeaning } from './end-reason-text.js';
+import { registerLspTool } from './lsp-mcp-tool.js';
 import type { TerminalToolService } from './terminal-tool-service.js';
 import {
   COMMANDS_DESCRIPTION,
@@ -150,6 +151,7 @@ class TerminalMcpTools {
     this.registerSignal(server);
     this.registerList(server);
     this.registerClose(server);
+    if (this.service.lsp) registerLspTool(server, this.service.lsp, this.grant);
   }
 
   /** Checks the grant on one of the owner's terminals (the service itself answers NOT_FOUND/NOT_OWNER). */

@@ -16,6 +16,7 @@ import { PtyRelayError } from '../../provider/errors.js';
 import { eachProvider } from '../core/each-provider.js';
 import { unavailableByState } from '../core/host-listing.js';
 import type { Logger } from '../core/log.js';
+import type { HostCodeNavigation } from '../core/rpc-types.js';
 import { AgentOwner } from './agent-owner.js';
 import { OwnerSeenMarks } from './owner-seen-marks.js';
 import { typedText } from './typed-text.js';
@@ -59,6 +60,8 @@ export interface AgentHosts {
   onProviderAdded?(listener: (p: IPtyProvider) => void): () => void;
   listHost?(host: string): Promise<PtyProcessInfo[]>;
   linkState?(host: string): LinkState;
+  /** Code navigation on the hosts that enable it (the MCP `lsp` tool). */
+  readonly lsp?: HostCodeNavigation;
 }
 
 /** What the catalog shows of a terminal when it is published. */
@@ -241,6 +244,11 @@ export class TerminalToolService {
 
   hosts(): string[] {
     return this.opts.hosts.hosts();
+  }
+
+  /** Code navigation of the hosts, when the relay has it (the MCP `lsp` tool). */
+  get lsp(): HostCodeNavigation | undefined {
+    return this.opts.hosts.lsp;
   }
 
   /** The hosts whose link is down now, with the cause (never waits on a host). */

@@ -7,6 +7,7 @@ import { attachCommands } from './cmd-attach.js';
 import { completionCommands } from './cmd-completion.js';
 import { daemonCommands } from './cmd-daemons.js';
 import { mcpCommands } from './cmd-mcp.js';
+import { navCommands } from './cmd-nav.js';
 import { serveCommands } from './cmd-serve.js';
 import { terminalCommands } from './cmd-terminals.js';
 import { tokenCommands } from './cmd-token.js';
@@ -21,6 +22,7 @@ const COMMANDS: Record<string, Command> = {
   ...mcpCommands,
   ...tokenCommands,
   ...daemonCommands,
+  ...navCommands,
   ...completionCommands(() => COMMANDS),
 };
 

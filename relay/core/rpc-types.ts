@@ -1,5 +1,6 @@
 import type { HostKeyInfo, HostProgress } from '../../provider/client/relay-protocol.js';
 import type { IPtyProvider, LinkState, PtyProcessInfo } from '../../provider/contract.js';
+import type { LspQuery, LspQueryResult } from '../../provider/lsp-seam.js';
 import type { Grant } from './grant.js';
 import type { Logger } from './log.js';
 
@@ -66,6 +67,18 @@ export interface HostRouter {
   onHostProgress?(listener: (p: HostProgress) => void): () => void;
   /** Host key inspection and trust of an SSH host (UNKNOWN_HOST for others). */
   hostKeys?(host: string): HostKeyAdmin;
+  /** Code navigation on the hosts that enable it (docs/lsp.md); absent in routers without a config. */
+  readonly lsp?: HostCodeNavigation;
+}
+
+/** Code navigation on a relay's hosts: the seam's queries, sent to the host where the code is. */
+export interface HostCodeNavigation {
+  /** Hosts with at least one provider enabled. */
+  hosts(): string[];
+  /** One query on `host` (LSP_NOT_ENABLED when the host enables no provider). */
+  query(host: string, query: LspQuery, signal?: AbortSignal): Promise<LspQueryResult>;
+  /** The nearest ancestor of `filePath` on `host` holding `.git`, or null (a consumer's default root). */
+  workspaceRoot(host: string, filePath: string): Promise<string | null>;
 }
 
 /** What `ptyrelay hosts trust` needs from the relay for one SSH host. */

@@ -12,6 +12,7 @@ import {
   text,
 } from '../core/config-validate.js';
 import { type HistoryConfig, historyConfigSchema, historyProblem } from '../core/history-config.js';
+import { type LspConfig, lspConfigOf, lspHostsProblem, lspSectionSchema } from '../core/lsp-config.js';
 import { hostConfigSchema, type SshHostConfig } from '../ssh/host-config.js';
 
 /**
@@ -102,6 +103,8 @@ export interface RelayConfig {
   tls?: { cert: string; key: string };
   /** Output history of the daemons this relay starts, every host (docs/config.md, `history`). */
   history?: HistoryConfig;
+  /** Code navigation per host (docs/lsp.md): host → its providers; empty unless configured. */
+  lsp: LspConfig;
 }
 
 export const DEFAULT_INPUT: InputConfig = { maxQueueAgeMs: DEFAULT_MAX_QUEUE_AGE_MS };
@@ -279,11 +282,13 @@ export const relayConfigSchema = settings({
   terminal: terminalSchema.prefault({}),
   tls: tlsSchema.optional(),
   history: historyConfigSchema.optional(),
+  lsp: lspSectionSchema.optional(),
 })
   .check((payload) => {
     const c = payload.value;
     const ring = c.limits.ringBytes;
     const problems: (ConfigProblem | undefined)[] = [
+      lspHostsProblem(c.lsp, [LOCAL_HOST, ...Object.keys(c.hosts)]),
       ...Object.entries(c.hosts).map(
         ([name, h]) => h.history && historyProblem(h.history, ['hosts', name, 'history'], ring),
       ),
@@ -313,5 +318,6 @@ export const relayConfigSchema = settings({
       terminal: c.terminal,
       ...(c.tls !== undefined ? { tls: c.tls } : {}),
       ...(c.history !== undefined ? { history: c.history } : {}),
+      lsp: lspConfigOf(c.lsp),
     }),
   );

@@ -25,6 +25,7 @@ const RESTART_SECTIONS = [
   'terminal',
   'tls',
   'history',
+  'lsp',
 ] as const;
 
 export type ReloadOutcome =

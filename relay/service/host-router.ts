@@ -11,6 +11,7 @@ import { creditFor } from '../flow/terminal-credit.js';
 import { LocalPtyProvider } from '../local/local-pty-provider.js';
 import type { SshHostConfig, SshPtyProvider } from '../ssh/ssh-pty-provider.js';
 import { LOCAL_HOST, type RelayConfig } from './config.js';
+import { HostLsp } from './host-lsp.js';
 
 export interface HostRouterOptions {
   log?: Logger;
@@ -54,6 +55,8 @@ export class ConfigHostRouter implements HostRouter {
   private readonly hostsChanged = new Emitter<HostsChange>();
   private readonly link: { manualAck: boolean; maxInputAgeMs: number };
   private readonly daemonArgs: string[];
+  /** Code navigation on the hosts `lsp` enables (docs/lsp.md). */
+  readonly lsp: HostLsp;
 
   constructor(
     config: RelayConfig,
@@ -84,6 +87,7 @@ export class ConfigHostRouter implements HostRouter {
       stubPath: opts.stubPath,
     });
     this.sshHosts = { ...config.hosts };
+    this.lsp = new HostLsp(config.lsp, (host) => this.providerFor(host));
   }
 
   /** Loads the SSH stack and creates its provider when the config has SSH hosts. */

@@ -23,6 +23,7 @@ import { HostPublisher } from '../terminals/host-publisher.js';
 import { checkTerminalQuota, type TerminalQuota } from '../terminals/terminal-quota.js';
 import { claimHolder, type TerminalClaim, type TerminalRegistry } from '../terminals/terminal-registry.js';
 import { DEFAULT_LIMITS, type RelayLimits } from './config.js';
+import { lspMethods } from './lsp-methods.js';
 import { type ClientConnections, type ConnState, clientConnections } from './pty-connections.js';
 import { hostOf, type PtyMethodContext, termId } from './pty-method-context.js';
 import { type ProviderEvents, providerEvents } from './pty-provider-events.js';
@@ -120,6 +121,7 @@ class PtyExtension {
       [RelayMethod.spawn]: (conn, params) => this.spawn(conn, params),
       [RelayMethod.attach]: (conn, params) => this.attach(conn, params),
       ...terminalMethods(core),
+      ...lspMethods(this.router),
     };
     return {
       name: 'ptyrelay',
@@ -222,7 +224,7 @@ class PtyExtension {
   }
 
   private async attach(conn: RpcConnection, params: Record<string, unknown>): Promise<unknown> {
-    const { registry, fanout, background, warn } = this;
+    const { fanout, background, warn } = this;
     const cs = this.clients.state(conn);
     this.clients.holder(cs);
     const q = parseMessage(relayParamsSchemas.attach, params, 'attach', 'INVALID_ARGUMENT');

@@ -6,6 +6,7 @@
  * links carry reach listeners through StubEventFanout (stub-event-fanout.ts), which also guards
  * incarnations and credits delivered bytes.
  */
+
 import type {
   AgentCommandsOptions,
   AgentCommandsResult,
@@ -33,6 +34,7 @@ import type {
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { inputBytes } from '../../provider/input/input-bytes.js';
+import type { LspQuery, LspQueryResult } from '../../provider/lsp-seam.js';
 import {
   agentReadResultSchema,
   agentSendResultSchema,
@@ -40,10 +42,12 @@ import {
 } from '../../provider/wire/agent-messages.js';
 import { commandsResultSchema } from '../../provider/wire/command-messages.js';
 import { historyPageSchema } from '../../provider/wire/history-messages.js';
+import type { LspHostConfig } from '../../provider/wire/lsp-messages.js';
 import type { StubAttachResult, StubSpawnParams } from '../../provider/wire/messages.js';
 import type { StubClient } from './stub-client.js';
 import { StubEventFanout } from './stub-event-fanout.js';
 import { StubLinks } from './stub-links.js';
+import { lspQueryOver, lspRootOver } from './stub-lsp.js';
 import { globalizeError, toSpawnResult } from './terminal-ids.js';
 
 export type { LinkPolicy } from './link-policy.js';
@@ -230,6 +234,21 @@ export abstract class StubBackedProvider extends StubLinks implements IPtyProvid
   async commands(id: string, opts: AgentCommandsOptions = {}): Promise<AgentCommandsResult> {
     const result = await this.call(id, 'commands', opts);
     return parseWire(commandsResultSchema, result, 'commands result', 'PROTOCOL_ERROR');
+  }
+
+  /** A code-navigation query on `host`'s daemon, with the host's provider config (docs/lsp.md). */
+  async lspQuery(
+    host: string,
+    query: LspQuery,
+    config: LspHostConfig,
+    signal?: AbortSignal,
+  ): Promise<LspQueryResult> {
+    return lspQueryOver(await this.link(host), query, config, signal);
+  }
+
+  /** The nearest ancestor of `filePath` on `host` that holds `.git`, or null. */
+  async lspRoot(host: string, filePath: string): Promise<string | null> {
+    return lspRootOver(await this.link(host), filePath);
   }
 
   async getCwd(id: string): Promise<string | undefined> {
