@@ -34,8 +34,11 @@ const { prebuiltPinProblem } = await import(
 );
 
 fs.mkdirSync(outRoot, { recursive: true });
-// Keeps vendor/ out of git without touching the repo's .gitignore.
+// Keeps vendor/ out of git without touching the repo's .gitignore. npm pack would honour that file
+// too and leave the prebuilds out of the package (package.json `files` names them): an .npmignore
+// beside it takes its place for npm.
 fs.writeFileSync(path.join(vendorRoot, '.gitignore'), '*\n');
+fs.writeFileSync(path.join(vendorRoot, '.npmignore'), '# the prebuilds ship in the package\n');
 
 function current(dir) {
   try {

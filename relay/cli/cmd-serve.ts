@@ -36,8 +36,8 @@ const serve: Command = {
   --tls-cert FILE     serve https/wss with this PEM certificate (with --tls-key; or "tls" in the config)
   --tls-key FILE      its PEM private key (must not be readable by others)
   --insecure-listen   allow a listen address beyond loopback without TLS (refused otherwise)
-The startup token (admin) is $PTYRELAY_TOKEN, else ~/.config/ptyrelay/token (created on first run,
-mode 0600); \`ptyrelay token create\` makes scoped ones.
+The startup token (admin) is $PTYRELAY_TOKEN, else the file $PTYRELAY_TOKEN_FILE or
+~/.config/ptyrelay/token (created on first run, mode 0600); \`ptyrelay token create\` makes scoped ones.
 Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop with Ctrl-C.`,
   options: {
     config: { type: 'string' },

@@ -101,7 +101,8 @@ const token: Command = {
     --config FILE the relay config, to check host names (default as serve)
   ls              name, scope, reach, expiry, last use (never the token)
   revoke NAME     delete it; a running relay closes connections that use it within a second
-The store is $PTYRELAY_STATE_DIR/tokens (else ~/.local/state/ptyrelay/tokens), one file per token.`,
+The store is $PTYRELAY_TOKEN_DIR, else $PTYRELAY_STATE_DIR/tokens, else ~/.local/state/ptyrelay/tokens;
+one file per token.`,
   positionals: [1, 2],
   options: {
     scope: { type: 'string' },

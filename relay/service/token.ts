@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PtyRelayError } from '../../provider/errors.js';
@@ -21,9 +21,9 @@ export interface LoadedToken {
   warning?: string;
 }
 
-/** `~/.config/ptyrelay/token`. */
+/** `$PTYRELAY_TOKEN_FILE`, else `~/.config/ptyrelay/token`. */
 export function defaultTokenPath(env: NodeJS.ProcessEnv = process.env): string {
-  return join(env.HOME || homedir(), '.config', 'ptyrelay', 'token');
+  return env.PTYRELAY_TOKEN_FILE || join(env.HOME || homedir(), '.config', 'ptyrelay', 'token');
 }
 
 function checked(token: string, where: string): string {
@@ -43,7 +43,7 @@ function readToken(path: string): LoadedToken {
 }
 
 /**
- * The relay's bearer token: `PTYRELAY_TOKEN` if set, else the token file (default
+ * The relay's bearer token: `PTYRELAY_TOKEN` if set, else the token file (`PTYRELAY_TOKEN_FILE`, default
  * `~/.config/ptyrelay/token`), created on first run with 32 random bytes in hex (file 0600 in
  * a 0700 directory). A file others can read is used with a `warning` (never chmodded behind the
  * user's back).
@@ -62,12 +62,17 @@ export function loadOrCreateToken(opts: { env?: NodeJS.ProcessEnv; path?: string
   // Only a directory created here is tightened; an existing one (e.g. a custom path) is left alone.
   if (mkdirSync(dir, { recursive: true, mode: DIR_MODE }) !== undefined) chmodSync(dir, DIR_MODE);
   const token = randomBytes(TOKEN_BYTES).toString('hex');
+  // Written aside, then linked into place: relays of a fleet that start at once on one shared file
+  // never read it half written, and if another one created it meanwhile, theirs is used.
+  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(tmp, `${token}\n`, { mode: FILE_MODE, flag: 'wx' });
   try {
-    // `wx`: if another process created it meanwhile, use theirs.
-    writeFileSync(path, `${token}\n`, { mode: FILE_MODE, flag: 'wx' });
+    linkSync(tmp, path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readToken(path);
     throw err;
+  } finally {
+    rmSync(tmp, { force: true });
   }
   chmodSync(path, FILE_MODE);
   return { token, path, source: 'created' };

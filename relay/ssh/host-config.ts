@@ -139,11 +139,23 @@ export const DEFAULT_KEEPALIVE_MS = 0;
 const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
 
 /**
+ * This process's user name, as ssh takes it for the default login: from the passwd entry, else
+ * `$USER`, else the uid (a container may run the relay under a uid the image has no entry for).
+ */
+function localUserName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env.USER || String(process.getuid?.() ?? 'unknown');
+  }
+}
+
+/**
  * Explicit settings win; ~/.ssh/config fills the rest, then OpenSSH's defaults. A malformed
  * ~/.ssh/config fails with CONFIG_INVALID naming its file and line.
  */
 export function resolveHost(cfg: SshHostConfig, home = process.env.HOME || homedir()): ResolvedHost {
-  const localUser = userInfo().username;
+  const localUser = localUserName();
   let fromFile: ReturnType<typeof loadUserSshConfig>;
   try {
     fromFile = loadUserSshConfig(home, cfg.host, localUser);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   mkdirSync,
   readdirSync,
@@ -67,9 +68,17 @@ export interface CreateTokenOptions {
   ttlMs?: number;
 }
 
-/** `$PTYRELAY_STATE_DIR/tokens`, else `$XDG_STATE_HOME/ptyrelay/tokens`, else `~/.local/state/ptyrelay/tokens`. */
+/**
+ * `$PTYRELAY_TOKEN_DIR` (relays of a fleet share one), else `$PTYRELAY_STATE_DIR/tokens`, else
+ * `$XDG_STATE_HOME/ptyrelay/tokens`, else `~/.local/state/ptyrelay/tokens`.
+ */
 export function defaultTokenStoreDir(env: NodeJS.ProcessEnv = process.env): string {
-  return join(defaultStateDir(env), 'tokens');
+  return env.PTYRELAY_TOKEN_DIR || join(defaultStateDir(env), 'tokens');
+}
+
+/** A temp name beside `path` that no other process writes, whichever machine or container it runs on. */
+function tempBeside(path: string): string {
+  return `${path}.${randomBytes(6).toString('hex')}.tmp`;
 }
 
 /** `90s`, `30m`, `8h`, `7d`, `2w` → milliseconds. */
@@ -221,7 +230,7 @@ export class TokenStore {
       ...(o.ttlMs !== undefined ? { expiresAt: now + o.ttlMs } : {}),
     };
     // Written aside and renamed: a relay reading the dir never sees half a record.
-    const tmp = `${this.file(minted.id, 'json')}.${process.pid}.tmp`;
+    const tmp = tempBeside(this.file(minted.id, 'json'));
     writeFileSync(tmp, `${JSON.stringify(record)}\n`, { mode: FILE_MODE, flag: 'wx' });
     renameSync(tmp, this.file(minted.id, 'json'));
     return { record, token: minted.token };
@@ -240,7 +249,7 @@ export class TokenStore {
   noteUsed(id: string, at: number): void {
     if (this.read(id) === undefined) return; // revoked meanwhile: leave no orphan behind
     const path = this.file(id, 'used');
-    const tmp = `${path}.${process.pid}.tmp`;
+    const tmp = tempBeside(path);
     writeFileSync(tmp, String(at), { mode: FILE_MODE });
     renameSync(tmp, path);
   }

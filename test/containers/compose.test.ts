@@ -1,157 +1,135 @@
 /**
- * The top-level docker-compose.yml as a user runs it: `docker-compose up` (keys generated into the
- * shared dir, two hosts on their 127.0.0.1 ports), `ptyrelay serve --config` with the checked-in
- * compose.relay.json (pointed at this test's ports and key dir), `ptyrelay open` on each host, a
- * command run in each, then `docker-compose down`.
+ * The top-level docker-compose.yml as a user runs it: `docker-compose up` brings up the relay (its
+ * image: Node 24 and the packed ptyrelay) and two hosts it already trusts; `/healthz` answers; the
+ * `ptyrelay` CLI from outside (PTYRELAY_URL, the token file in the compose dir) opens a terminal on
+ * each host and runs a command there; the web page in Chromium lists both hosts; a quick-start relay
+ * outside compose with compose.relay.json works beside it on the same hosts; `docker-compose down`
+ * leaves nothing.
  */
-import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_MAIN } from '../support/cli-runner.js';
+import { endProcess } from '../support/daemon-reaper.js';
 import { waitFor } from '../support/local-daemon.js';
-import { containerEngine, type EngineCheck, reportSkip } from './support/container-engine.js';
-import { freePort } from './support/host-container.js';
+import { browserAvailable, launchBrowser, type TestBrowser } from '../support/web-browser.js';
+import { ComposeProject, composeCheck, run } from './support/compose-project.js';
+import { reportSkip } from './support/container-engine.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const MAIN = join(ROOT, 'dist', 'relay', 'cli', 'main.js');
-const COMPOSE_FILE = join(ROOT, 'docker-compose.yml');
 const HOSTS = ['host1', 'host2'] as const;
 const CLI_TIMEOUT_MS = 60_000;
-const COMPOSE_TIMEOUT_MS = 120_000;
-
-function composeCheck(): EngineCheck {
-  const engine = containerEngine();
-  if (!engine.ok) return engine;
-  const v = spawnSync('docker-compose', ['version', '--short'], { encoding: 'utf8' });
-  if (v.error || v.status !== 0) return { ok: false, reason: 'docker-compose is not installed' };
-  return engine;
-}
 
 const engine = composeCheck();
 reportSkip('docker-compose', engine);
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeout = CLI_TIMEOUT_MS): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { env, timeout }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const withBrowser = engine.ok && browserAvailable();
 
 // biome-ignore lint/suspicious/noExplicitAny: parsed CLI output, checked field by field
 async function cliJson(args: string[], env: NodeJS.ProcessEnv): Promise<any> {
   const dash = args.indexOf('--');
   const withJson = dash < 0 ? [...args, '--json'] : [...args.slice(0, dash), '--json', ...args.slice(dash)];
-  const r = await run(process.execPath, [MAIN, ...withJson], env);
+  const r = await run(process.execPath, [CLI_MAIN, ...withJson], env, CLI_TIMEOUT_MS);
   if (r.code !== 0) throw new Error(`ptyrelay ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
   return JSON.parse(r.stdout);
 }
 
+/** Opens a bash on `host`, runs a command that says where it ran, and waits for its output. */
+async function runOn(host: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const { id } = await cliJson(['open', host, '--', 'bash', '--norc'], env);
+  expect(id).toMatch(new RegExp(`^${host}/pty-\\d+$`));
+  await cliJson(['send', id, `echo "on-$(hostname)-${host}:$(node --version):$(id -un)"`], env);
+  // Runs on that host, as its login user, on its own node 18.
+  const said = new RegExp(`on-.*-${host}:v18\\.\\d+\\.\\d+:dev`);
+  await waitFor(async () => said.test((await cliJson(['read', id], env)).text), 30_000, `output of ${id}`);
+  await cliJson(['kill', id, '--now'], env);
+}
+
 describe.skipIf(!engine.ok)('docker-compose.yml', () => {
-  let root: string;
-  let env: NodeJS.ProcessEnv;
-  let relay: ChildProcess | undefined;
-  const project = `ptyrelay-compose-test-${process.pid}`;
-  const compose = (...args: string[]) =>
-    run('docker-compose', ['-f', COMPOSE_FILE, '-p', project, ...args], env, COMPOSE_TIMEOUT_MS);
+  let project: ComposeProject;
+  let cliEnv: NodeJS.ProcessEnv;
+  let outside: ChildProcess | undefined;
+  let browser: TestBrowser | undefined;
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), 'ptr-compose-'));
-    const keys = join(root, 'keys');
-    mkdirSync(keys);
-    const ports = [await freePort(), await freePort()];
-    env = {
-      ...process.env,
-      HOME: join(root, 'home'),
-      PTYRELAY_COMPOSE_DIR: keys,
-      PTYRELAY_HOST1_PORT: String(ports[0]),
-      PTYRELAY_HOST2_PORT: String(ports[1]),
-      PTYRELAY_TOKEN: 'compose-test-token',
+    project = await ComposeProject.create();
+    cliEnv = {
+      ...project.env,
+      PTYRELAY_URL: `ws://127.0.0.1:${project.ports.relay}`,
+      PTYRELAY_TOKEN_FILE: join(project.dataDir, 'token'),
     };
-    for (const k of ['PTYRELAY_CONFIG', 'PTYRELAY_URL', 'SSH_AUTH_SOCK']) delete env[k];
-    mkdirSync(env.HOME!);
-    // The checked-in relay config, with this test's ports and key dir (paths relative to the file).
-    const config = JSON.parse(readFileSync(join(ROOT, 'compose.relay.json'), 'utf8'));
-    for (const [i, h] of HOSTS.entries()) {
-      config.hosts[h].port = ports[i];
-      for (const f of ['identityFile', 'knownHostsFile'])
-        config.hosts[h][f] = config.hosts[h][f].replace(/^\.compose\//, 'keys/');
-    }
-    writeFileSync(join(root, 'relay.json'), JSON.stringify(config));
   });
 
   afterAll(async () => {
-    relay?.kill('SIGTERM');
-    if (root) {
-      const down = await compose('down', '--volumes', '--timeout', '0');
-      if (down.code !== 0) console.warn(`docker-compose down failed: ${down.stderr}`);
-      rmSync(root, { recursive: true, force: true });
-    }
-  }, COMPOSE_TIMEOUT_MS);
+    await browser?.close();
+    outside?.kill('SIGTERM');
+    await endProcess(outside);
+    await project?.cleanup();
+  }, 120_000);
 
-  it(
-    'brings up two hosts, opens a terminal on each through the relay, and takes them down',
+  it('`docker-compose up` starts the relay and both hosts; /healthz answers', async () => {
+    const up = await project.compose('up', '-d');
+    expect(up.code, up.stderr).toBe(0);
+    await project.healthy(project.ports.relay);
+    const health = await fetch(`http://127.0.0.1:${project.ports.relay}/healthz`, {
+      headers: { authorization: `Bearer ${project.token()}` },
+    });
+    const body = (await health.json()) as { ok: boolean; hosts: Record<string, unknown> };
+    expect(body.ok).toBe(true);
+    expect(Object.keys(body.hosts)).toEqual(expect.arrayContaining([...HOSTS]));
+  }, 180_000);
+
+  it('`ptyrelay open` from outside runs a command on each host', async () => {
+    const hosts = await cliJson(['hosts'], cliEnv);
+    expect(JSON.stringify(hosts)).toContain('host2');
+    for (const h of HOSTS) await runOn(h, cliEnv);
+  }, 120_000);
+
+  it.skipIf(!withBrowser)(
+    'the web page lists both hosts',
     async () => {
-      const up = await compose('up', '-d');
-      expect(up.code, up.stderr).toBe(0);
-      const known = await waitFor(
-        () => {
-          try {
-            return readFileSync(join(root, 'keys', 'known_hosts'), 'utf8');
-          } catch {
-            return undefined;
-          }
-        },
-        30_000,
-        'the generated known_hosts',
-      );
-      expect(known.trim().split('\n')).toHaveLength(2);
-
-      relay = spawn(
-        process.execPath,
-        [MAIN, 'serve', '--config', join(root, 'relay.json'), '--listen', '127.0.0.1:0'],
-        { env },
-      );
-      let stderr = '';
-      relay.stderr?.on('data', (d) => {
-        stderr += d;
-      });
-      const url = await waitFor(
-        () => /relay listening on (ws:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1],
-        15_000,
-        'the relay',
-      );
-      const cenv = { ...env, PTYRELAY_URL: url };
-      const hosts = await cliJson(['hosts'], cenv);
-      expect(JSON.stringify(hosts)).toContain('host2');
-
-      for (const h of HOSTS) {
-        const { id } = await cliJson(['open', h, '--', 'bash', '--norc'], cenv);
-        expect(id).toMatch(new RegExp(`^${h}/pty-\\d+$`));
-        await cliJson(['send', id, `echo "on-${h}:$(node --version):$(id -un)"`], cenv);
-        // Runs on that host, as its login user, on its own node 18.
-        const said = new RegExp(`on-${h}:v18\\.\\d+\\.\\d+:dev`);
-        await waitFor(
-          async () => said.test((await cliJson(['read', id], cenv)).text),
-          30_000,
-          `output of ${id}`,
-        );
-        await cliJson(['kill', id, '--now'], cenv);
-      }
-
-      const down = await compose('down', '--timeout', '0');
-      expect(down.code, down.stderr).toBe(0);
-      const ps = await compose('ps', '-q');
-      expect(ps.stdout.trim()).toBe('');
+      browser = await launchBrowser();
+      const page = await browser.page();
+      await page.goto(`http://127.0.0.1:${project.ports.relay}/#token=${project.token()}`);
+      await page.getByText('● connected').waitFor({ timeout: 15_000 });
+      for (const h of HOSTS) await page.locator(`.host-row[data-host="${h}"]`).waitFor({ timeout: 15_000 });
+      expect(await page.locator('.host-row').count()).toBeGreaterThanOrEqual(HOSTS.length);
     },
-    COMPOSE_TIMEOUT_MS * 2,
+    60_000,
   );
+
+  it('a quick-start relay outside compose (compose.relay.json) works beside it', async () => {
+    // The checked-in config with this test's ports and key dir (paths relative to the file).
+    const config = JSON.parse(readFileSync(join(ROOT, 'compose.relay.json'), 'utf8'));
+    for (const h of HOSTS) {
+      config.hosts[h].port = project.ports[h];
+      for (const f of ['identityFile', 'knownHostsFile'])
+        config.hosts[h][f] = config.hosts[h][f].replace(/^\.compose\//, 'data/');
+    }
+    writeFileSync(join(project.dir, 'relay.json'), JSON.stringify(config));
+    const env = { ...project.env, PTYRELAY_TOKEN: 'compose-test-quick-start-token' };
+    outside = spawn(
+      process.execPath,
+      [CLI_MAIN, 'serve', '--config', join(project.dir, 'relay.json'), '--listen', '127.0.0.1:0'],
+      { env },
+    );
+    let stderr = '';
+    outside.stderr?.on('data', (d) => {
+      stderr += d;
+    });
+    const url = await waitFor(
+      () => /relay listening on (ws:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1],
+      15_000,
+      'the quick-start relay',
+    );
+    await runOn('host2', { ...env, PTYRELAY_URL: url });
+    // The relay in compose still serves the same host.
+    await runOn('host2', cliEnv);
+  }, 120_000);
+
+  it('`docker-compose down` leaves nothing running', async () => {
+    const down = await project.compose('down', '--volumes', '--timeout', '0');
+    expect(down.code, down.stderr).toBe(0);
+    expect(await project.leftovers()).toEqual([]);
+  }, 120_000);
 });

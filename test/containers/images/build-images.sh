@@ -2,7 +2,8 @@
 # Builds the container images the container suites and docker-compose.yml use, without a registry:
 #   1. a Debian bookworm rootfs from debootstrap (minbase + sshd, node 18, shells), `docker import`ed;
 #   2. the host image on top (login user, sshd on $SSH_PORT at 127.0.0.1, key given at run time);
-#   3. the same host without node (for the NODE_MISSING suite).
+#   3. the same host without node (for the NODE_MISSING suite);
+#   4. with the argument `relay`: the relay image (build-relay-image.sh; needs `npm run build` first).
 # Each tag carries a hash of what went into it, so an image is reused while its inputs are unchanged
 # and rebuilt when they change. Prints the image names as NAME=value lines on stdout.
 # Env: PTYRELAY_DEBIAN_MIRROR overrides the mirror (default: the first bookworm URI in apt sources).
@@ -11,8 +12,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 
 SUITE=bookworm
 # Packages of the base rootfs: sshd for the relay, node (18 on bookworm) for the stub, procps for the
-# stub's process probes, the shells the tests drive.
-INCLUDE=openssh-server,nodejs,procps,bash,zsh,python3
+# stub's process probes, the shells the tests drive, HAProxy for the compose fleet's balancer.
+INCLUDE=openssh-server,nodejs,procps,bash,zsh,python3,haproxy
 LOCK_FILE=/tmp/ptyrelay-images.lock
 
 log() { echo "build-images: $*" >&2; }
@@ -76,13 +77,27 @@ main() {
   if have_image "$nonode_tag"; then log "reusing $nonode_tag"; else
     build_from "$nonode_tag" "$here/host-nonode" "$host_tag"
   fi
-  # Older builds of these images are dead weight (an image in use by a container stays).
-  local old
-  for old in $(docker images --format '{{.Repository}}:{{.Tag}}' 'ptyrelay/*'); do
-    case "$old" in
-      "$base_tag" | "$host_tag" | "$nonode_tag" | *:latest) ;;
-      *) docker rmi "$old" >/dev/null 2>&1 || true ;;
+  local relay_tag=""
+  if [ "${1:-}" = relay ]; then
+    relay_tag="$("$here/build-relay-image.sh" "$base_tag")"
+    docker tag "$relay_tag" ptyrelay/relay:latest
+  fi
+  # Older builds of these images are dead weight (an image in use by a container stays). Only the
+  # repositories built in this run are swept: a run without `relay` leaves the relay image alone.
+  local repo current old
+  for repo in bookworm-base host host-nonode ${relay_tag:+relay}; do
+    case "$repo" in
+      bookworm-base) current="$base_tag" ;;
+      host) current="$host_tag" ;;
+      host-nonode) current="$nonode_tag" ;;
+      relay) current="$relay_tag" ;;
     esac
+    for old in $(docker images --format '{{.Repository}}:{{.Tag}}' "ptyrelay/$repo"); do
+      case "$old" in
+        "$current" | *:latest) ;;
+        *) docker rmi "$old" >/dev/null 2>&1 || true ;;
+      esac
+    done
   done
   # Fixed names for docker-compose.yml, pointing at the current builds.
   docker tag "$host_tag" ptyrelay/host:latest
@@ -90,6 +105,7 @@ main() {
   echo "PTYRELAY_BASE_IMAGE=$base_tag"
   echo "PTYRELAY_HOST_IMAGE=$host_tag"
   echo "PTYRELAY_NONODE_IMAGE=$nonode_tag"
+  if [ -n "$relay_tag" ]; then echo "PTYRELAY_RELAY_IMAGE=$relay_tag"; fi
 }
 
 main "$@"
