@@ -98,18 +98,17 @@ export class App {
     ]);
     this.hosts = new Map(HostsResultSchema.parse(hosts).hosts.map((x) => [x.name, x.state]));
     this.terminals = OverviewSchema.parse(overview).terminals;
-    const known = new Set(this.terminals.map((t) => t.id));
+    // Every open pane resumes by its id, listed or not: a relay of a fleet that has not linked the
+    // terminal's host yet lists it only once the attach (or its catalog refresh) linked it.
     for (const [id, pane] of this.panes) {
-      if (!known.has(id)) {
-        this.dropPane(id);
-        continue;
-      }
       try {
         await pane.attach();
       } catch (err) {
         // One terminal that cannot be resumed must not keep the page from connecting.
         if (!(err instanceof PtyRelayError) || err.code === 'LINK_CLOSED') throw err;
-        this.report(`${id}: ${err.code}: ${err.message}`);
+        // Gone while the page was away.
+        if (err.code === 'NOT_FOUND') this.dropPane(id);
+        else this.report(`${id}: ${err.code}: ${err.message}`);
       }
     }
     this.input.resume(hello.input === 'known', hello.inputOrigin === true);

@@ -67,6 +67,11 @@ export interface HostRouter {
   onHostProgress?(listener: (p: HostProgress) => void): () => void;
   /** Host key inspection and trust of an SSH host (UNKNOWN_HOST for others). */
   hostKeys?(host: string): HostKeyAdmin;
+  /**
+   * Links `host` when it already runs this build's stub (never deploys), which publishes the
+   * terminals it holds, and lets go of the link again when none runs. Resolves whether it linked.
+   */
+  adoptHost?(host: string): Promise<boolean>;
   /** Code navigation on the hosts that enable it (docs/lsp.md); absent in routers without a config. */
   readonly lsp?: HostCodeNavigation;
 }

@@ -145,15 +145,16 @@ export class ConfigHostRouter implements HostRouter {
    * that holds none is let go again. Resolves with the hosts kept connected; never rejects.
    */
   async adoptAll(): Promise<string[]> {
-    const tries = this.hosts().map(async (h) => {
-      if (h === LOCAL_HOST) return (await this.local.adopt()) ? [h] : [];
-      const ssh = this.ssh;
-      if (!ssh || !(await ssh.adopt(h))) return [];
-      // A host with nothing to publish keeps no connection open (an idle relay stays small).
-      const released = await ssh.releaseIfEmpty(h).catch(() => false);
-      return released ? [] : [h];
-    });
+    const tries = this.hosts().map(async (h) => ((await this.adoptHost(h)) ? [h] : []));
     return (await Promise.all(tries)).flat();
+  }
+
+  async adoptHost(h: string): Promise<boolean> {
+    if (h === LOCAL_HOST) return this.local.adopt();
+    const ssh = this.ssh;
+    if (!ssh || !(await ssh.adopt(h))) return false;
+    // A host with nothing to publish keeps no connection open (an idle relay stays small).
+    return !(await ssh.releaseIfEmpty(h).catch(() => false));
   }
 
   /** Called after a reload changed the hosts. */

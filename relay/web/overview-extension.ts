@@ -5,6 +5,7 @@ import { eachProvider } from '../core/each-provider.js';
 import { canRead, canSeeHost, needWrite } from '../core/grant.js';
 import { unavailableByState } from '../core/host-listing.js';
 import type { HostRouter, RpcConnection, RpcExtension } from '../core/rpc-types.js';
+import { CatalogRefresh } from '../terminals/catalog-refresh.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import { TerminalSummaries, type TerminalSummary } from './terminal-summaries.js';
 
@@ -51,6 +52,7 @@ export function createOverviewExtension(opts: {
 class OverviewFeed {
   private readonly summaries = new TerminalSummaries();
   private readonly watchers = new Set<RpcConnection>();
+  private readonly refresh: CatalogRefresh;
   private readonly offs: Unsubscribe[] = [];
   private readonly timer: NodeJS.Timeout;
   private lastJson = '';
@@ -62,6 +64,7 @@ class OverviewFeed {
     private readonly registry: TerminalRegistry,
   ) {
     const { summaries } = this;
+    this.refresh = new CatalogRefresh(router);
     this.offs.push(
       eachProvider(router, (p) =>
         this.offs.push(
@@ -94,6 +97,8 @@ class OverviewFeed {
    * is down with their cause (`unavailable`, as in `ptyrelay/list`).
    */
   watch(conn: RpcConnection): { terminals: TerminalSummary[]; unavailable: HostUnavailable[] } {
+    // Hosts this relay has not linked may hold terminals (opened through another relay).
+    this.refresh.request();
     if (!this.watchers.has(conn)) {
       this.watchers.add(conn);
       conn.onClose(() => this.watchers.delete(conn));

@@ -14,6 +14,7 @@ import type { PtyDataEvent, PtyReattachEvent } from '../../provider/contract.js'
 import type { PtyRelayError } from '../../provider/errors.js';
 import { waitFor } from '../support/local-daemon.js';
 import { connect, open, TestClient } from '../support/relay-test-support.js';
+import { browserAvailable, launchBrowser, screenText, waitForScreen } from '../support/web-browser.js';
 import { ComposeProject, composeCheck } from './support/compose-project.js';
 import { reportSkip } from './support/container-engine.js';
 
@@ -232,6 +233,55 @@ describe.skipIf(!engine.ok)('a fleet of two relays behind HAProxy', () => {
         during: out.count('typed-during-switch'),
       }).toEqual({ writes: ['ok', 'ok'], inFlight: 1, during: 1 });
       await client.shutdown(id);
+    },
+    4 * SWITCH_TIMEOUT_MS,
+  );
+
+  it.skipIf(!browserAvailable())(
+    'the web page (Chromium) lists a terminal opened through the other relay, and its pane resumes on the other relay when its relay is killed',
+    async () => {
+      // Opened through relay A directly: relay B may not have linked host1 (its catalog refresh does).
+      const opener = new RelayClient({ url: `ws://127.0.0.1:${project.ports.relay}`, token });
+      clients.push(opener);
+      const ticker = 'i=0; while [ $i -lt 3000 ]; do i=$((i+1)); echo "tick-$i"; sleep 0.1; done';
+      const { id } = await opener.spawn({
+        host: 'host1',
+        command: 'sh',
+        args: ['-c', ticker],
+        cols: 80,
+        rows: 24,
+      });
+      await opener.dispose();
+      const browser = await launchBrowser();
+      try {
+        const page = await browser.page();
+        await page.goto(`http://127.0.0.1:${project.ports.fleet}/#token=${token}`);
+        const row = page.locator(`.term-row[data-id="${id}"]`);
+        await row.waitFor({ timeout: 30_000 });
+        await row.locator('button').first().click();
+        await waitForScreen(page, id, (t) => /tick-\d+/.test(t), 15_000);
+        const victim = await relayWithClient();
+        revived.push(victim);
+        const ticksOf = (t: string) => [...t.matchAll(/tick-(\d+)/g)].map((m) => Number(m[1]));
+        const atKill = Math.max(...ticksOf(await screenText(page, id)));
+        await kill(victim);
+        // The pane goes on, fed by the other relay, from where it was: no tick lost or repeated.
+        const after = await waitForScreen(
+          page,
+          id,
+          (t) => Math.max(...ticksOf(t)) >= atKill + 10,
+          SWITCH_TIMEOUT_MS,
+        );
+        expect(await relayWithClient()).not.toBe(victim);
+        const ticks = ticksOf(after);
+        expect(ticks).toEqual(ticks.map((_, i) => ticks[0]! + i));
+        expect(await page.locator(`.pane[data-terminal="${id}"]`).count()).toBe(1);
+      } finally {
+        await browser.close();
+        const closer = new RelayClient({ url: `ws://127.0.0.1:${project.ports.fleet}`, token });
+        clients.push(closer);
+        await closer.shutdown(id, { immediate: true }).catch(() => {});
+      }
     },
     4 * SWITCH_TIMEOUT_MS,
   );
