@@ -87,6 +87,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
         void adopt();
         return change;
       },
+      applyLsp: (lsp) => relay.router.lsp.update(lsp),
       log: log.child({ part: 'config' }),
       onOutcome: (o) => progress(describeReload(o)),
     });

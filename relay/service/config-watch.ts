@@ -25,11 +25,10 @@ const RESTART_SECTIONS = [
   'terminal',
   'tls',
   'history',
-  'lsp',
 ] as const;
 
 export type ReloadOutcome =
-  | { applied: true; hosts: HostsChange; restartNeeded: string[] }
+  | { applied: true; hosts: HostsChange; restartNeeded: string[]; lspChanged?: boolean }
   | { applied: false; code: string; message: string };
 
 export interface ConfigWatchOptions {
@@ -41,6 +40,8 @@ export interface ConfigWatchOptions {
   running: RelayConfig;
   /** Applies a validated config's hosts. */
   applyHosts: (hosts: RelayConfig['hosts']) => Promise<HostsChange>;
+  /** Applies a validated config's code navigation (it travels with every query: at once). */
+  applyLsp?: (lsp: RelayConfig['lsp']) => void;
   log: Logger;
   /** Each reload's outcome, for people (the CLI prints it). */
   onOutcome?: (o: ReloadOutcome) => void;
@@ -97,9 +98,11 @@ export class ConfigWatch {
       log.error({ file, code, err: message }, 'config hosts not applied; the running config stays');
       return this.report({ applied: false, code, message });
     }
-    this.running = { ...this.running, hosts: config.hosts };
-    log.info({ file, ...hosts, restartNeeded }, 'config reloaded');
-    return this.report({ applied: true, hosts, restartNeeded });
+    const lspChanged = JSON.stringify(config.lsp) !== JSON.stringify(this.running.lsp);
+    if (lspChanged) this.opts.applyLsp?.(config.lsp);
+    this.running = { ...this.running, hosts: config.hosts, lsp: config.lsp };
+    log.info({ file, ...hosts, restartNeeded, lspChanged }, 'config reloaded');
+    return this.report({ applied: true, hosts, restartNeeded, ...(lspChanged ? { lspChanged } : {}) });
   }
 
   private report(o: ReloadOutcome): ReloadOutcome {
@@ -122,7 +125,7 @@ export function describeReload(o: ReloadOutcome): string {
     ...(o.hosts.removed.length ? [`removed ${o.hosts.removed.join(', ')}`] : []),
     ...(o.hosts.changed.length ? [`changed ${o.hosts.changed.join(', ')}`] : []),
   ];
-  const hosts = parts.length ? `hosts: ${parts.join('; ')}` : 'hosts unchanged';
+  const hosts = `${parts.length ? `hosts: ${parts.join('; ')}` : 'hosts unchanged'}${o.lspChanged ? '; lsp applied' : ''}`;
   const later = o.restartNeeded.length
     ? `; ${o.restartNeeded.join(', ')} changed: applies at the next restart`
     : '';

@@ -25,13 +25,19 @@ function isLspCapable(p: IPtyProvider): p is IPtyProvider & LspCapable {
 /**
  * Code navigation over the relay's hosts (docs/lsp.md): a query goes to the daemon of its host
  * with that host's `lsp` config, which names the providers; a host the config leaves out has
- * none (LSP_NOT_ENABLED). The config is the one the relay started with.
+ * none (LSP_NOT_ENABLED). A config reload replaces it (`update`): the next query carries the new
+ * one, and the daemon builds its providers on first use.
  */
 export class HostLsp implements HostCodeNavigation {
   constructor(
-    private readonly config: LspConfig,
+    private config: LspConfig,
     private readonly providerFor: (host: string) => IPtyProvider,
   ) {}
+
+  /** The `lsp` section of a reloaded config. */
+  update(config: LspConfig): void {
+    this.config = config;
+  }
 
   hosts(): string[] {
     return Object.keys(this.config);

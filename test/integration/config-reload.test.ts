@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allOf, rootAvailable } from '../support/capabilities.js';
@@ -104,6 +104,29 @@ describe.skipIf(!available)('the relay re-reads its config file while it runs', 
     const line = await nextReload(before);
     expect(line).toContain('config reloaded: hosts unchanged; limits changed: applies at the next restart');
     expect(serve.proc!.exitCode).toBeNull();
+  });
+
+  it('code navigation enabled by an edit answers at once, and turned off again the same way', async () => {
+    const notes = join(serve.env.HOME!, 'notes');
+    mkdirSync(notes, { recursive: true });
+    writeFileSync(join(notes, 'a.md'), 'see [[b]] here\n');
+    writeFileSync(join(notes, 'b.md'), '# b\n');
+    const nav = () =>
+      runCli(['nav', 'local', 'def', `${join(notes, 'a.md')}:1:8`, '--root', notes, '--json'], env);
+    const off = await nav();
+    expect(off.code).not.toBe(0);
+    expect(off.stderr + off.stdout).toContain('LSP_NOT_ENABLED');
+    const hosts = { sshbox: hostFor(sshd) };
+    let before = reloads().length;
+    writeConfig({ hosts, lsp: { hosts: { local: { providers: [{ type: 'markdown-notes' }] } } } });
+    expect(await nextReload(before)).toBe('ptyrelay: config reloaded: hosts unchanged; lsp applied');
+    const on = await nav();
+    expect(on.code, on.stderr).toBe(0);
+    expect(JSON.parse(on.stdout).locations.map((l: { path: string }) => l.path)).toEqual(['b.md']);
+    before = reloads().length;
+    writeConfig({ hosts });
+    expect(await nextReload(before)).toContain('lsp applied');
+    expect((await nav()).stderr).toContain('LSP_NOT_ENABLED');
   });
 
   it('a changed host reconnects with its new settings; its terminal goes on', async () => {

