@@ -1,24 +1,14 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { isPtyRelayError } from '../../provider/errors.js';
 import { LSP_OPERATIONS, toSeamPosition } from '../../provider/lsp-seam.js';
 import { canCreate, type Grant, needCreate } from '../core/grant.js';
 import { pickWorkspaceRoot, toolResult, toolResultText } from '../core/lsp-consumer.js';
 import type { HostCodeNavigation } from '../core/rpc-types.js';
+import { runTool } from './tool-result-text.js';
 
 export const LSP_TOOL = 'lsp';
 
 const DESCRIPTION = `Code navigation on a host, answered by a language server running where the code is. Operations: goToDefinition, findReferences (always includes the declaration itself), goToImplementation (an empty answer is legal: not every language has implementations), hover (type and documentation as text). Positions are 1-based: line 1 is the first line, column 1 the first character, columns counted in UTF-16 code units (an emoji or other character outside the BMP counts 2). Locations come back as path:line:column, paths relative to the workspace root.`;
-
-async function tool(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
-  try {
-    return await fn();
-  } catch (err) {
-    const msg = isPtyRelayError(err) ? `${err.code}: ${err.message}` : `error: ${(err as Error).message}`;
-    return { isError: true, content: [{ type: 'text', text: msg }] };
-  }
-}
 
 /**
  * The MCP `lsp` tool (docs/agents.md, docs/lsp.md): the model's words for the seam. It flips the
@@ -49,7 +39,7 @@ export function registerLspTool(server: McpServer, nav: HostCodeNavigation, gran
       },
     },
     (a, extra) =>
-      tool(async () => {
+      runTool(async () => {
         const host = a.host ?? hosts[0]!;
         needCreate(grant, host);
         const root = await pickWorkspaceRoot(host, a.file, a.root, (h, f) => nav.workspaceRoot(h, f));

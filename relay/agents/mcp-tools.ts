@@ -1,7 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { isPtyRelayError } from '../../provider/errors.js';
 import {
   AGENT_AWAITING,
   DEFAULT_AGENT_READ_LINES,
@@ -30,6 +29,7 @@ import {
   logPageHead,
   offsetPageHead,
   READ_DESCRIPTION,
+  runTool,
   SEND_DESCRIPTION,
   sendResultText,
 } from './tool-result-text.js';
@@ -89,16 +89,6 @@ function text(s: string, structured?: Record<string, unknown>): CallToolResult {
 }
 
 export { AWAITING_TEXT, END_REASON_TEXT };
-
-/** Runs a tool body; ptyrelay errors become tool errors the model can read (code and message). */
-async function tool(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
-  try {
-    return await fn();
-  } catch (err) {
-    const msg = isPtyRelayError(err) ? `${err.code}: ${err.message}` : `error: ${(err as Error).message}`;
-    return { isError: true, content: [{ type: 'text', text: msg }] };
-  }
-}
 
 /**
  * An MCP server with the seven terminal tools, acting for `owner` on `service`. One server per
@@ -183,7 +173,7 @@ class TerminalMcpTools {
         },
       },
       (a) =>
-        tool(async () => {
+        runTool(async () => {
           needCreate(grant, a.host ?? 'local');
           const t = await service.open(owner, a.host ?? 'local', a);
           return text(`opened ${t.id} on ${t.host} (${t.providerId}; a human can \`ptyrelay attach\` it)`, {
@@ -227,7 +217,7 @@ class TerminalMcpTools {
         },
       },
       (a, extra) =>
-        tool(async () => {
+        runTool(async () => {
           const pid = this.check(a.id, (g, p) => needWrite(g, p, 'type into'));
           if (pid !== undefined && a.text.length > 0)
             opts.audit?.record(grant, pid, Buffer.byteLength(a.text));
@@ -284,7 +274,7 @@ class TerminalMcpTools {
         },
       },
       (a) =>
-        tool(async () => {
+        runTool(async () => {
           this.check(a.id, needRead);
           if (a.command !== undefined) {
             const r = await service.read(owner, a.id, { command: a.command, from: a.from, count: a.count });
@@ -323,7 +313,7 @@ class TerminalMcpTools {
         },
       },
       (a) =>
-        tool(async () => {
+        runTool(async () => {
           this.check(a.id, needRead);
           const r = await service.commands(owner, a.id, { count: a.count });
           return text(commandsText(a.id, r), { ...r });
@@ -344,7 +334,7 @@ class TerminalMcpTools {
         },
       },
       (a) =>
-        tool(async () => {
+        runTool(async () => {
           this.check(a.id, (g, p) => needWrite(g, p, 'signal'));
           const sig = await service.signal(owner, a.id, a.signal ?? 'SIGINT');
           return text(`sent ${sig} to ${a.id}`);
@@ -361,7 +351,7 @@ class TerminalMcpTools {
           'Lists your open agent terminals: id, host, whether a send is waiting, exit code once exited.',
       },
       () =>
-        tool(async () => {
+        runTool(async () => {
           const terms = service.list(owner).filter((t) => canRead(grant, t.providerId));
           const lines = terms.map(
             (t) =>
@@ -385,7 +375,7 @@ class TerminalMcpTools {
         inputSchema: idShape,
       },
       (a) =>
-        tool(async () => {
+        runTool(async () => {
           this.check(a.id, (g, p) => needWrite(g, p, 'close'));
           await service.close(owner, a.id);
           return text(`closed ${a.id}`);

@@ -1,9 +1,11 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type {
   AgentCommand,
   AgentCommandsResult,
   AgentReadResult,
   AgentSendResult,
 } from '../../provider/contract.js';
+import { isPtyRelayError } from '../../provider/errors.js';
 import { DEFAULT_AGENT_READ_LINES } from '../../provider/wire/agent-messages.js';
 import { DEFAULT_COMMANDS_COUNT } from '../../provider/wire/command-messages.js';
 import { AWAITING_TEXT, END_REASON_TEXT, sendMeaning } from './end-reason-text.js';
@@ -94,4 +96,14 @@ export function commandsText(id: string, r: AgentCommandsResult): string {
     return `${c.id}  ${commandState(c)}${range}  started ${started}${c.cwd ? `  cwd=${c.cwd}` : ''}  $ ${c.commandLine}`;
   });
   return [head, ...lines].join('\n');
+}
+
+/** Runs a tool body; ptyrelay errors become tool errors the model can read (code and message). */
+export async function runTool(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await fn();
+  } catch (err) {
+    const msg = isPtyRelayError(err) ? `${err.code}: ${err.message}` : `error: ${(err as Error).message}`;
+    return { isError: true, content: [{ type: 'text', text: msg }] };
+  }
 }
