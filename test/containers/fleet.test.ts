@@ -3,15 +3,18 @@
  * dir (config, startup token, token store, known_hosts) behind HAProxy, no stickiness. A RelayClient
  * connected through the balancer reads a `yes` flood; the relay it is on is SIGKILLed; it resumes
  * on the other relay with every byte once, in order, without a reset. A line typed while its relay
- * dies is applied once. A token revoked through relay A is refused by relay B within a second.
+ * dies is applied once. The web page (Chromium), `ptyrelay attach` and an AHP client go on on the
+ * other relay the same way. A token revoked through relay A is refused by relay B within a second.
  * `docker-compose down` leaves nothing.
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import * as pty from 'node-pty';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RelayClient } from '../../provider/client/relay-client.js';
 import type { PtyDataEvent, PtyReattachEvent } from '../../provider/contract.js';
 import type { PtyRelayError } from '../../provider/errors.js';
+import { CLI_MAIN, runCli } from '../support/cli-runner.js';
 import { waitFor } from '../support/local-daemon.js';
 import { connect, open, TestClient } from '../support/relay-test-support.js';
 import { browserAvailable, launchBrowser, screenText, waitForScreen } from '../support/web-browser.js';
@@ -282,6 +285,104 @@ describe.skipIf(!engine.ok)('a fleet of two relays behind HAProxy', () => {
         clients.push(closer);
         await closer.shutdown(id, { immediate: true }).catch(() => {});
       }
+    },
+    4 * SWITCH_TIMEOUT_MS,
+  );
+
+  it(
+    '`ptyrelay attach` through the balancer goes on on the other relay when its relay is killed; a line typed meanwhile runs once',
+    async () => {
+      const env = {
+        ...process.env,
+        PTYRELAY_URL: `ws://127.0.0.1:${project.ports.fleet}`,
+        PTYRELAY_TOKEN: token,
+      };
+      const script = 'stty -echo; echo ready; while IFS= read -r l; do echo "got:$l"; done';
+      const opened = await runCli(['open', 'host2', '--', 'sh', '-c', script], env);
+      expect(opened.code, opened.stderr).toBe(0);
+      const id = opened.stdout.trim();
+      const p = pty.spawn(process.execPath, [CLI_MAIN, 'attach', id], {
+        cols: 100,
+        rows: 30,
+        env,
+        name: 'xterm',
+      });
+      let out = '';
+      let code: number | undefined;
+      p.onData((d) => {
+        out += d;
+      });
+      p.onExit((e) => {
+        code = e.exitCode;
+      });
+      // Lines as the attach's terminal shows them (its own tty adds a CR to the host's CRLF).
+      const count = (line: string) => out.split(`got:${line}\r`).length - 1;
+      try {
+        await waitFor(() => out.includes('ready'), 30_000, 'the attach to paint');
+        p.write('before\r');
+        await waitFor(() => count('before') === 1, 20_000, 'the line before');
+        const victim = await relayWithClient();
+        revived.push(victim);
+        await kill(victim);
+        p.write('during\r');
+        await waitFor(() => count('during') === 1, SWITCH_TIMEOUT_MS, 'the line typed during the switch');
+        expect(await relayWithClient()).not.toBe(victim);
+        p.write('after\r');
+        await waitFor(() => count('after') === 1, 20_000, 'the line after');
+        expect([count('before'), count('during'), count('after')]).toEqual([1, 1, 1]);
+        p.write('\x1d');
+        await waitFor(() => code !== undefined, 20_000, 'the attach to end');
+      } finally {
+        if (code === undefined) p.kill();
+        await runCli(['kill', id, '--now'], env);
+      }
+      expect(code).toBe(0);
+      expect(out).toContain(`detached from ${id}`);
+    },
+    4 * SWITCH_TIMEOUT_MS,
+  );
+
+  it(
+    'an AHP client that reconnects through the balancer after its relay was killed gets its channel as a snapshot, and goes on',
+    async () => {
+      const clientId = 'ahp-fleet';
+      const uri = `ahp-terminal:/fleet-${process.pid}`;
+      const url = `ws://127.0.0.1:${project.ports.fleet}`;
+      const input = (c: TestClient, clientSeq: number, data: string) =>
+        c.notify('dispatchAction', { channel: uri, clientSeq, action: { type: 'terminal/input', data } });
+      const a = await open(url, { token });
+      tests.push(a);
+      await a.request('initialize', { protocolVersions: ['0.1.0'], clientId });
+      await a.request('createTerminal', {
+        channel: uri,
+        host: 'host1',
+        claim: { kind: 'client', clientId },
+        command: 'bash',
+        args: ['--norc', '--noprofile'],
+      });
+      await a.request('subscribe', { channel: uri });
+      input(a, 1, 'echo first-$((20+1))\r');
+      await a.waitFor(() => a.dataOf(uri).includes('first-21'), 'output before the kill');
+      const last = a.envelopes.at(-1)!.serverSeq;
+      const victim = await relayWithClient();
+      revived.push(victim);
+      await kill(victim);
+      a.close();
+      const b = await open(url, { token });
+      tests.push(b);
+      const after = await b.request('reconnect', { clientId, lastSeenServerSeq: last, subscriptions: [uri] });
+      expect(await relayWithClient()).not.toBe(victim);
+      // A relay with no record of the client: the channel comes as a snapshot with what the host holds.
+      expect(after.type).toBe('snapshot');
+      const state = after.snapshots.find((s: { resource: string }) => s.resource === uri).state;
+      const text = state.content
+        .map((p: { value?: string; output?: string }) => p.value ?? p.output)
+        .join('');
+      expect(text).toContain('first-21');
+      expect(state.claim).toEqual({ kind: 'client', clientId });
+      input(b, 2, 'echo second-$((20+2))\r');
+      await b.waitFor(() => b.dataOf(uri).includes('second-22'), 'output on the other relay');
+      await b.request('disposeTerminal', { channel: uri }).catch(() => {});
     },
     4 * SWITCH_TIMEOUT_MS,
   );
