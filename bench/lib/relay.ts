@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { RelayClient } from '../../provider/client/relay-client.js';
+import { RELAY_NODE_OPTIONS } from '../../relay/core/relay-runtime.js';
 import { type BenchEnv, hostConfig } from './env.js';
 
 /** The relay process bundle, built next to bench.mjs by bench/run.mjs. */
@@ -20,7 +21,7 @@ export async function startBenchRelay(
 ): Promise<{ client: RelayClient; close(): Promise<void> }> {
   const token = randomBytes(16).toString('hex');
   const args = { token, hosts: { h: hostConfig(env.sshd) }, daemonArgs: ['--runtime-dir', env.runtimeDir] };
-  const child = spawn(process.execPath, [RELAY_BUNDLE, JSON.stringify(args)], {
+  const child = spawn(process.execPath, [...RELAY_NODE_OPTIONS, RELAY_BUNDLE, JSON.stringify(args)], {
     stdio: ['pipe', 'pipe', 'inherit'],
     env: process.env,
   });

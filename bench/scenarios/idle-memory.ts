@@ -4,6 +4,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { RELAY_NODE_OPTIONS } from '../../relay/core/relay-runtime.js';
 import { packageRoot } from '../../relay/core/stub-bundle.js';
 import { type BenchEnv, hostConfig, localProvider } from '../lib/env.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
@@ -67,6 +68,7 @@ async function idleRelay(env: BenchEnv, name: string, hosts: Record<string, unkn
   const child = spawn(
     process.execPath,
     [
+      ...RELAY_NODE_OPTIONS,
       join(packageRoot(), 'dist', 'relay', 'cli', 'main.js'),
       'serve',
       '--config',

@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectOrStartDaemon, DAEMON_NODE_OPTIONS } from '../../provider/daemon-runtime/daemon-launcher.js';
+import { RELAY_NODE_OPTIONS } from '../../relay/core/relay-runtime.js';
 import { stubBundlePath } from '../../relay/core/stub-bundle.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 import { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
@@ -275,7 +276,10 @@ describe.skipIf(!matrix)('ptyrelay on every supported Node line', () => {
           const version = await cli(node, ['--version'], env);
           expect(version.stdout).toMatch(new RegExp(`, node v${node.version.replace(/\./g, '\\.')}\\)\\n$`));
 
-          relay = spawn(node.bin, [CLI_MAIN, 'serve', '--listen', '127.0.0.1:0'], { env });
+          // With the relay's own command line (npm start, ./ptyrelay, the relay image).
+          relay = spawn(node.bin, [...RELAY_NODE_OPTIONS, CLI_MAIN, 'serve', '--listen', '127.0.0.1:0'], {
+            env,
+          });
           let stderr = '';
           relay.stderr?.on('data', (d) => {
             stderr += d;

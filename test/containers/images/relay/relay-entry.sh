@@ -13,6 +13,9 @@ export PTYRELAY_CONFIG="${PTYRELAY_CONFIG:-$data/relay.json}"
 export PTYRELAY_TOKEN_FILE="${PTYRELAY_TOKEN_FILE:-$data/token}"
 export PTYRELAY_TOKEN_DIR="${PTYRELAY_TOKEN_DIR:-$data/tokens}"
 listen="${RELAY_LISTEN:-127.0.0.1:$RELAY_PORT}"
+# The relay's Node options (relay/core/relay-runtime.ts says why).
+NODE_FLAGS="--max-semi-space-size=2"
+relay="$(command -v ptyrelay)"
 
 # The config may be written by a service that starts at the same time (compose's keygen).
 i=0
@@ -25,7 +28,7 @@ if [ "$(id -u)" != 0 ]; then
   [ -w "${HOME:-/}" ] || HOME=/tmp/ptyrelay-home
   mkdir -p "$HOME"
   export HOME SHELL=/bin/bash
-  exec ptyrelay serve --listen "$listen" "$@"
+  exec node $NODE_FLAGS "$relay" serve --listen "$listen" "$@"
 fi
 
 uid="$(stat -c %u "$data")"
@@ -39,4 +42,4 @@ HOME="$(getent passwd "$uid" | cut -d: -f6)"
 mkdir -p "$HOME"
 chown "$uid:$gid" "$HOME"
 export HOME SHELL=/bin/bash
-exec setpriv --reuid="$uid" --regid="$gid" --clear-groups -- ptyrelay serve --listen "$listen" "$@"
+exec setpriv --reuid="$uid" --regid="$gid" --clear-groups -- node $NODE_FLAGS "$relay" serve --listen "$listen" "$@"
