@@ -132,7 +132,10 @@ describe('SessionLog', () => {
       }
       expect(log.writes).toBe(0);
       vi.advanceTimersByTime(WRITE_DELAY_MS);
-      for (let i = 0; i < 1000 && log.writes === 0; i++) await turns(1);
+      // The write's completion comes back from libuv's thread pool: wait for it in real time
+      // (bounded), not a count of loop turns, which a loaded machine can outrun.
+      const deadline = performance.now() + 5000;
+      while (log.writes === 0 && performance.now() < deadline) await realMs();
       expect(log.writes).toBe(1);
       // Output that never pauses (a key every 2 ms for 1 s) still reaches the disk about every
       // WRITE_MAX_DELAY_MS: ~10 writes, where a fixed WRITE_DELAY_MS after each write made ~100.
