@@ -109,13 +109,17 @@ describe('slow clients cost the relay nothing (real sockets)', () => {
     await waitFor(() => late.next - start >= total, 60_000, 'the stalled client to catch up');
     expect(late.gaps).toEqual([]);
     expect(late.next - start).toBe(total);
-    // AHP peers resumed: the stream outran the action log, so each is resynchronized in place
-    // (terminal/cleared, then the current content) and is not disconnected.
+    // AHP peers resumed without being disconnected: a peer whose missed output left the action log
+    // is resynchronized in place (terminal/cleared, then the current content); one whose socket,
+    // the kernel's buffers on its path (loopback receive buffers grow up to tcp_rmem's maximum)
+    // and the log held all of it got every byte, in order.
+    const whole = Array.from({ length: N }, (_, i) => `${i + 1}\r\n`).join('');
     for (const c of ahp) (c.ws as unknown as { _socket: { resume(): void } })._socket.resume();
     const actionsOf = (c: TestClient) =>
       c.notifications
         .filter((n) => n.method === 'action')
         .map((n) => (n.params as { action: { type: string; data?: string } }).action);
+    let resets = 0;
     for (const c of ahp) {
       await waitFor(
         () => c.closed !== undefined || actionsOf(c).some((a) => a.data?.includes(`${N}\r\n`)),
@@ -124,11 +128,16 @@ describe('slow clients cost the relay nothing (real sockets)', () => {
       );
       expect(c.closed).toBeUndefined();
       const actions = actionsOf(c);
-      const cleared = actions.findIndex((a) => a.type === 'terminal/cleared');
-      expect(cleared).toBeGreaterThanOrEqual(0);
-      expect(actions.slice(cleared).some((a) => a.data?.includes(`${N}\r\n`))).toBe(true);
+      const cleared = actions.map((a) => a.type).lastIndexOf('terminal/cleared');
+      const after = actions.slice(Math.max(0, cleared)).map((a) => a.data ?? '');
+      const text = after.join('');
+      if (cleared >= 0) {
+        resets++;
+        expect(text.includes(`${N}\r\n`)).toBe(true);
+      } else expect(text.includes(whole)).toBe(true);
       c.close();
     }
+    console.log(`AHP peers: ${resets} of ${ahp.length} resynchronized, the rest got every byte`);
     await reader.shutdown(r.id, { immediate: true });
   }, 180_000);
 
