@@ -1,4 +1,4 @@
-import { isMainThread, workerData } from 'node:worker_threads';
+import { isMainThread } from 'node:worker_threads';
 import { restoreUserMallocEnv } from '../provider/daemon-runtime/daemon-allocator.js';
 import {
   connectDaemonSocket,
@@ -16,8 +16,6 @@ import {
 } from '../provider/daemon-runtime/stub-paths.js';
 import { isPtyRelayError } from '../provider/errors.js';
 import { runDaemon } from './daemon/daemon-server.js';
-import { MODEL_WORKER_MARKER } from './session/model-protocol.js';
-import { runModelWorker } from './session/model-worker.js';
 import { daemonFlags, parseStubFlags, type StubFlags } from './stub-flags.js';
 
 /**
@@ -30,7 +28,7 @@ import { daemonFlags, parseStubFlags, type StubFlags } from './stub-flags.js';
  * `ensure` and `connect` pass the daemon's flags on to a daemon they start. Every flag is checked
  * first (stub-flags.ts): a bad one ends `daemon` and `connect` with its message and exit code 2,
  * and `ensure` with its CONFIG_INVALID report.
- * The same file runs the screen-model worker thread.
+ * The screen-model worker runs its own bundle, which this file carries as source.
  */
 
 /** Free space a new daemon wants in its runtime dir: sockets, locks and the log. */
@@ -154,9 +152,7 @@ async function main(argv: string[]): Promise<void> {
   process.stdin.on('end', () => socket.end());
 }
 
-if (!isMainThread && workerData?.role === MODEL_WORKER_MARKER) {
-  runModelWorker();
-} else if (isMainThread && !process.env[STUB_LIBRARY_ENV]) {
+if (isMainThread && !process.env[STUB_LIBRARY_ENV]) {
   main(process.argv.slice(2)).catch((err) => {
     // A typed refusal (an insecure runtime dir) says what to do; anything else keeps its stack.
     const text = isPtyRelayError(err) ? `${err.code}: ${err.message}` : (err?.stack ?? err);

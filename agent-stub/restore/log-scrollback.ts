@@ -1,9 +1,5 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { SerializeAddon } from '@xterm/addon-serialize';
-import xtermHeadless from '@xterm/headless';
-
-const { Terminal } = xtermHeadless;
 
 /**
  * Bytes of a dead session's log replayed to rebuild its screen: the end of a long log is what
@@ -45,7 +41,18 @@ export async function screenFromLog(dir: string, opts: LogScreenOptions): Promis
   if (!tail) return undefined;
   const maxBytes = opts.maxScreenBytes ?? LOG_RESTORE_MAX_SCREEN_BYTES;
   let rows = opts.scrollbackRows ?? LOG_RESTORE_SCROLLBACK_ROWS;
-  const term = new Terminal({ cols: opts.cols, rows: opts.rows, scrollback: rows, allowProposedApi: true });
+  // Loaded here, not at start: the daemon's main thread needs a terminal only to restore the
+  // screens of sessions a stopped daemon left (the live models run in the model worker).
+  const [{ default: xtermHeadless }, { SerializeAddon }] = await Promise.all([
+    import('@xterm/headless'),
+    import('@xterm/addon-serialize'),
+  ]);
+  const term = new xtermHeadless.Terminal({
+    cols: opts.cols,
+    rows: opts.rows,
+    scrollback: rows,
+    allowProposedApi: true,
+  });
   const serializer = new SerializeAddon();
   term.loadAddon(serializer);
   try {

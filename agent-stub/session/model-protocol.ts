@@ -36,5 +36,8 @@ export type FromModel =
   /** The model's answer to a terminal query in the output, for the PTY. */
   | { kind: 'reply'; sid: string; data: string };
 
-/** The worker is the same bundle file started with this workerData marker. */
-export const MODEL_WORKER_MARKER = 'ptyrelay-screen-model';
+/** What the daemon hands the model worker at its start. */
+export interface ModelWorkerData {
+  /** The malloc-trim addon beside the stub bundle (the worker has no file path of its own). */
+  heapTrimPath?: string;
+}

@@ -1,7 +1,7 @@
 import type { OutputHistory } from '../history/output-history.js';
 import { collectGarbageSoon } from './idle-gc.js';
 import type { ToModel } from './model-protocol.js';
-import { ModelEvents } from './model-rebuild.js';
+import { ModelEvents } from './model-rebuild-plan.js';
 
 /**
  * A session is idle after this long without output, input, snapshot or read: its model's

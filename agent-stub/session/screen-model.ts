@@ -1,7 +1,9 @@
 import { Worker } from 'node:worker_threads';
 import type { AgentReadResult, ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { type FromModel, MODEL_WORKER_MARKER, type ToModel } from './model-protocol.js';
+import { heapTrimAddonPath } from '../native/heap-trim.js';
+import type { FromModel, ModelWorkerData, ToModel } from './model-protocol.js';
+import { bundledModelWorker, type ModelWorkerCode } from './model-worker-code.js';
 
 /** How long a snapshot may take before the caller gets TIMEOUT (a 10,000-row scrollback takes ~100 ms). */
 const SNAPSHOT_TIMEOUT_MS = 15_000;
@@ -12,8 +14,8 @@ const SNAPSHOT_TIMEOUT_MS = 15_000;
 const MODEL_YOUNG_GENERATION_MB = 8;
 
 /**
- * Owns the one worker thread that runs every session's headless terminal. The worker is this
- * same bundle file (process.argv[1]) started with a marker in workerData.
+ * Owns the one worker thread that runs every session's headless terminal. The worker runs its
+ * own bundle (model-worker-entry.ts): the daemon's modules stay out of its heap.
  */
 export class ScreenModelHost {
   private worker: Worker | undefined;
@@ -23,7 +25,8 @@ export class ScreenModelHost {
   private readonly grown = new Map<string, (adopted: boolean) => void>();
   private readonly replies = new Map<string, (data: string) => void>();
 
-  constructor(private readonly entryFile: string = process.argv[1]) {}
+  /** `code`: by default the source the stub bundle carries; tests start the worker's file. */
+  constructor(private readonly code?: ModelWorkerCode) {}
 
   /** `transfer`: buffers of `m` that move to the worker (the sender must not use them again). */
   post(m: ToModel, transfer?: ArrayBuffer[]): void {
@@ -85,8 +88,11 @@ export class ScreenModelHost {
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
-    const w = new Worker(this.entryFile, {
-      workerData: { role: MODEL_WORKER_MARKER },
+    const workerData: ModelWorkerData = { heapTrimPath: heapTrimAddonPath() };
+    const code = this.code ?? bundledModelWorker();
+    const w = new Worker('source' in code ? code.source : code.file, {
+      eval: 'source' in code,
+      workerData,
       resourceLimits: { maxYoungGenerationSizeMb: MODEL_YOUNG_GENERATION_MB },
     });
     w.unref();

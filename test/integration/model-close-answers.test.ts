@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ScreenModelHost } from '../../agent-stub/session/screen-model.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { stubBundlePath } from '../../relay/core/stub-bundle.js';
+import { modelWorkerFile } from '../support/in-process-sessions.js';
 
 /**
  * The model worker answers every request, even one that races the session's close: a save at a
@@ -10,7 +10,7 @@ import { stubBundlePath } from '../../relay/core/stub-bundle.js';
  * enough for a superseded daemon to outlive its upgrade (upgrade.test.ts).
  */
 describe('screen model requests around a close (real worker)', () => {
-  const model = new ScreenModelHost(stubBundlePath());
+  const model = new ScreenModelHost(modelWorkerFile());
   afterAll(async () => {
     await model.dispose();
   });

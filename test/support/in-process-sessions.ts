@@ -1,11 +1,16 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import type { PtySession } from '../../agent-stub/session/pty-session.js';
 import { ScreenModelHost } from '../../agent-stub/session/screen-model.js';
 import { SessionRegistry } from '../../agent-stub/session/session-registry.js';
 import { stubBundlePath } from '../../relay/core/stub-bundle.js';
+
+/** The model worker's bundle as a file (`npm run build` writes it beside the stub bundle). */
+export function modelWorkerFile(): { file: string } {
+  return { file: join(dirname(stubBundlePath()), 'model-worker.cjs') };
+}
 
 export interface InProcessSessions {
   /** A real bash in a real PTY, owned by the daemon's session code in this process. */
@@ -25,7 +30,7 @@ export function inProcessSessions(prefix: string, bashrc: string): InProcessSess
     root = mkdtempSync(join(tmpdir(), prefix));
     mkdirSync(join(root, 'home'));
     writeFileSync(join(root, 'home', '.bashrc'), bashrc);
-    model = new ScreenModelHost(stubBundlePath());
+    model = new ScreenModelHost(modelWorkerFile());
     const limits = { ringBytes: 1 << 20, scrollbackRows: 1000, creditWindow: 256 * 1024 };
     registry = new SessionRegistry(model, limits, join(root, 'shell'));
   });

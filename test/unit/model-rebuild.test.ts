@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ModelEvents, rebuildModel, sameScreen } from '../../agent-stub/session/model-rebuild.js';
+import { rebuildModel, sameScreen } from '../../agent-stub/session/model-rebuild.js';
+import { ModelEvents } from '../../agent-stub/session/model-rebuild-plan.js';
 import { type ModelSnapshotData, TerminalModel } from '../../agent-stub/session/terminal-model.js';
 
 const enc = (s: string) => Buffer.from(s, 'utf8');
