@@ -69,7 +69,7 @@ async function idleRelay(env: BenchEnv, name: string, hosts: Record<string, unkn
     process.execPath,
     [
       ...RELAY_NODE_OPTIONS,
-      join(packageRoot(), 'dist', 'relay', 'cli', 'main.js'),
+      join(packageRoot(), 'dist', 'bin', 'ptyrelay.js'),
       'serve',
       '--config',
       config,

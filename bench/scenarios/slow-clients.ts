@@ -93,7 +93,7 @@ async function startServe(
   mkdirSync(home, { recursive: true });
   const proc = spawn(
     process.execPath,
-    [join(packageRoot(), 'dist/relay/cli/main.js'), 'serve', '--listen', '127.0.0.1:0'],
+    [join(packageRoot(), 'dist/bin/ptyrelay.js'), 'serve', '--listen', '127.0.0.1:0'],
     {
       env: {
         ...process.env,

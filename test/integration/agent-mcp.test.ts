@@ -16,7 +16,7 @@ import { type RelayServer, startRelayServer } from '../../relay/service/relay-se
 import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';
 import { type LocalFixture, startLocal, waitFor } from '../support/local-daemon.js';
 
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'bin', 'ptyrelay.js');
 const TOKEN = 'agent-mcp-test-token-0123456789abcdef';
 const TOOLS = [
   'terminal_close',

@@ -13,7 +13,7 @@ import { type SshdInstance, sshdAvailable, startSshd } from '../support/sshd.js'
 
 const available = allOf(sshdAvailable(), rootAvailable('a throwaway login user'));
 
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'bin', 'ptyrelay.js');
 /** A login user of this file's own (its daemon is nobody else's); removed after. */
 const USER = 'ptyrelay-t16-attach';
 

@@ -13,7 +13,7 @@ import { generateKey, type SshdInstance, sshdAvailable, startSshd } from '../sup
 
 const available = allOf(sshdAvailable(), rootAvailable('a throwaway login user'));
 
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'bin', 'ptyrelay.js');
 /** A login user of this file's own (its daemon and stub install are nobody else's); removed after. */
 const USER = 'ptyrelay-t16-trust';
 

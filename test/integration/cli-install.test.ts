@@ -101,7 +101,7 @@ describe('the packed package installs and runs as a command', {
     expect(pack.code, pack.stderr).toBe(0);
     const tarball = join(dir, JSON.parse(pack.stdout)[0].filename);
     const files: string[] = JSON.parse(pack.stdout)[0].files.map((f: { path: string }) => f.path);
-    expect(files).toContain('dist/relay/cli/main.js');
+    expect(files).toContain('dist/bin/ptyrelay.js');
     expect(files).toContain('dist/stub/stub.cjs');
 
     const prefix = join(dir, 'prefix');

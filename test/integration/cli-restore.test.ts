@@ -13,7 +13,7 @@ import { OutputCollector, waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
 import { open } from '../support/relay-test-support.js';
 
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'bin', 'ptyrelay.js');
 const LINES = 30;
 const AHP_VERSIONS = ['0.1.0'];
 

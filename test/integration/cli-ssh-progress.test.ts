@@ -9,7 +9,7 @@ import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixt
 import { hostFor, relayHome } from '../support/ssh-fixture.js';
 import { type SshdInstance, startSshd } from '../support/sshd.js';
 
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'bin', 'ptyrelay.js');
 
 function cli(
   args: string[],

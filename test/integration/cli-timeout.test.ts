@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ONE_SHOT_TIMEOUT_S, parseTimeout } from '../../relay/cli/one-shot-timeout.js';
 
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'bin', 'ptyrelay.js');
 
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stderr: string; ms: number }> {
   const t0 = Date.now();

@@ -24,7 +24,7 @@ import { generateKey, type SshdInstance, sshdAvailable, startSshd } from '../sup
  * daemon log and every error message is searched for them.
  */
 
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'bin', 'ptyrelay.js');
 const STARTUP = 'planted-startup-token-Q7w1x9Zr3kLm';
 const WRONG_TOKEN = 'planted-wrong-token-Vb8nT2yU5pEs';
 const PASSWORD = 'planted-password-Hc4jK8sD1fGa';

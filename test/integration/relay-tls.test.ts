@@ -19,7 +19,7 @@ import { type LocalFixture, startLocal } from '../support/local-daemon.js';
 import { TEST_TOKEN } from '../support/relay-fixture.js';
 
 const OPENSSL = '/usr/bin/openssl';
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'bin', 'ptyrelay.js');
 const available = capability(
   'openssl',
   filesMissing([OPENSSL], 'needed to make a self-signed certificate; apt-get install openssl'),

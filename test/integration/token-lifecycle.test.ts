@@ -9,7 +9,7 @@ import { type ScopedRelay, STARTUP_TOKEN, startScopedRelay } from '../support/sc
 
 /** A revoked or expired token's connections close within this long (the issue's bound). */
 const REVOKE_BOUND_MS = 1000;
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'bin', 'ptyrelay.js');
 const run = promisify(execFile);
 
 describe('token lifecycle: the CLI, revocation, expiry, audit', { timeout: 120_000 }, () => {

@@ -4,7 +4,7 @@ import * as pty from 'node-pty';
 import { waitFor } from './local-daemon.js';
 
 /** The built CLI entry (tests run `npm run build` first). */
-export const CLI_MAIN = join(import.meta.dirname, '..', '..', 'dist', 'relay', 'cli', 'main.js');
+export const CLI_MAIN = join(import.meta.dirname, '..', '..', 'dist', 'bin', 'ptyrelay.js');
 
 /** One CLI run, generously: a Node start takes seconds on a machine shared by many test runs. */
 const CLI_RUN_TIMEOUT_MS = 60_000;

@@ -44,15 +44,15 @@ stage() {
     npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >&2
     npm rebuild --loglevel=error node-pty ssh2 cpu-features >&2
   )
-  chmod +x "$app/dist/relay/cli/main.js"
-  ln -s ../lib/node_modules/ptyrelay/dist/relay/cli/main.js "$prefix/bin/ptyrelay"
+  chmod +x "$app/dist/bin/ptyrelay.js"
+  ln -s ../lib/node_modules/ptyrelay/dist/bin/ptyrelay.js "$prefix/bin/ptyrelay"
   local pty="$app/node_modules/node-pty/build/Release/pty.node"
   [ -f "$pty" ] || { log "node-pty's native build did not run ($pty missing)"; exit 1; }
   prune "$prefix"
 }
 
 main() {
-  [ -f "$root/dist/relay/cli/main.js" ] || { log "no dist/ in $root: run npm run build first"; exit 2; }
+  [ -f "$root/dist/bin/ptyrelay.js" ] || { log "no dist/ in $root: run npm run build first"; exit 2; }
   local node work t0=$SECONDS
   node="$(node_dir)"
   work="$(mktemp -d /var/tmp/ptyrelay-relay-image.XXXXXX)"
