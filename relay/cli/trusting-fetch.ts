@@ -1,6 +1,6 @@
-import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
 import { Readable } from 'node:stream';
+import { http } from '../core/node-http.js';
 
 /** Statuses whose Response may not have a body. */
 const NO_BODY = new Set([101, 204, 205, 304]);
@@ -35,7 +35,7 @@ export function fetchTrusting(ca: Buffer): typeof fetch {
       const req =
         url.protocol === 'https:'
           ? httpsRequest(url, { ...opts, agent }, onResponse)
-          : httpRequest(url, opts, onResponse);
+          : http.request(url, opts, onResponse);
       req.on('error', reject);
       const body = init?.body;
       if (body === undefined || body === null) req.end();

@@ -1,9 +1,10 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type AhpExtension, createAhpExtension } from '../ahp/ahp-extension.js';
 import { assertListenAllowed, loadTlsFiles, type TlsFiles } from '../core/listen-policy.js';
 import { createLogger, type Logger } from '../core/log.js';
+import { http as nodeHttp } from '../core/node-http.js';
 import type { HostRouter, RpcExtension } from '../core/rpc-types.js';
 import type { TerminalRegistry } from '../terminals/terminal-registry.js';
 import { TokenAuthority } from '../tokens/token-authority.js';
@@ -94,7 +95,7 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
   const routes = new RelayHttpRoutes({ auth, metrics, web, routes: opts.httpRoutes ?? [] });
   const http: Server = tls
     ? createHttpsServer({ cert: tls.cert, key: tls.key }, routes.onRequest)
-    : createServer(routes.onRequest);
+    : nodeHttp.createServer(routes.onRequest);
   const scheme = tls ? 'https' : 'http';
   /** Known once listening (no upgrade comes before). */
   let port = 0;
