@@ -9,6 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
+import { RELAY_NODE_OPTIONS } from '../../relay/core/relay-runtime.js';
 import { packageRoot } from '../../relay/core/stub-bundle.js';
 import type { BenchEnv } from '../lib/env.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
@@ -93,7 +94,7 @@ async function startServe(
   mkdirSync(home, { recursive: true });
   const proc = spawn(
     process.execPath,
-    [join(packageRoot(), 'dist/bin/ptyrelay.js'), 'serve', '--listen', '127.0.0.1:0'],
+    [...RELAY_NODE_OPTIONS, join(packageRoot(), 'dist/bin/ptyrelay.js'), 'serve', '--listen', '127.0.0.1:0'],
     {
       env: {
         ...process.env,
