@@ -1,7 +1,8 @@
 // Bundles the relay's command line (`ptyrelay`, `npm start`) into dist/bin: one entry and the
 // chunks its lazy imports load when first used (the MCP server, prom-client, the terminal
 // emulator, ssh2's stack). A bundle is read and compiled as a few files, where the modules one
-// by one (ours and zod's, hundreds) cost an idle relay about 10 MB more RSS (89.0 against 78.8 MB, Node 24).
+// by one (ours and zod's, hundreds) cost an idle relay about 10 MB more RSS (89.0 against
+// 78.8 MB, Node 24).
 // Packages with native parts stay external and load from node_modules as before. The library
 // entry (`dist/index.js`, tsc's output) is unchanged.
 import { rmSync } from 'node:fs';

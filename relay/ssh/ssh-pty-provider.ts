@@ -294,11 +294,6 @@ export class SshPtyProvider extends StubBackedProvider {
       message: `connecting to ${resolved.user}@${resolved.hostName}:${resolved.port}`,
     });
     const t0 = Date.now();
-    // A ProxyJump that names another configured host uses that host's settings (keys, known_hosts).
-    const resolveJump = (spec: string) => {
-      const named = this.opts.hosts[spec];
-      return named ? resolveHost(named) : undefined;
-    };
     // A reconnect must not hang on a handshake whose packets a dead network swallowed: fail fast,
     // and let the ladder try again.
     const reconnecting = this.deployed.has(host);
@@ -307,7 +302,7 @@ export class SshPtyProvider extends StubBackedProvider {
       : resolved;
     const ssh = await connectSsh(timed, {
       log,
-      resolveJump,
+      resolveJump: this.resolveJump,
       signal: attempt.signal,
       onReceive: () => attempt.progress(),
       lookup: this.opts.lookup,
@@ -361,6 +356,12 @@ export class SshPtyProvider extends StubBackedProvider {
     return trustHostKey(this.resolved(host), fingerprint, replace, this.connectOptions(host));
   }
 
+  /** A ProxyJump that names another configured host uses that host's settings (keys, known_hosts). */
+  private readonly resolveJump = (spec: string): ResolvedHost | undefined => {
+    const named = this.opts.hosts[spec];
+    return named ? resolveHost(named) : undefined;
+  };
+
   private resolved(host: string): ResolvedHost {
     const cfg = this.opts.hosts[host];
     if (!cfg) throw new PtyRelayError('UNKNOWN_HOST', `no host named ${host} is configured`, { host });
@@ -371,10 +372,7 @@ export class SshPtyProvider extends StubBackedProvider {
     return {
       log: this.log.child({ host }),
       lookup: this.opts.lookup,
-      resolveJump: (spec: string) => {
-        const named = this.opts.hosts[spec];
-        return named ? resolveHost(named) : undefined;
-      },
+      resolveJump: this.resolveJump,
     };
   }
 
@@ -386,10 +384,7 @@ export class SshPtyProvider extends StubBackedProvider {
     return (signal) => {
       let first: { hostName: string; port: number };
       try {
-        first = firstHop(resolveHost(cfg), (spec) => {
-          const named = this.opts.hosts[spec];
-          return named ? resolveHost(named) : undefined;
-        });
+        first = firstHop(resolveHost(cfg), this.resolveJump);
       } catch (err) {
         this.log.debug({ host, err: (err as Error).message }, 'no reachability probe');
         return Promise.resolve(false);

@@ -9,12 +9,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import * as pty from 'node-pty';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RelayClient } from '../../provider/client/relay-client.js';
 import type { PtyDataEvent, PtyReattachEvent } from '../../provider/contract.js';
 import type { PtyRelayError } from '../../provider/errors.js';
-import { CLI_MAIN, runCli } from '../support/cli-runner.js';
+import { cliInPty, runCli } from '../support/cli-runner.js';
 import { waitFor } from '../support/local-daemon.js';
 import { connect, open, TestClient } from '../support/relay-test-support.js';
 import { browserAvailable, launchBrowser, screenText, waitForScreen } from '../support/web-browser.js';
@@ -301,43 +300,30 @@ describe.skipIf(!engine.ok)('a fleet of two relays behind HAProxy', () => {
       const opened = await runCli(['open', 'host2', '--', 'sh', '-c', script], env);
       expect(opened.code, opened.stderr).toBe(0);
       const id = opened.stdout.trim();
-      const p = pty.spawn(process.execPath, [CLI_MAIN, 'attach', id], {
-        cols: 100,
-        rows: 30,
-        env,
-        name: 'xterm',
-      });
-      let out = '';
-      let code: number | undefined;
-      p.onData((d) => {
-        out += d;
-      });
-      p.onExit((e) => {
-        code = e.exitCode;
-      });
+      const attach = cliInPty(['attach', id], env, { cols: 100, rows: 30 });
       // Lines as the attach's terminal shows them (its own tty adds a CR to the host's CRLF).
-      const count = (line: string) => out.split(`got:${line}\r`).length - 1;
+      const count = (line: string) => attach.text().split(`got:${line}\r`).length - 1;
       try {
-        await waitFor(() => out.includes('ready'), 30_000, 'the attach to paint');
-        p.write('before\r');
+        await attach.wait('ready');
+        attach.p.write('before\r');
         await waitFor(() => count('before') === 1, 20_000, 'the line before');
         const victim = await relayWithClient();
         revived.push(victim);
         await kill(victim);
-        p.write('during\r');
+        attach.p.write('during\r');
         await waitFor(() => count('during') === 1, SWITCH_TIMEOUT_MS, 'the line typed during the switch');
         expect(await relayWithClient()).not.toBe(victim);
-        p.write('after\r');
+        attach.p.write('after\r');
         await waitFor(() => count('after') === 1, 20_000, 'the line after');
         expect([count('before'), count('during'), count('after')]).toEqual([1, 1, 1]);
-        p.write('\x1d');
-        await waitFor(() => code !== undefined, 20_000, 'the attach to end');
+        attach.p.write('\x1d');
+        await attach.waitExit();
       } finally {
-        if (code === undefined) p.kill();
+        if (attach.exited() === undefined) attach.p.kill();
         await runCli(['kill', id, '--now'], env);
       }
-      expect(code).toBe(0);
-      expect(out).toContain(`detached from ${id}`);
+      expect(attach.exited()).toBe(0);
+      expect(attach.text()).toContain(`detached from ${id}`);
     },
     4 * SWITCH_TIMEOUT_MS,
   );
