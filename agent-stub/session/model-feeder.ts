@@ -1,17 +1,20 @@
 import { QuietTimer } from '../flow/quiet-timer.js';
+import { collectGarbageSoon } from './idle-gc.js';
 
 /** Pending output above this is a flood: feed the model in spaced batches and skip what cannot matter. */
 const FLOOD_BYTES = 64 * 1024;
 /** A flood's pending output is copied into slabs of this size (above glibc's 128 KiB mmap threshold). */
 const SLAB_BYTES = 128 * 1024;
 /**
- * Slabs no pending output refers to any more are kept for reuse, up to this many per session,
- * until a line flood's lazy feed runs (the output paused, or LAZY_FLOOD_INTERVAL_MS passed).
- * Fresh memory costs a page fault per 4 KiB on first touch (about 13 µs
- * each on a VM here: 2–3 ms per MB of flood, a sixth of the daemon's time); a reused slab costs
- * only the copy.
+ * Slabs no pending output refers to any more are kept for reuse until the output pauses (a line
+ * flood's lazy feed runs) or the model has caught up with nothing pending. The pool never holds
+ * more than were in use at once: slabs enter it only when skipping or a batch released them. Two
+ * reasons not to let them go: fresh memory costs a page fault per 4 KiB on first touch (about 13 µs
+ * each on a VM here), and every slab dropped is external memory V8 can only reclaim with a full
+ * collection: capped at 8, a 100-byte-line flood that keeps 10,000 rows let go of ~30 slabs per skip
+ * and made the daemon run 19 full collections per 200 MB instead of 1 (their concurrent marking
+ * cost about 2 ms of CPU per MB, throughput 57 → 62 MB/s, Node 24).
  */
-export const MAX_FREE_SLABS = 8;
 /** Minimum pause between batches of a flood the model must parse in full (escape-heavy output). */
 const MIN_FLOOD_INTERVAL_MS = 16;
 /** ...and the pause as a multiple of the last batch's parse time: the model then needs ≤ 1/3 core. */
@@ -211,7 +214,10 @@ export class ModelFeeder {
     if (seq < this.inFlightUntil) return;
     this.inFlightUntil = -1;
     this.lastBatchMs = Date.now() - this.batchStartedAt;
-    if (this.pendingBytes === 0) return;
+    if (this.pendingBytes === 0) {
+      this.dropFreeSlabs();
+      return;
+    }
     if (this.pendingBytes >= FLOOD_BYTES) this.schedule();
     else this.settle.poke();
   }
@@ -269,7 +275,16 @@ export class ModelFeeder {
     }
     this.lazyTimer = false;
     this.flush();
-    // The output paused (or the lazy wait ran out): the slabs kept for reuse go back to the allocator.
+    this.dropFreeSlabs();
+  }
+
+  /**
+   * The output paused or the model caught up: the slabs kept for reuse go back to the allocator.
+   * A pool worth a megabyte or more is collected soon (idle-gc.ts): a daemon whose sessions went
+   * quiet allocates nothing that would make V8 collect it.
+   */
+  private dropFreeSlabs(): void {
+    if (this.freeSlabs.length >= 8) collectGarbageSoon();
     this.freeSlabs = [];
   }
 
@@ -349,10 +364,10 @@ export class ModelFeeder {
     this.releaseSlabs(first);
   }
 
-  /** The first `n` slabs are no longer referred to: keep them for reuse, within MAX_FREE_SLABS. */
+  /** The first `n` slabs are no longer referred to: keep them for reuse. */
   private releaseSlabs(n: number): void {
     for (const b of this.slabs.splice(0, n)) {
-      if (b !== this.slab && this.freeSlabs.length < MAX_FREE_SLABS) this.freeSlabs.push(b);
+      if (b !== this.slab) this.freeSlabs.push(b);
     }
   }
 
