@@ -367,11 +367,18 @@ export class FrameDecoder {
       this.buffered -= n;
       return out;
     }
-    const all = Buffer.concat(this.chunks, this.buffered);
-    const out = all.subarray(0, n);
-    const rest = all.subarray(n);
-    this.chunks = rest.length > 0 ? [rest] : [];
-    this.buffered = rest.length;
+    // The frame spans chunks: copy just its bytes; what follows it stays a view of its chunk.
+    const out = Buffer.allocUnsafe(n);
+    let at = 0;
+    while (at < n) {
+      const c = this.chunks[0];
+      const take = Math.min(c.length, n - at);
+      out.set(take === c.length ? c : c.subarray(0, take), at);
+      at += take;
+      if (take === c.length) this.chunks.shift();
+      else this.chunks[0] = c.subarray(take);
+    }
+    this.buffered -= n;
     return out;
   }
 }
