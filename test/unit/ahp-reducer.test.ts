@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ActionLog, entryText } from '../../relay/ahp/action-log.js';
 import { rootReducer } from '../../relay/ahp/root-catalog.js';
@@ -325,5 +326,63 @@ describe('TerminalChannel event merging', () => {
     expect(ch.snapshotState().content).toEqual([{ type: 'unclassified', value: '0123456789' }]);
     const kept = ch.state.content.map((p) => (p.type === 'unclassified' ? p.value : p.output)).join('');
     expect(kept.length).toBeLessThanOrEqual(20);
+  });
+  it('gives the snapshot of the whole stream bounded, whatever mix of output, commands and clears it saw', () => {
+    const limit = 40;
+    const text = fc.string({ unit: fc.constantFrom('a', 'b', '\r\n', '€', '😀'), maxLength: 70 });
+    const step = fc.oneof(
+      { weight: 6, arbitrary: text.map((data) => ({ type: 'terminal/data', data }) as TerminalAction) },
+      {
+        weight: 1,
+        arbitrary: fc.string({ maxLength: 50 }).map(
+          (commandLine) =>
+            ({
+              type: 'terminal/commandExecuted',
+              commandId: 'c',
+              commandLine,
+              timestamp: 1,
+            }) as TerminalAction,
+        ),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.constant({
+          type: 'terminal/commandFinished',
+          commandId: 'c',
+          exitCode: 0,
+        } as TerminalAction),
+      },
+      { weight: 1, arbitrary: fc.constant({ type: 'terminal/cleared' } as TerminalAction) },
+      { weight: 1, arbitrary: fc.constant({ type: 'terminal/titleChanged', title: 't' } as TerminalAction) },
+      // A snapshot in the middle of the stream: it folds what was pending.
+      { weight: 1, arbitrary: fc.constant(undefined) },
+    );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 120 }), (steps) => {
+        const ch = new TerminalChannel(
+          'local/pty-9',
+          { id: 'local/pty-9', incarnationId: 'i', title: 'sh', claim, cols: 80, rows: 24, nextSeq: 0 },
+          () => {},
+          limit,
+        );
+        let whole = ch.snapshotState();
+        for (const a of steps) {
+          if (a === undefined) {
+            expect(ch.snapshotState()).toEqual(boundContent(whole, limit));
+            continue;
+          }
+          ch.apply(a);
+          whole = terminalReducer(whole, a);
+        }
+        expect(ch.snapshotState()).toEqual(boundContent(whole, limit));
+        // The live state stays within twice the limit plus the last piece of output.
+        const live = ch.state.content.reduce(
+          (n, p) => n + (p.type === 'command' ? p.output.length + p.commandLine.length : p.value.length),
+          0,
+        );
+        expect(live).toBeLessThanOrEqual(2 * limit + 70 + 50);
+      }),
+      { numRuns: 400 },
+    );
   });
 });
