@@ -5,16 +5,8 @@ import { collectGarbageSoon } from './idle-gc.js';
 const FLOOD_BYTES = 64 * 1024;
 /** A flood's pending output is copied into slabs of this size (above glibc's 128 KiB mmap threshold). */
 const SLAB_BYTES = 128 * 1024;
-/**
- * Slabs no pending output refers to any more are kept for reuse until the output pauses (a line
- * flood's lazy feed runs) or the model has caught up with nothing pending. The pool never holds
- * more than were in use at once: slabs enter it only when skipping or a batch released them. Two
- * reasons not to let them go: fresh memory costs a page fault per 4 KiB on first touch (about 13 µs
- * each on a VM here), and every slab dropped is external memory V8 can only reclaim with a full
- * collection: capped at 8, a 100-byte-line flood that keeps 10,000 rows let go of ~30 slabs per skip
- * and made the daemon run 19 full collections per 200 MB instead of 1 (their concurrent marking
- * cost about 2 ms of CPU per MB, throughput 57 → 62 MB/s, Node 24).
- */
+/** A dropped pool of this many slabs (a megabyte) or more asks for a collection (idle-gc.ts). */
+const COLLECT_AFTER_SLABS = 8;
 /** Minimum pause between batches of a flood the model must parse in full (escape-heavy output). */
 const MIN_FLOOD_INTERVAL_MS = 16;
 /** ...and the pause as a multiple of the last batch's parse time: the model then needs ≤ 1/3 core. */
@@ -109,7 +101,15 @@ export class ModelFeeder {
   private slabUsed = 0;
   /** Slabs pending output may refer to, oldest first (the current one last). */
   private slabs: Buffer[] = [];
-  /** Slabs nothing refers to any more, for {@link keep} to reuse. */
+  /**
+   * Slabs nothing refers to any more, for {@link keep} to reuse, until the output pauses (a line
+   * flood's lazy feed runs) or the model caught up with nothing pending. It never holds more than
+   * were in use at once: slabs enter it only when skipping or a batch released them. Not letting
+   * them go saves a page fault per 4 KiB of fresh memory (about 13 µs each on a VM here) and, more,
+   * the full collections V8 needs to reclaim dropped external memory: capped at 8, a 100-byte-line
+   * flood that keeps 10,000 rows dropped ~30 slabs per skip and the daemon ran 19 full collections
+   * per 200 MB instead of 1 (about 2 ms of CPU per MB on V8's helper threads, Node 24).
+   */
   private freeSlabs: Buffer[] = [];
   private pendingFrom = 0;
   /** SGR sequences of skipped output, replayed before the next batch. */
@@ -280,11 +280,11 @@ export class ModelFeeder {
 
   /**
    * The output paused or the model caught up: the slabs kept for reuse go back to the allocator.
-   * A pool worth a megabyte or more is collected soon (idle-gc.ts): a daemon whose sessions went
-   * quiet allocates nothing that would make V8 collect it.
+   * A large pool is collected soon (idle-gc.ts): a daemon whose sessions went quiet allocates
+   * nothing that would make V8 collect it.
    */
   private dropFreeSlabs(): void {
-    if (this.freeSlabs.length >= 8) collectGarbageSoon();
+    if (this.freeSlabs.length >= COLLECT_AFTER_SLABS) collectGarbageSoon();
     this.freeSlabs = [];
   }
 
