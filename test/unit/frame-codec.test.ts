@@ -110,6 +110,24 @@ describe('frame codec', () => {
     expect(d.push(c.subarray(4))).toHaveLength(1);
   });
 
+  it('copies only a frame that spans two reads: the frames after it stay views of their read', () => {
+    const first = encodeDataFrame('local/pty-1', 'inc', 0, Buffer.alloc(32 * 1024, 0x61));
+    const second = encodeDataFrame('local/pty-1', 'inc', 32 * 1024, Buffer.alloc(1000, 0x62));
+    // Two reads as a socket hands them over: the first frame ends inside the second read.
+    const cut = 16 * 1024;
+    const read2 = Buffer.concat([first.subarray(cut), second]);
+    const d = new FrameDecoder();
+    expect(d.push(first.subarray(0, cut))).toEqual([]);
+    const frames = d.push(read2);
+    expect(frames.map((f) => (f.type === FrameType.Data ? [f.seq, f.data.length] : f.type))).toEqual([
+      [0, 32 * 1024],
+      [32 * 1024, 1000],
+    ]);
+    const after = frames[1]!;
+    expect(after.type === FrameType.Data && after.data.buffer).toBe(read2.buffer);
+    expect(d.pendingBytes).toBe(0);
+  });
+
   it('rejects malformed JSON with PROTOCOL_ERROR', () => {
     const body = Buffer.from('{not json');
     const head = Buffer.from([0, 0, 0, body.length + 1, FrameType.Json]);
