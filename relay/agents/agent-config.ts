@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { PtyRelayError } from '../../provider/errors.js';
 import {
   DEFAULT_READINESS,

@@ -1,5 +1,5 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { LSP_OPERATIONS, toSeamPosition } from '../../provider/lsp-seam.js';
 import { canCreate, type Grant, needCreate } from '../core/grant.js';
 import { pickWorkspaceRoot, toolResult, toolResultText } from '../core/lsp-consumer.js';

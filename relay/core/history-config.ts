@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { type HistoryLimits, resolveHistoryLimits } from '../../agent-stub/history/history-limits.js';
 import { bool, type ConfigProblem, describe, integer, settings } from './config-validate.js';
 

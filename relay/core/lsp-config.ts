@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { extensionKeyProblem, registrationProblem } from '../../provider/lsp-seam.js';
 import {
   type LspHostConfig,

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { DEFAULT_MAX_QUEUE_AGE_MS } from '../../provider/input/input-queue.js';
 import { DEFAULT_PALETTE, type TerminalPalette } from '../../provider/terminal-queries.js';
 import { type AgentsConfig, agentsConfigSchema, agentsProblem } from '../agents/agent-config.js';

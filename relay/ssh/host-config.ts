@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { PtyRelayError } from '../../provider/errors.js';
 import { addIssue, argv, bool, integer, oneOf, settings, text } from '../core/config-validate.js';
 import { type HistoryConfig, historyConfigSchema } from '../core/history-config.js';

@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { Client } from 'ssh2';
-import { z } from 'zod';
+import * as z from 'zod';
 import { type ErrorCode, ErrorCodes, PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
 import { newMarker, parseMarkedLines } from '../deploy/remote-scripts.js';

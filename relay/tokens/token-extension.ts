@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { RelayMethod } from '../../provider/client/relay-protocol.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { needAdmin, TOKEN_SCOPES } from '../core/grant.js';

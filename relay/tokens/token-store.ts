@@ -10,7 +10,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { privateDirProblem } from '../../provider/daemon-runtime/private-dir.js';
 import { defaultStateDir } from '../../provider/daemon-runtime/stub-paths.js';
 import { PtyRelayError } from '../../provider/errors.js';
