@@ -5,8 +5,10 @@
 // 78.8 MB, Node 24).
 // Packages with native parts stay external and load from node_modules as before. The library
 // entry (`dist/index.js`, tsc's output) is unchanged.
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { build } from 'esbuild';
+import { rewriteAscii } from './lib/ascii-only.mjs';
 
 const outdir = 'dist/bin';
 rmSync(outdir, { recursive: true, force: true });
@@ -26,3 +28,4 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
 });
+for (const f of readdirSync(outdir)) if (f.endsWith('.js')) rewriteAscii(join(outdir, f));

@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { rewriteAscii, toAscii } from './ascii-only.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -29,7 +30,7 @@ export async function bundleStub({ outfile, banner = '' }) {
     write: false,
     outfile: join(dirname(outfile), 'model-worker.cjs'),
   });
-  const workerSource = worker.outputFiles[0].text;
+  const workerSource = toAscii(worker.outputFiles[0].text);
   mkdirSync(dirname(outfile), { recursive: true });
   writeFileSync(join(dirname(outfile), 'model-worker.cjs'), workerSource);
   await build({
@@ -39,4 +40,5 @@ export async function bundleStub({ outfile, banner = '' }) {
     define: { __PTYRELAY_MODEL_WORKER__: JSON.stringify(workerSource) },
     ...(banner ? { banner: { js: banner } } : {}),
   });
+  rewriteAscii(outfile);
 }
