@@ -1,6 +1,6 @@
-import { createInterface } from 'node:readline/promises';
 import type { RelayDaemonInfo } from '../../provider/client/relay-protocol.js';
 import { PtyRelayError } from '../../provider/errors.js';
+import { askYesNo } from './cmd-hosts.js';
 import { type Command, output, table, usageError } from './command.js';
 import { DEFAULT_ONE_SHOT_TIMEOUT_S, parseTimeout, withDeadline } from './one-shot-timeout.js';
 import { reportUnavailable } from './partial-listing.js';
@@ -27,16 +27,6 @@ function daemonTable(list: RelayDaemonInfo[]): string {
         : [d.host, '-', '-', '-', '-', `unreachable: ${d.error}`],
     ),
   ]);
-}
-
-/** Asks on the terminal; anything but y/yes is no. */
-async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(question)).trim());
-  } finally {
-    rl.close();
-  }
 }
 
 /** The daemon `stop` means: the current build's, or the one of `--build`. */
@@ -88,7 +78,7 @@ const daemons: Command = {
       if (d.sessions > 0 && args.values.yes !== true) {
         const what = `the daemon on ${host} (build ${d.build}, pid ${d.pid}) has ${d.sessions} session${d.sessions === 1 ? '' : 's'}; they will end`;
         if (!process.stdin.isTTY) throw usageError(`${what}: pass --yes to stop it`);
-        if (!(await confirm(`${what}. Stop it? [y/N] `))) {
+        if (!(await askYesNo(`${what}. Stop it? [y/N] `))) {
           process.stderr.write('ptyrelay: not stopped\n');
           return 1;
         }

@@ -1,4 +1,3 @@
-import { createInterface } from 'node:readline';
 import type { RelayClient } from '../../provider/client/relay-client.js';
 import type { HostKeyInfo } from '../../provider/client/relay-protocol.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
@@ -6,6 +5,7 @@ import { type CommandArgs, output } from './command.js';
 
 /** Asks a yes/no question on the terminal, like ssh (only `yes` or `y` is yes). */
 export async function askYesNo(question: string): Promise<boolean> {
+  const { createInterface } = await import('node:readline');
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: false });
   try {
     process.stderr.write(question);

@@ -7,7 +7,6 @@ import { createLogger } from '../core/log.js';
 import { loadConfig } from '../service/config.js';
 import type { Command } from './command.js';
 import { relayEnv } from './relay-connect.js';
-import { fetchTrusting } from './trusting-fetch.js';
 
 /** The PEM file of `--ca`: the relay's certificate must chain to it (a self-signed one, itself). */
 function readCa(path: string): Buffer {
@@ -52,8 +51,10 @@ async function bridge(agent: string | undefined, caFile: string | undefined): Pr
   const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
   const env = relayEnv();
   const ca = caFile !== undefined ? readCa(caFile) : env.ca;
+  // node:https loads only for a relay certificate of its own (`serve` imports this file too).
+  const fetchCa = ca ? (await import('./trusting-fetch.js')).fetchTrusting(ca) : undefined;
   const upstream = new StreamableHTTPClientTransport(mcpUrlOf(env.url), {
-    ...(ca ? { fetch: fetchTrusting(ca) } : {}),
+    ...(fetchCa ? { fetch: fetchCa } : {}),
     requestInit: {
       headers: { authorization: `Bearer ${env.token}`, ...(agent ? { [AGENT_HEADER]: agent } : {}) },
     },

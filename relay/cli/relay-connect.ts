@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { RelayClient, type RelayClientOptions } from '../../provider/client/relay-client.js';
+import type { RelayClient, RelayClientOptions } from '../../provider/client/relay-client.js';
 import type { HostProgress } from '../../provider/client/relay-protocol.js';
 import type { LinkState } from '../../provider/contract.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
@@ -105,6 +105,8 @@ export async function connectRelay(
 ): Promise<RelayClient> {
   const env = relayEnv();
   const { quiet, connectAttempts = 4, ...rest } = opts;
+  // Loaded here, not at the top: `ptyrelay serve` imports this file and never needs the client (nor ws).
+  const { RelayClient } = await import('../../provider/client/relay-client.js');
   const client = new RelayClient({
     ...env,
     reconnect: { connectAttempts, steps: [100, 250, 500, 1000] },

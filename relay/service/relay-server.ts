@@ -1,5 +1,4 @@
 import type { IncomingMessage, Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type AhpExtension, createAhpExtension } from '../ahp/ahp-extension.js';
 import { assertListenAllowed, loadTlsFiles, type TlsFiles } from '../core/listen-policy.js';
@@ -94,7 +93,8 @@ export async function startRelayServer(opts: RelayServerOptions): Promise<RelayS
 
   const routes = new RelayHttpRoutes({ auth, metrics, web, routes: opts.httpRoutes ?? [] });
   const http: Server = tls
-    ? createHttpsServer({ cert: tls.cert, key: tls.key }, routes.onRequest)
+    ? // node:https (and tls) load only for a relay that serves TLS.
+      (await import('node:https')).createServer({ cert: tls.cert, key: tls.key }, routes.onRequest)
     : nodeHttp.createServer(routes.onRequest);
   const scheme = tls ? 'https' : 'http';
   /** Known once listening (no upgrade comes before). */

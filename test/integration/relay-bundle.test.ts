@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -9,25 +10,53 @@ import { ServeProcess } from '../support/serve-process.js';
  * The relay as `ptyrelay serve` runs it (dist/bin/ptyrelay.js, esbuild's bundle) loads node:http
  * through require (relay/core/node-http.ts): an ES import of it would read its lazy WebSocket,
  * CloseEvent and MessageEvent exports and load undici and http2, 13 MB of RSS the relay never uses.
- * A probe loaded with --import records which of Node's own modules the process loaded by its exit.
+ * An idle relay that no client reached holds neither `ws` nor the tls, https, zlib and readline
+ * modules only clients and some commands need (relay/service/relay-connections.ts loads ws with the
+ * first upgrade). A probe loaded with --import records which of Node's own modules the process
+ * loaded, at its exit and when it gets SIGUSR2.
  */
 describe('the bundled relay', () => {
-  it('serves HTTP and WebSocket without loading undici or http2', async () => {
+  /** A relay whose probe writes `modules-<pid>` at exit and `modules-<pid>-now` on SIGUSR2. */
+  async function probedServe(config?: unknown): Promise<ServeProcess> {
     const serve = new ServeProcess('ptr-bundle-');
+    const probe = join(serve.root, 'probe.mjs');
+    const out = JSON.stringify(join(serve.root, 'modules-'));
+    writeFileSync(
+      probe,
+      `import { writeFileSync } from 'node:fs';\n` +
+        `const write = (tail) => writeFileSync(${out} + process.pid + tail, process.moduleLoadList.join('\\n'));\n` +
+        `process.on('exit', () => write(''));\nprocess.on('SIGUSR2', () => write('-now'));\n`,
+    );
+    if (config !== undefined) writeFileSync(serve.configFile, JSON.stringify(config));
+    serve.env.NODE_OPTIONS = `--import ${probe}`;
+    await serve.start();
+    return serve;
+  }
+
+  /** Node's own modules the relay has loaded by now. */
+  async function loadedNow(serve: ServeProcess): Promise<string[]> {
+    const file = join(serve.root, `modules-${serve.proc!.pid}-now`);
+    serve.proc!.kill('SIGUSR2');
+    for (let i = 0; i < 100; i++) {
+      try {
+        return readFileSync(file, 'utf8').split('\n');
+      } catch {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    throw new Error('the probe wrote no module list');
+  }
+
+  it('serves HTTP and WebSocket without loading undici or http2; idle, without ws, tls, zlib or readline', async () => {
+    const serve = await probedServe();
     try {
-      const probe = join(serve.root, 'probe.mjs');
-      writeFileSync(
-        probe,
-        `import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => writeFileSync(${JSON.stringify(
-          join(serve.root, 'modules-'),
-        )} + process.pid, process.moduleLoadList.join('\\n')));\n`,
-      );
-      serve.env.NODE_OPTIONS = `--import ${probe}`;
-      await serve.start();
       const health = await fetch(`${serve.httpUrl}/healthz`, {
         headers: { authorization: `Bearer ${serve.token()}` },
       });
       expect(health.status).toBe(200);
+      const idle = await loadedNow(serve);
+      expect(idle).toContain('NativeModule http');
+      expect(idle.filter((m) => /^NativeModule (tls|https|zlib|readline)/.test(m))).toEqual([]);
       const ws = new WebSocket(serve.url, { headers: { authorization: `Bearer ${serve.token()}` } });
       await once(ws, 'open');
       ws.close();
@@ -39,7 +68,44 @@ describe('the bundled relay', () => {
       await exited;
       const loaded = readFileSync(join(serve.root, `modules-${pid}`), 'utf8').split('\n');
       expect(loaded).toContain('NativeModule http');
+      expect(loaded).toContain('NativeModule zlib'); // ws, loaded for the first client
       expect(loaded.filter((m) => /undici|http2/.test(m))).toEqual([]);
+    } finally {
+      await serve.cleanup();
+    }
+  }, 60_000);
+
+  it('upgrades that arrive together while ws loads still count against limits.maxConnections', async () => {
+    const serve = await probedServe({ limits: { maxConnections: 2 } });
+    try {
+      const { port } = new URL(serve.httpUrl);
+      const token = serve.token();
+      // Raw handshakes written together on connected sockets, so they arrive while the first one
+      // loads ws (on Node 24 that import settles within the same turn; the relay counts upgrades
+      // waiting for it all the same). The sockets stay open until every answer is in (a closed
+      // connection would free its place).
+      const sockets = Array.from({ length: 5 }, () => connect(Number(port), '127.0.0.1'));
+      await Promise.all(sockets.map((s) => once(s, 'connect')));
+      const answers = await Promise.all(
+        sockets.map((s, i) => {
+          s.write(
+            'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+              `Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${Buffer.alloc(16, i).toString('base64')}\r\n` +
+              `Authorization: Bearer ${token}\r\n\r\n`,
+          );
+          return new Promise<string>((resolve) => {
+            let text = '';
+            s.on('data', (d) => {
+              text += d.toString('latin1');
+              if (text.includes('\r\n\r\n')) resolve(text.split('\r\n')[0]!);
+            });
+            s.on('close', () => resolve(text.split('\r\n')[0] ?? ''));
+          });
+        }),
+      );
+      for (const s of sockets) s.destroy();
+      expect(answers.filter((a) => a.startsWith('HTTP/1.1 101')).length).toBe(2);
+      expect(answers.filter((a) => a.startsWith('HTTP/1.1 503')).length).toBe(3);
     } finally {
       await serve.cleanup();
     }
