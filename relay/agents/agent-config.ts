@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import * as z from 'zod/mini';
 import type { PtyRelayError } from '../../provider/errors.js';
 import {
   DEFAULT_READINESS,
@@ -18,20 +18,20 @@ export interface AgentsConfig extends ReadinessConfig {
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const readinessValue = (key: keyof ReadinessConfig) =>
-  integer(1, Number.MAX_SAFE_INTEGER).default(DEFAULT_READINESS[key]);
+  z._default(integer(1, Number.MAX_SAFE_INTEGER), DEFAULT_READINESS[key]);
 
 /**
  * The `agents` section, defaults filled in. How the readiness values relate to each other and to
  * the ring each session retains is {@link agentsProblem}'s (the stub's own rules).
  */
 export const agentsConfigSchema = settings({
-  ownerGraceMs: integer(0, 7 * DAY_MS).default(DEFAULT_OWNER_GRACE_MS),
-  defaultTimeoutMs: integer(1, DAY_MS).default(DEFAULT_SEND_TIMEOUT_MS),
+  ownerGraceMs: z._default(integer(0, 7 * DAY_MS), DEFAULT_OWNER_GRACE_MS),
+  defaultTimeoutMs: z._default(integer(1, DAY_MS), DEFAULT_SEND_TIMEOUT_MS),
   pollIntervalMs: readinessValue('pollIntervalMs'),
   promptGraceMs: readinessValue('promptGraceMs'),
   inferredIdleMs: readinessValue('inferredIdleMs'),
   maxReadBytes: readinessValue('maxReadBytes'),
-}) satisfies z.ZodType<AgentsConfig>;
+}) satisfies z.ZodMiniType<AgentsConfig>;
 
 /**
  * What breaks the stub's readiness rules (resolveReadinessConfig) in `agents`, where the bytes a

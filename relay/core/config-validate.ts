@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import './zod-messages.js';
 import { PtyRelayError } from '../../provider/errors.js';
 
 /**
@@ -43,7 +44,7 @@ export function issueText(issue: z.core.$ZodIssue): string {
 }
 
 /** Parses `raw` with `schema`, or throws CONFIG_INVALID naming the first problem. */
-export function parseSettings<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
+export function parseSettings<S extends z.ZodMiniType>(schema: S, raw: unknown): z.output<S> {
   const r = schema.safeParse(raw);
   if (r.success) return r.data;
   throw configError(issueText(r.error.issues[0]!));
@@ -93,14 +94,14 @@ export function settings<T extends z.core.$ZodLooseShape>(shape: T) {
 /** An integer in [min, max]. */
 export function integer(min: number, max: number) {
   const error = (iss: { input?: unknown }) => `must be an integer ${min}-${max}, got ${describe(iss.input)}`;
-  return z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+  return z.int({ error }).check(z.gte(min, { error }), z.lte(max, { error }));
 }
 
 /** A non-empty string; `missing` is the message when a required one is absent. */
 export function text(missing?: string) {
   const error = (iss: { input?: unknown }) =>
     iss.input === undefined && missing ? missing : `must be a non-empty string, got ${describe(iss.input)}`;
-  return z.string({ error }).min(1, { error });
+  return z.string({ error }).check(z.minLength(1, { error }));
 }
 
 export function bool() {

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { type HistoryLimits, resolveHistoryLimits } from '../../agent-stub/history/history-limits.js';
 import { bool, type ConfigProblem, describe, integer, settings } from './config-validate.js';
 
@@ -18,24 +18,24 @@ const FLAGS = {
 } as const;
 
 const percentError = (iss: { input?: unknown }) => `must be a number in (0, 100], got ${describe(iss.input)}`;
-const size = () => integer(1, Number.MAX_SAFE_INTEGER).optional();
+const size = () => z.optional(integer(1, Number.MAX_SAFE_INTEGER));
 
 /**
  * A `history` object (at the top, and in each host): each value's type. How the values relate
  * (the daemon's own rules, and the ring the tail must fit in) is {@link historyProblem}'s.
  */
 export const historyConfigSchema = settings({
-  enabled: bool().optional(),
+  enabled: z.optional(bool()),
   segmentBytes: size(),
   sessionBytes: size(),
   hostBytes: size(),
-  freePercent: z
-    .number({ error: percentError })
-    .gt(0, { error: percentError })
-    .lte(100, { error: percentError })
-    .optional(),
+  freePercent: z.optional(
+    z
+      .number({ error: percentError })
+      .check(z.gt(0, { error: percentError }), z.lte(100, { error: percentError })),
+  ),
   tailBytes: size(),
-}) satisfies z.ZodType<HistoryConfig>;
+}) satisfies z.ZodMiniType<HistoryConfig>;
 
 /**
  * What breaks the daemon's rules (resolveHistoryLimits) in the history at `path` (`['history']`,

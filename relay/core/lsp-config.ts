@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { extensionKeyProblem, registrationProblem } from '../../provider/lsp-seam.js';
 import {
   type LspHostConfig,
@@ -56,16 +56,16 @@ const stdioSchema = settings({
   type: z.literal('stdio'),
   id: text('needs an id (the server\'s name, e.g. "typescript")'),
   command: text("needs a command (the server's program; absolute, or found on the host's PATH)"),
-  args: words().default([]),
+  args: z._default(words(), []),
   extensionToLanguage: extensions,
-  initializationOptions: z.unknown().optional(),
-  env: strings().default({}),
-  idleMs: integer(1000, 24 * 3_600_000).default(DEFAULT_LSP_IDLE_MS),
+  initializationOptions: z.optional(z.unknown()),
+  env: z._default(strings(), {}),
+  idleMs: z._default(integer(1000, 24 * 3_600_000), DEFAULT_LSP_IDLE_MS),
 });
 
 const notesSchema = settings({
   type: z.literal('markdown-notes'),
-  id: text().default(MARKDOWN_NOTES_ID),
+  id: z._default(text(), MARKDOWN_NOTES_ID),
 });
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -73,28 +73,33 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /** One provider, by its `type` (each type's own settings, so a typo names the right key). */
-const providerSchema = z.unknown().transform((v, payload): LspProviderConfig => {
-  const type = isRecord(v) ? v.type : undefined;
-  const schema = type === 'stdio' ? stdioSchema : type === 'markdown-notes' ? notesSchema : undefined;
-  if (!schema) {
-    addIssue(payload, ['type'], `must be one of ${PROVIDER_TYPES.join(', ')}, got ${describe(type)}`);
+const providerSchema = z.pipe(
+  z.unknown(),
+  z.transform((v, payload): LspProviderConfig => {
+    const type = isRecord(v) ? v.type : undefined;
+    const schema = type === 'stdio' ? stdioSchema : type === 'markdown-notes' ? notesSchema : undefined;
+    if (!schema) {
+      addIssue(payload, ['type'], `must be one of ${PROVIDER_TYPES.join(', ')}, got ${describe(type)}`);
+      return z.NEVER;
+    }
+    const r = schema.safeParse(v);
+    if (r.success) return r.data;
+    for (const issue of r.error.issues) {
+      const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
+      addIssue(payload, [...issue.path, ...keys], issue.message);
+    }
     return z.NEVER;
-  }
-  const r = schema.safeParse(v);
-  if (r.success) return r.data;
-  for (const issue of r.error.issues) {
-    const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
-    addIssue(payload, [...issue.path, ...keys], issue.message);
-  }
-  return z.NEVER;
-});
+  }),
+);
 
 const hostSchema = settings({
   providers: z
     .array(providerSchema, { error: (iss) => `must be an array of providers, got ${describe(iss.input)}` })
-    .min(1, { error: 'must enable at least one provider' })
-    .max(MAX_LSP_PROVIDERS, { error: `must have at most ${MAX_LSP_PROVIDERS} providers` }),
-  queryTimeoutMs: integer(100, MAX_LSP_QUERY_TIMEOUT_MS).optional(),
+    .check(
+      z.minLength(1, { error: 'must enable at least one provider' }),
+      z.maxLength(MAX_LSP_PROVIDERS, { error: `must have at most ${MAX_LSP_PROVIDERS} providers` }),
+    ),
+  queryTimeoutMs: z.optional(integer(100, MAX_LSP_QUERY_TIMEOUT_MS)),
 }).check((payload) => {
   const conflict = conflictIn(payload.value.providers);
   if (conflict) addIssue(payload, ['providers', conflict.index], `: ${conflict.message}`);
@@ -102,8 +107,8 @@ const hostSchema = settings({
 
 /** The `lsp` section as written; {@link lspConfigOf} turns it into what each host sends. */
 export const lspSectionSchema = settings({
-  queryTimeoutMs: integer(100, MAX_LSP_QUERY_TIMEOUT_MS).default(DEFAULT_LSP_QUERY_TIMEOUT_MS),
-  hosts: z.record(z.string(), hostSchema).default({}),
+  queryTimeoutMs: z._default(integer(100, MAX_LSP_QUERY_TIMEOUT_MS), DEFAULT_LSP_QUERY_TIMEOUT_MS),
+  hosts: z._default(z.record(z.string(), hostSchema), {}),
 });
 export type LspSection = z.output<typeof lspSectionSchema>;
 

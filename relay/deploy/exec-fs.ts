@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
 import type { Client } from 'ssh2';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { RemoteFs, RemoteStat, UploadFile, UploadStep } from './remote-fs.js';
 import {

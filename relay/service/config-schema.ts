@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { DEFAULT_MAX_QUEUE_AGE_MS } from '../../provider/input/input-queue.js';
 import { DEFAULT_PALETTE, type TerminalPalette } from '../../provider/terminal-queries.js';
 import { type AgentsConfig, agentsConfigSchema, agentsProblem } from '../agents/agent-config.js';
@@ -135,16 +135,17 @@ export const DEFAULT_FLOW_CONTROL: FlowControlConfig = {
 };
 
 const listenSchema = settings({
-  host: text().default(DEFAULT_LISTEN.host),
-  port: integer(0, 65535).default(DEFAULT_LISTEN.port),
+  host: z._default(text(), DEFAULT_LISTEN.host),
+  port: z._default(integer(0, 65535), DEFAULT_LISTEN.port),
 });
 
-const tlsSchema = settings({ cert: text().optional(), key: text().optional() }).transform(
-  ({ cert, key }, payload) => {
+const tlsSchema = z.pipe(
+  settings({ cert: z.optional(text()), key: z.optional(text()) }),
+  z.transform(({ cert, key }, payload) => {
     if (cert !== undefined && key !== undefined) return { cert, key };
     addIssue(payload, [], 'needs both cert and key (PEM file paths)');
     return z.NEVER;
-  },
+  }),
 );
 
 const hostsSchema = z.pipe(
@@ -159,25 +160,28 @@ const hostsSchema = z.pipe(
 );
 
 const d = DEFAULT_LIMITS;
-const limitsSchema = settings({
-  ringBytes: integer(64 * KiB, MAX_RING_BYTES).default(d.ringBytes),
-  backgroundRingBytes: integer(4 * KiB, MAX_RING_BYTES).optional(),
-  maxTerminals: integer(1, 100_000).default(d.maxTerminals),
-  contentBytes: integer(4 * KiB, 64 * MiB).default(d.contentBytes),
-  replayActions: integer(100, 10_000_000).default(d.replayActions),
-  replayBytes: integer(64 * KiB, 1024 * MiB).default(d.replayBytes),
-  maxMessageBytes: integer(64 * KiB, 256 * MiB).default(d.maxMessageBytes),
-  maxTerminalsPerHost: integer(1, 100_000).default(d.maxTerminalsPerHost),
-  maxTerminalsPerClient: integer(1, 100_000).default(d.maxTerminalsPerClient),
-  maxInputBytes: integer(1 * KiB, 16 * MiB).default(d.maxInputBytes),
-  maxConnections: integer(1, 100_000).default(d.maxConnections),
-})
-  // Unless given, a small ring bounds the background ring too.
-  .transform(
-    (l): RelayLimits => ({
-      ...l,
-      backgroundRingBytes: l.backgroundRingBytes ?? Math.min(d.backgroundRingBytes, l.ringBytes),
+const limitsSchema = z
+  .pipe(
+    settings({
+      ringBytes: z._default(integer(64 * KiB, MAX_RING_BYTES), d.ringBytes),
+      backgroundRingBytes: z.optional(integer(4 * KiB, MAX_RING_BYTES)),
+      maxTerminals: z._default(integer(1, 100_000), d.maxTerminals),
+      contentBytes: z._default(integer(4 * KiB, 64 * MiB), d.contentBytes),
+      replayActions: z._default(integer(100, 10_000_000), d.replayActions),
+      replayBytes: z._default(integer(64 * KiB, 1024 * MiB), d.replayBytes),
+      maxMessageBytes: z._default(integer(64 * KiB, 256 * MiB), d.maxMessageBytes),
+      maxTerminalsPerHost: z._default(integer(1, 100_000), d.maxTerminalsPerHost),
+      maxTerminalsPerClient: z._default(integer(1, 100_000), d.maxTerminalsPerClient),
+      maxInputBytes: z._default(integer(1 * KiB, 16 * MiB), d.maxInputBytes),
+      maxConnections: z._default(integer(1, 100_000), d.maxConnections),
     }),
+    // Unless given, a small ring bounds the background ring too.
+    z.transform(
+      (l): RelayLimits => ({
+        ...l,
+        backgroundRingBytes: l.backgroundRingBytes ?? Math.min(d.backgroundRingBytes, l.ringBytes),
+      }),
+    ),
   )
   .check((payload) => {
     const l = payload.value;
@@ -205,23 +209,26 @@ const FLOW_RELATIONS: [
 ];
 
 const f = DEFAULT_FLOW_CONTROL;
-const flowControlSchema = settings({
-  creditWindow: integer(16 * KiB, 256 * MiB).default(f.creditWindow),
-  creditWindowMax: integer(16 * KiB, 256 * MiB).optional(),
-  ackBytes: integer(1 * KiB, 256 * MiB).default(f.ackBytes),
-  highWatermark: integer(16 * KiB, 1024 * MiB).default(f.highWatermark),
-  lowWatermark: integer(0, 1024 * MiB).default(f.lowWatermark),
-  keepTailBytes: integer(4 * KiB, 512 * KiB).default(f.keepTailBytes),
-  relayPendingCap: integer(1 * MiB, 4096 * MiB).default(f.relayPendingCap),
-  stubPendingCap: integer(1 * MiB, 4096 * MiB).default(f.stubPendingCap),
-})
-  // Unless set, a fast link's window stops at what the stub may buffer, and never below the minimum.
-  .transform(
-    (c): FlowControlConfig => ({
-      ...c,
-      creditWindowMax:
-        c.creditWindowMax ?? Math.max(c.creditWindow, Math.min(f.creditWindowMax, c.stubPendingCap)),
+const flowControlSchema = z
+  .pipe(
+    settings({
+      creditWindow: z._default(integer(16 * KiB, 256 * MiB), f.creditWindow),
+      creditWindowMax: z.optional(integer(16 * KiB, 256 * MiB)),
+      ackBytes: z._default(integer(1 * KiB, 256 * MiB), f.ackBytes),
+      highWatermark: z._default(integer(16 * KiB, 1024 * MiB), f.highWatermark),
+      lowWatermark: z._default(integer(0, 1024 * MiB), f.lowWatermark),
+      keepTailBytes: z._default(integer(4 * KiB, 512 * KiB), f.keepTailBytes),
+      relayPendingCap: z._default(integer(1 * MiB, 4096 * MiB), f.relayPendingCap),
+      stubPendingCap: z._default(integer(1 * MiB, 4096 * MiB), f.stubPendingCap),
     }),
+    // Unless set, a fast link's window stops at what the stub may buffer, and never below the minimum.
+    z.transform(
+      (c): FlowControlConfig => ({
+        ...c,
+        creditWindowMax:
+          c.creditWindowMax ?? Math.max(c.creditWindow, Math.min(f.creditWindowMax, c.stubPendingCap)),
+      }),
+    ),
   )
   .check((payload) => {
     const c = payload.value;
@@ -231,60 +238,68 @@ const flowControlSchema = settings({
     addIssue(payload, [a], `(${c[a]}) ${words} flowControl.${b} (${c[b]})`);
   });
 
-const originSchema = z.string().refine(
-  (v) => {
-    try {
-      const url = new URL(v);
-      return url.origin !== 'null' && url.origin === v;
-    } catch {
-      return false;
-    }
-  },
-  {
-    error: (iss) =>
-      `must be an origin like "https://example.com:8443" (scheme://host[:port], no path), got ${describe(iss.input)}`,
-  },
+const originSchema = z.string().check(
+  z.refine(
+    (v) => {
+      try {
+        const url = new URL(v);
+        return url.origin !== 'null' && url.origin === v;
+      } catch {
+        return false;
+      }
+    },
+    {
+      error: (iss) =>
+        `must be an origin like "https://example.com:8443" (scheme://host[:port], no path), got ${describe(iss.input)}`,
+    },
+  ),
 );
 
-const colourSchema = z.string().regex(/^#[0-9a-fA-F]{6}$/, {
-  error: (iss) => `must be a colour like "#1e1e1e", got ${describe(iss.input)}`,
-});
+const colourSchema = z.string().check(
+  z.regex(/^#[0-9a-fA-F]{6}$/, {
+    error: (iss) => `must be a colour like "#1e1e1e", got ${describe(iss.input)}`,
+  }),
+);
 
 /** What terminals report about themselves (docs/config.md, `terminal`). */
 const terminalSchema = settings({
-  palette: settings({
-    foreground: colourSchema.default(DEFAULT_PALETTE.foreground),
-    background: colourSchema.default(DEFAULT_PALETTE.background),
-    cursor: colourSchema.default(DEFAULT_PALETTE.cursor),
-  }).prefault({}),
+  palette: z.prefault(
+    settings({
+      foreground: z._default(colourSchema, DEFAULT_PALETTE.foreground),
+      background: z._default(colourSchema, DEFAULT_PALETTE.background),
+      cursor: z._default(colourSchema, DEFAULT_PALETTE.cursor),
+    }),
+    {},
+  ),
 });
 
 const inputSchema = settings({
   // At least a second (a keystroke in flight is older than that only during an outage); at most a day.
-  maxQueueAgeMs: integer(1000, 86_400_000).default(DEFAULT_INPUT.maxQueueAgeMs),
+  maxQueueAgeMs: z._default(integer(1000, 86_400_000), DEFAULT_INPUT.maxQueueAgeMs),
 });
 
 /**
  * The whole file. Across sections: the stub replays unacknowledged and kept output from its ring,
  * so both must fit in it, as must every history's tail and an agent's read.
  */
-export const relayConfigSchema = settings({
-  $schema: z.unknown().optional(),
-  listen: listenSchema.prefault({}),
-  hosts: hostsSchema.prefault({}),
-  limits: limitsSchema.prefault({}),
-  flowControl: flowControlSchema.prefault({}),
-  allowedOrigins: z
-    .array(originSchema, { error: (iss) => `must be an array of origins, got ${describe(iss.input)}` })
-    .default([]),
-  agents: agentsConfigSchema.prefault({}),
-  input: inputSchema.prefault({}),
-  terminal: terminalSchema.prefault({}),
-  tls: tlsSchema.optional(),
-  history: historyConfigSchema.optional(),
-  lsp: lspSectionSchema.optional(),
-})
-  .check((payload) => {
+export const relayConfigSchema = z.pipe(
+  settings({
+    $schema: z.optional(z.unknown()),
+    listen: z.prefault(listenSchema, {}),
+    hosts: z.prefault(hostsSchema, {}),
+    limits: z.prefault(limitsSchema, {}),
+    flowControl: z.prefault(flowControlSchema, {}),
+    allowedOrigins: z._default(
+      z.array(originSchema, { error: (iss) => `must be an array of origins, got ${describe(iss.input)}` }),
+      [],
+    ),
+    agents: z.prefault(agentsConfigSchema, {}),
+    input: z.prefault(inputSchema, {}),
+    terminal: z.prefault(terminalSchema, {}),
+    tls: z.optional(tlsSchema),
+    history: z.optional(historyConfigSchema),
+    lsp: z.optional(lspSectionSchema),
+  }).check((payload) => {
     const c = payload.value;
     const ring = c.limits.ringBytes;
     const problems: (ConfigProblem | undefined)[] = [
@@ -305,8 +320,8 @@ export const relayConfigSchema = settings({
     ];
     const first = problems.find((p) => p !== undefined);
     if (first) addIssue(payload, first.path, first.message);
-  })
-  .transform(
+  }),
+  z.transform(
     (c): RelayConfig => ({
       listen: c.listen,
       hosts: c.hosts,
@@ -320,4 +335,5 @@ export const relayConfigSchema = settings({
       ...(c.history !== undefined ? { history: c.history } : {}),
       lsp: lspConfigOf(c.lsp),
     }),
-  );
+  ),
+);

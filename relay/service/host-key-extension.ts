@@ -1,17 +1,18 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../core/zod-messages.js';
 import { RelayMethod } from '../../provider/client/relay-protocol.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { needAdmin, needHost } from '../core/grant.js';
 import type { HostRouter, RpcExtension } from '../core/rpc-types.js';
 
-const HostKeyParams = z.object({ host: z.string().min(1) });
+const HostKeyParams = z.object({ host: z.string().check(z.minLength(1)) });
 const TrustParams = z.object({
-  host: z.string().min(1),
-  fingerprint: z.string().regex(/^SHA256:[A-Za-z0-9+/]+$/, 'a SHA256:… fingerprint'),
-  replace: z.boolean().optional(),
+  host: z.string().check(z.minLength(1)),
+  fingerprint: z.string().check(z.regex(/^SHA256:[A-Za-z0-9+/]+$/, 'a SHA256:… fingerprint')),
+  replace: z.optional(z.boolean()),
 });
 
-function parse<T>(schema: z.ZodType<T>, params: unknown, method: string): T {
+function parse<T>(schema: z.ZodMiniType<T>, params: unknown, method: string): T {
   const r = schema.safeParse(params);
   if (!r.success) {
     const issue = r.error.issues[0];

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import type * as z from 'zod';
+import * as z from 'zod/mini';
 import { PtyRelayError } from '../../provider/errors.js';
 import { addIssue, argv, bool, integer, oneOf, settings, text } from '../core/config-validate.js';
 import { type HistoryConfig, historyConfigSchema } from '../core/history-config.js';
@@ -53,30 +53,32 @@ export type HostKeyPolicy = 'strict' | 'ask' | 'accept-new' | 'no';
 
 /** A dir on the host: absolute, or under the host's home. */
 const hostDir = () =>
-  text()
-    .refine((v) => v.startsWith('/') || v.startsWith('~/'), {
-      error: (iss) => `must be an absolute path or start with ~/ (the host's home), got ${iss.input}`,
-    })
-    .optional();
+  z.optional(
+    text().check(
+      z.refine((v) => v.startsWith('/') || v.startsWith('~/'), {
+        error: (iss) => `must be an absolute path or start with ~/ (the host's home), got ${iss.input}`,
+      }),
+    ),
+  );
 
 /** The settings of a host entry in the relay config, in the order its messages list them. */
 const HOST_SHAPE = {
   host: text('is required (a host name, address or ssh alias)'),
-  port: integer(1, 65535).optional(),
-  user: text().optional(),
-  identityFile: text().optional(),
-  passphrase: text().optional(),
-  password: text().optional(),
-  passwordCommand: argv().optional(),
-  passphraseCommand: argv().optional(),
-  knownHostsFile: text().optional(),
-  hostKeyPolicy: oneOf(['strict', 'ask', 'accept-new', 'no']).optional(),
-  proxyJump: text().optional(),
-  useAgent: bool().optional(),
+  port: z.optional(integer(1, 65535)),
+  user: z.optional(text()),
+  identityFile: z.optional(text()),
+  passphrase: z.optional(text()),
+  password: z.optional(text()),
+  passwordCommand: z.optional(argv()),
+  passphraseCommand: z.optional(argv()),
+  knownHostsFile: z.optional(text()),
+  hostKeyPolicy: z.optional(oneOf(['strict', 'ask', 'accept-new', 'no'])),
+  proxyJump: z.optional(text()),
+  useAgent: z.optional(bool()),
   installDir: hostDir(),
   runtimeDir: hostDir(),
   stateDir: hostDir(),
-  history: historyConfigSchema.optional(),
+  history: z.optional(historyConfigSchema),
 };
 
 /** The keys a host entry may have (also what the config fuzz suite generates). */
@@ -94,7 +96,7 @@ export const hostConfigSchema = settings(HOST_SHAPE).check((payload) => {
     if (payload.value[plain] !== undefined && payload.value[command] !== undefined)
       addIssue(payload, [], `: set ${plain} or ${command}, not both`);
   }
-}) satisfies z.ZodType<SshHostConfig>;
+}) satisfies z.ZodMiniType<SshHostConfig>;
 
 /** OpenSSH's StrictHostKeyChecking values (as ssh-config.ts normalises them) in ptyrelay's terms. */
 const POLICY_OF_STRICT_HOST_KEY_CHECKING: Record<string, HostKeyPolicy> = {

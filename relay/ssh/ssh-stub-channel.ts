@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { Client } from 'ssh2';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { type ErrorCode, ErrorCodes, PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
 import { newMarker, parseMarkedLines } from '../deploy/remote-scripts.js';
@@ -15,12 +15,12 @@ const BRIDGE_START_TIMEOUT_MS = 20_000;
 const EnsureReportSchema = z.union([
   z.object({
     socketPath: z.string(),
-    legacy: z.array(z.object({ buildId: z.string(), socketPath: z.string() })).default([]),
+    legacy: z._default(z.array(z.object({ buildId: z.string(), socketPath: z.string() })), []),
   }),
   z.object({
     error: z.string(),
-    code: z.string().optional(),
-    details: z.record(z.string(), z.unknown()).optional(),
+    code: z.optional(z.string()),
+    details: z.optional(z.record(z.string(), z.unknown())),
   }),
 ]);
 

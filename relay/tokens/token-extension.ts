@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../core/zod-messages.js';
 import { RelayMethod } from '../../provider/client/relay-protocol.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { needAdmin, TOKEN_SCOPES } from '../core/grant.js';
@@ -8,14 +9,14 @@ import { parseTtl, type TokenStore } from './token-store.js';
 
 const CreateParams = z.strictObject({
   scope: z.enum(TOKEN_SCOPES),
-  name: z.string().optional(),
-  hosts: z.array(z.string()).optional(),
-  terminal: z.string().optional(),
-  ttl: z.string().optional(),
+  name: z.optional(z.string()),
+  hosts: z.optional(z.array(z.string())),
+  terminal: z.optional(z.string()),
+  ttl: z.optional(z.string()),
 });
-const RevokeParams = z.strictObject({ name: z.string().min(1) });
+const RevokeParams = z.strictObject({ name: z.string().check(z.minLength(1)) });
 
-function parse<T>(schema: z.ZodType<T>, params: unknown, method: string): T {
+function parse<T>(schema: z.ZodMiniType<T>, params: unknown, method: string): T {
   const r = schema.safeParse(params);
   if (r.success) return r.data;
   const issue = r.error.issues[0];

@@ -10,7 +10,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { privateDirProblem } from '../../provider/daemon-runtime/private-dir.js';
 import { defaultStateDir } from '../../provider/daemon-runtime/stub-paths.js';
 import { PtyRelayError } from '../../provider/errors.js';
@@ -42,14 +42,14 @@ const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 8
 
 const recordSchema = z.object({
   v: z.literal(1),
-  id: z.string().regex(/^[0-9a-f]{12}$/),
-  name: z.string().regex(NAME_RE),
+  id: z.string().check(z.regex(/^[0-9a-f]{12}$/)),
+  name: z.string().check(z.regex(NAME_RE)),
   scope: z.enum(TOKEN_SCOPES),
-  hosts: z.array(z.string().regex(HOST_RE)).optional(),
-  terminal: z.string().regex(TERMINAL_RE).optional(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  createdAt: z.number().int(),
-  expiresAt: z.number().int().optional(),
+  hosts: z.optional(z.array(z.string().check(z.regex(HOST_RE)))),
+  terminal: z.optional(z.string().check(z.regex(TERMINAL_RE))),
+  sha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
+  createdAt: z.int(),
+  expiresAt: z.optional(z.int()),
 });
 export type TokenRecord = z.infer<typeof recordSchema>;
 

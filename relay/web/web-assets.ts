@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { PtyRelayError } from '../../provider/errors.js';
 
 /**
@@ -25,7 +25,7 @@ const CONTENT_TYPES: Record<string, string> = {
   '.woff2': 'font/woff2',
 };
 
-const ManifestSchema = z.object({ files: z.array(z.string().regex(/^[A-Za-z0-9._/-]+$/)) });
+const ManifestSchema = z.object({ files: z.array(z.string().check(z.regex(/^[A-Za-z0-9._/-]+$/))) });
 
 /**
  * The page's Content-Security-Policy. Scripts and stylesheets only from this origin; `<style>`

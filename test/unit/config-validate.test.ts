@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { isPtyRelayError } from '../../provider/errors.js';
 import {
   argv,
@@ -15,7 +15,7 @@ import {
 import { parseConfigText } from '../../relay/service/config.js';
 
 /** The CONFIG_INVALID message of parsing `raw` with `schema`. */
-function refusal(schema: z.ZodType, raw: unknown): string {
+function refusal(schema: z.ZodMiniType, raw: unknown): string {
   try {
     parseSettings(schema, raw);
   } catch (err) {
@@ -27,19 +27,19 @@ function refusal(schema: z.ZodType, raw: unknown): string {
 
 describe('issueText: a zod issue as the config message (key path, what was expected, what came)', () => {
   const hosts = settings({
-    hosts: z
-      .record(
+    hosts: z.optional(
+      z.record(
         z.string(),
         settings({
           host: text('is required (a host name, address or ssh alias)'),
-          port: integer(1, 65535).optional(),
-          useAgent: bool().optional(),
-          hostKeyPolicy: oneOf(['strict', 'ask']).optional(),
-          passwordCommand: argv().optional(),
+          port: z.optional(integer(1, 65535)),
+          useAgent: z.optional(bool()),
+          hostKeyPolicy: z.optional(oneOf(['strict', 'ask'])),
+          passwordCommand: z.optional(argv()),
         }),
-      )
-      .optional(),
-    origins: z.array(text()).optional(),
+      ),
+    ),
+    origins: z.optional(z.array(text())),
   });
 
   it('names the key path, the expected kind and range, and what came', () => {
