@@ -116,15 +116,22 @@ export class RelayConnections {
     );
   };
 
+  /** The WebSocket server, made once; a load that failed is tried again by the next upgrade. */
   private server(): Promise<WebSocketServer> {
-    this.wssLoading ??= import('ws').then(({ WebSocketServer }) => {
-      this.wss = new WebSocketServer({
-        noServer: true,
-        maxPayload: this.deps.limits.maxMessageBytes,
-        handleProtocols: (protocols) => selectSubprotocol(protocols),
-      });
-      return this.wss;
-    });
+    this.wssLoading ??= import('ws').then(
+      ({ WebSocketServer }) => {
+        this.wss = new WebSocketServer({
+          noServer: true,
+          maxPayload: this.deps.limits.maxMessageBytes,
+          handleProtocols: (protocols) => selectSubprotocol(protocols),
+        });
+        return this.wss;
+      },
+      (err: unknown) => {
+        this.wssLoading = undefined;
+        throw err;
+      },
+    );
     return this.wssLoading;
   }
 
