@@ -1,12 +1,10 @@
 import { QuietTimer } from '../flow/quiet-timer.js';
-import { collectGarbageSoon } from './idle-gc.js';
+import { droppedExternal } from './idle-gc.js';
 
 /** Pending output above this is a flood: feed the model in spaced batches and skip what cannot matter. */
 const FLOOD_BYTES = 64 * 1024;
 /** A flood's pending output is copied into slabs of this size (above glibc's 128 KiB mmap threshold). */
 const SLAB_BYTES = 128 * 1024;
-/** A dropped pool of this many slabs (a megabyte) or more asks for a collection (idle-gc.ts). */
-const COLLECT_AFTER_SLABS = 8;
 /** Minimum pause between batches of a flood the model must parse in full (escape-heavy output). */
 const MIN_FLOOD_INTERVAL_MS = 16;
 /** ...and the pause as a multiple of the last batch's parse time: the model then needs ≤ 1/3 core. */
@@ -280,11 +278,11 @@ export class ModelFeeder {
 
   /**
    * The output paused or the model caught up: the slabs kept for reuse go back to the allocator.
-   * A large pool is collected soon (idle-gc.ts): a daemon whose sessions went quiet allocates
-   * nothing that would make V8 collect it.
+   * What every session's feed dropped is counted together (idle-gc.ts) and collected soon once it
+   * adds up: a daemon whose sessions went quiet allocates nothing that would make V8 collect it.
    */
   private dropFreeSlabs(): void {
-    if (this.freeSlabs.length >= COLLECT_AFTER_SLABS) collectGarbageSoon();
+    if (this.freeSlabs.length > 0) droppedExternal(this.freeSlabs.length * SLAB_BYTES);
     this.freeSlabs = [];
   }
 

@@ -192,6 +192,46 @@ describe('ModelFeeder', () => {
     h.f.dispose();
   });
 
+  it('asks for a collection once the slab pools of several sessions add up to a megabyte, though each is smaller', async () => {
+    // Fresh modules: what idle-gc.ts counted for the other tests of this file does not carry over.
+    vi.resetModules();
+    const { ModelFeeder: Feeder } = await import('../../agent-stub/session/model-feeder.js');
+    const { COLLECT_AFTER_DROPPED_BYTES } = await import('../../agent-stub/session/idle-gc.js');
+    // The suite runs with --expose-gc: its `gc` is writable, not configurable.
+    const g = globalThis as { gc?: () => void };
+    const realGc = g.gc;
+    const gc = vi.fn();
+    g.gc = gc;
+    onTestFinished(() => {
+      g.gc = realGc;
+    });
+    const line = Buffer.from(`${'x'.repeat(98)}\r\n`);
+    // 1 MB of 100-byte lines keeping 1,000 rows leaves a pool of 5 slabs (640 KiB) once the model
+    // caught up: less than the threshold alone, more than it for two sessions.
+    const quiet = () => {
+      const f = new Feeder({ post: () => {}, backpressure: () => {} }, 1000);
+      let seq = 0;
+      while (seq < 1e6) {
+        const c = Buffer.alloc(4000);
+        for (let o = 0; o < 4000; o += 100) line.copy(c, o);
+        f.push(seq, c);
+        seq += c.length;
+      }
+      f.flushAll();
+      f.progress(seq);
+      return f;
+    };
+    expect(5 * 128 * 1024).toBeLessThan(COLLECT_AFTER_DROPPED_BYTES);
+    const a = quiet();
+    vi.advanceTimersByTime(5000);
+    expect(gc).not.toHaveBeenCalled();
+    const b = quiet();
+    vi.advanceTimersByTime(5000);
+    expect(gc).toHaveBeenCalledTimes(1);
+    a.dispose();
+    b.dispose();
+  });
+
   it('posts small output once it settles (never before the echo leaves) and waits for progress before the next batch', () => {
     const { f, posted } = harness(100);
     f.push(0, Buffer.from('a'));
