@@ -9,16 +9,24 @@ export const COLLECT_AFTER_DROPPED_BYTES = 1024 * 1024;
 let timer: NodeJS.Timeout | undefined;
 /** Bytes dropped through {@link droppedExternal} since the last collection. */
 let dropped = 0;
+let quiet: NodeJS.Timeout | undefined;
 
 /**
- * Notes `bytes` of buffers this thread just let go (a model feed's slab pool) and collects soon
- * once what all of them dropped since the last collection reaches COLLECT_AFTER_DROPPED_BYTES:
- * fifty sessions that each drop half a megabyte as they go quiet are 25 MB that would otherwise
- * stay until something allocates.
+ * Notes `bytes` of buffers this thread just let go (a model feed's slab pool) and collects once
+ * what all of them dropped since the last collection reaches COLLECT_AFTER_DROPPED_BYTES and no
+ * more has been dropped for GC_DELAY_MS: fifty sessions that each drop half a megabyte as they go
+ * quiet are 25 MB that would otherwise stay until something allocates. While they keep dropping
+ * (a flood runs), each drop moves the collection later: V8 collects then as the flood allocates.
  */
 export function droppedExternal(bytes: number): void {
   dropped += bytes;
-  if (dropped >= COLLECT_AFTER_DROPPED_BYTES) collectGarbageSoon();
+  if (dropped < COLLECT_AFTER_DROPPED_BYTES) return;
+  clearTimeout(quiet);
+  quiet = setTimeout(() => {
+    quiet = undefined;
+    collectGarbageSoon();
+  }, GC_DELAY_MS);
+  quiet.unref();
 }
 
 /**

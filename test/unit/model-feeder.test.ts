@@ -192,7 +192,7 @@ describe('ModelFeeder', () => {
     h.f.dispose();
   });
 
-  it('asks for a collection once the slab pools of several sessions add up to a megabyte, though each is smaller', async () => {
+  it('asks for a collection once the slab pools several sessions dropped add up to a megabyte, though each is smaller, and they stopped dropping', async () => {
     // Fresh modules: what idle-gc.ts counted for the other tests of this file does not carry over.
     vi.resetModules();
     const { ModelFeeder: Feeder } = await import('../../agent-stub/session/model-feeder.js');
@@ -226,10 +226,16 @@ describe('ModelFeeder', () => {
     vi.advanceTimersByTime(5000);
     expect(gc).not.toHaveBeenCalled();
     const b = quiet();
+    // More sessions keep dropping less than a second apart (a flood runs): no collection yet.
+    const more = [b];
+    for (let i = 0; i < 4; i++) {
+      vi.advanceTimersByTime(800);
+      more.push(quiet());
+    }
+    expect(gc).not.toHaveBeenCalled();
     vi.advanceTimersByTime(5000);
     expect(gc).toHaveBeenCalledTimes(1);
-    a.dispose();
-    b.dispose();
+    for (const f of [a, ...more]) f.dispose();
   });
 
   it('posts small output once it settles (never before the echo leaves) and waits for progress before the next batch', () => {
