@@ -1,13 +1,7 @@
 import type { LookupFunction } from 'node:net';
 import { connect as tcpConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { ConnectConfig } from 'ssh2';
-import ssh2 from 'ssh2';
-
-// ssh2 is CommonJS: its module object.
-const { Client } = ssh2;
-type Client = InstanceType<typeof Client>;
-
+import type { Client, ConnectConfig } from 'ssh2';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
 import { socketError, timeoutError } from './connect-cause.js';
@@ -22,6 +16,7 @@ import {
 } from './known-hosts.js';
 import { withSecretCommands } from './secret-command.js';
 import { authFailed, planAuth, type TriedCredential } from './ssh-auth.js';
+import { ssh2Parts } from './ssh2-modules.js';
 
 export interface ConnectOptions {
   log?: Logger;
@@ -240,7 +235,7 @@ async function throughJump(
  * closed (the caller closes what it hops through).
  */
 async function handshake(h: ResolvedHost, sock: Duplex, opts: ConnectOptions): Promise<Client> {
-  const client = new Client();
+  const client = new (ssh2Parts().Client)();
   let refused: PtyRelayError | undefined;
   const auth = planAuth(h, opts.log);
   const config: ConnectConfig = {

@@ -1,11 +1,9 @@
 import { readFileSync } from 'node:fs';
 import type { AnyAuthMethod } from 'ssh2';
-import ssh2 from 'ssh2';
 import { PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';
 import type { ResolvedHost } from './host-config.js';
-
-const { utils: sshUtils } = ssh2;
+import { ssh2Parts } from './ssh2-modules.js';
 
 /** What became of one credential: offered to the server, or why it could not be. */
 export interface TriedCredential {
@@ -47,7 +45,7 @@ export function planAuth(h: ResolvedHost, log?: Logger): AuthPlan {
       tried.push({ method: 'publickey', path, result });
       continue;
     }
-    const parsed = sshUtils.parseKey(data, h.passphrase);
+    const parsed = ssh2Parts().parseKey(data, h.passphrase);
     if (parsed instanceof Error) {
       const result = `not a usable key: ${parsed.message}`;
       log?.warn({ path, result }, 'identity file not usable');

@@ -15,6 +15,7 @@ import { hostDaemonArgs } from './host-daemon-args.js';
 import { sshLost, withHostHint } from './host-errors.js';
 import { type HostKeyStatus, inspectHostKey, trustHostKey } from './host-key-trust.js';
 import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
+import { SSH2_PINNED, ssh2ShapeProblem } from './ssh2-modules.js';
 
 /**
  * SSH handshake limit for reconnect attempts (first contact keeps the configured 30 s): an attempt
@@ -87,6 +88,8 @@ export class SshPtyProvider extends StubBackedProvider {
     checkHostNames(names);
     this.defaultHost = names[0];
     this.log = opts.log ?? createLogger({ name: 'ptyrelay-ssh' });
+    const ssh2Problem = ssh2ShapeProblem();
+    if (ssh2Problem) this.log.warn({ library: 'ssh2', pinned: SSH2_PINNED }, ssh2Problem);
     if (opts.link) this.linkPolicy = opts.link;
     if (opts.relayId) this.relayId = opts.relayId;
   }
