@@ -4,6 +4,7 @@
  * use: relay and client on separate threads. Reads `{ token, hosts, daemonArgs }` as JSON from
  * argv[2], prints `{ url }` on stdout once listening, exits on SIGTERM or when stdin closes.
  */
+import { startHeapTrimmer } from '../relay/core/heap-trim.js';
 import { createLogger } from '../relay/core/log.js';
 import { routerOver } from '../relay/service/host-router.js';
 import { createPtyExtension } from '../relay/service/pty-extension.js';
@@ -39,7 +40,10 @@ async function run(): Promise<void> {
     extensions: [createPtyExtension({ router, registry, log })],
     log,
   });
+  // As `ptyrelay serve` does (relay/cli/cmd-serve.ts).
+  const trimmer = startHeapTrimmer(log);
   const stop = async () => {
+    trimmer.stop();
     await server.close().catch(() => {});
     await provider.dispose().catch(() => {});
     process.exit(0);

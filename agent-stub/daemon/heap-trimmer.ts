@@ -10,8 +10,8 @@ export const TRIM_TICK_MS = 1000;
 export const TRIM_GROWTH_BYTES = 64 * 1024 * 1024;
 /** CPU time within one tick (both threads) that counts as busy: output or input was moving. */
 export const BUSY_CPU_MS = 20;
-/** A trim that gave back at least this much is logged. */
-const LOG_RELEASED_BYTES = 4 * 1024 * 1024;
+/** A trim that gave back at least this much is logged (unless the options say otherwise). */
+export const LOG_RELEASED_BYTES = 4 * 1024 * 1024;
 
 export interface HeapTrimStats {
   /** The addon loaded: trims happen. */
@@ -25,6 +25,10 @@ export interface HeapTrimmerOptions {
   /** The addon's pool-thread trim; undefined when the addon is not there (the trimmer then only says so). */
   trim?: () => Promise<boolean>;
   log: (msg: string, extra?: Record<string, unknown>) => void;
+  /** Trims that gave back at least this much are logged; default {@link LOG_RELEASED_BYTES}. */
+  logReleasedBytes?: number;
+  /** The process's start counts as a busy spell: the first quiet tick trims what it freed. */
+  afterStart?: boolean;
   /** Clocks of the process, replaceable for a unit test. */
   rss?: () => number;
   cpuMs?: () => number;
@@ -37,7 +41,8 @@ export interface HeapTrimmerOptions {
  * is never quiet, each time RSS grew by TRIM_GROWTH_BYTES since the last trim. An idle daemon never
  * trims, and typing one key at a time (a few milliseconds of CPU a second) does not count as busy;
  * keys 2 ms apart (14–47 ms a second) can, and a daemon that crosses the line back and forth trims
- * every ~2 s, 0.1–0.6 ms on the pool each. The trim runs on libuv's pool, one at a time.
+ * every ~2 s, 0.1–0.6 ms on the pool each. The trim runs on libuv's pool, one at a time. The
+ * relay's process trims by the same rules (relay/core/heap-trim.ts).
  */
 export class HeapTrimmer {
   private readonly rss: () => number;
@@ -59,6 +64,7 @@ export class HeapTrimmer {
       });
     this.floor = this.rss();
     this.lastCpu = this.cpuMs();
+    this.busySinceTrim = opts.afterStart === true;
   }
 
   start(): this {
@@ -103,7 +109,7 @@ export class HeapTrimmer {
         this.counts.trims++;
         this.counts.releasedBytes += released;
         this.floor = after;
-        if (released >= LOG_RELEASED_BYTES)
+        if (released >= (this.opts.logReleasedBytes ?? LOG_RELEASED_BYTES))
           this.opts.log('heap trimmed', {
             why,
             rssBefore: before,

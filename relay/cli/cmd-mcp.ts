@@ -3,6 +3,7 @@ import type { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdi
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { AGENT_HEADER, MCP_PATH } from '../agents/mcp-constants.js';
+import { startHeapTrimmer } from '../core/heap-trim.js';
 import { createLogger } from '../core/log.js';
 import { loadConfig } from '../service/config.js';
 import type { Command } from './command.js';
@@ -102,6 +103,7 @@ async function embedded(configPath: string | undefined, agent: string | undefine
   const service = createAgentService({ router, agents: config.agents, log: log.child({ ext: 'agents' }) });
   const owner = service.owner(agent ? `agent:${agent}` : `stdio:${process.pid}`);
   void router.adoptAll();
+  const trimmer = startHeapTrimmer(log);
   const server = createTerminalMcpServer(service, owner, packageVersion());
   const stdio = new StdioServerTransport();
   const done = closed(stdio);
@@ -109,6 +111,7 @@ async function embedded(configPath: string | undefined, agent: string | undefine
   await done;
   // Without an agent name nobody can reach this process's terminals once it ends: close them.
   // With one, they stay for the owner's grace: a later `ptyrelay mcp --agent NAME` adopts them.
+  trimmer.stop();
   await service.dispose({ close: agent === undefined });
   await router.dispose();
   return 0;

@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
+import { startHeapTrimmer } from '../core/heap-trim.js';
 import type { Logger } from '../core/log.js';
 import { createLogger } from '../core/log.js';
 import { defaultConfigPath, loadConfig, type RelayConfig } from '../service/config.js';
@@ -71,6 +72,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     });
     printStarted(args, relay, token);
     logOut.release();
+    const trimmer = startHeapTrimmer(log);
     // The terminals hosts already hold are published (web page, ls, AHP catalog) without waiting for a use.
     const adopt = () =>
       relay.router.adoptAll().then((hosts) => log.info({ hosts }, 'adopted the hosts that run this stub'));
@@ -98,6 +100,7 @@ Logs are JSON lines (pino) on stdout; PTYRELAY_LOG_LEVEL sets the level. Stop wi
     });
     if (!args.json) progress('stopping (terminals keep running in their daemons)');
     watcher.close();
+    trimmer.stop();
     await relay.close();
     auth.dispose();
     return 0;

@@ -1,10 +1,19 @@
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { stubBundlePath } from '../../relay/core/stub-bundle.js';
+import { capability } from '../support/capabilities.js';
+import { waitFor } from '../support/local-daemon.js';
 import { ServeProcess } from '../support/serve-process.js';
+
+const TRIM_ADDON = join(dirname(stubBundlePath()), 'native', 'malloc-trim.node');
+const trimAddon = capability(
+  'malloc-trim',
+  existsSync(TRIM_ADDON) ? undefined : `${TRIM_ADDON} was not built (no C compiler at build time)`,
+);
 
 /**
  * The relay as `ptyrelay serve` runs it (dist/bin/ptyrelay.js, esbuild's bundle) loads node:http
@@ -110,4 +119,28 @@ describe('the bundled relay', () => {
       await serve.cleanup();
     }
   }, 60_000);
+
+  it.skipIf(!trimAddon)(
+    'gives back what its start freed in the malloc heaps once it is quiet',
+    async () => {
+      const serve = new ServeProcess('ptr-bundle-');
+      serve.env.PTYRELAY_LOG_LEVEL = 'debug';
+      try {
+        await serve.start();
+        // relay/core/heap-trim.ts: the start counts as a busy spell; the first quiet second trims.
+        const line = await waitFor(
+          () => serve.stdout.split('\n').find((l) => l.includes('"msg":"heap trimmed"')),
+          15_000,
+          "the relay's heap trim",
+        );
+        const entry = JSON.parse(line) as { why: string; rssBefore: number; rssAfter: number };
+        expect(entry.why).toBe('quiet');
+        expect(entry.rssAfter).toBeGreaterThan(0);
+        expect(serve.stdout).not.toContain('the relay runs without heap trimming');
+      } finally {
+        await serve.cleanup();
+      }
+    },
+    60_000,
+  );
 });

@@ -5,7 +5,7 @@ import { type HeapTrimAddon, trimOnPool } from '../../agent-stub/native/heap-tri
 const MB = 1024 * 1024;
 
 /** A process whose RSS and CPU time the test sets; a trim gives back what `freeable` says. */
-function fakeProcess(startRss = 60 * MB) {
+function fakeProcess(startRss = 60 * MB, afterStart = false) {
   const p = { rss: startRss, cpu: 0, freeable: 0, calls: 0 };
   let release: (() => void) | undefined;
   const gate = { hold: false };
@@ -19,6 +19,7 @@ function fakeProcess(startRss = 60 * MB) {
       return any;
     },
     log: () => {},
+    afterStart,
     rss: () => p.rss,
     cpuMs: () => p.cpu,
   });
@@ -48,6 +49,16 @@ describe('HeapTrimmer', () => {
     await trimmer.tick();
     await trimmer.tick();
     expect(p.calls).toBe(2);
+  });
+
+  it("with afterStart (the relay's process), the first quiet tick trims what the start freed, once", async () => {
+    const { p, trimmer } = fakeProcess(60 * MB, true);
+    p.freeable = 5 * MB;
+    await trimmer.tick();
+    expect(p.calls).toBe(1);
+    for (let i = 0; i < 10; i++) await trimmer.tick();
+    expect(p.calls).toBe(1);
+    expect(trimmer.stats().releasedBytes).toBe(5 * MB);
   });
 
   it('typing (a little CPU each second) is not busy', async () => {
