@@ -1,5 +1,6 @@
 import type { PtyFact, ScreenSnapshot } from '../../provider/contract.js';
 import type { TerminalClaim } from '../terminals/terminal-registry.js';
+import { PendingText } from './pending-text.js';
 import {
   boundContent,
   DEFAULT_CONTENT_LIMIT,
@@ -62,7 +63,9 @@ export interface ChannelInit {
  */
 export class TerminalChannel {
   readonly uri: string;
-  state: TerminalState;
+  private current: TerminalState;
+  /** Output applied since the last fold (pending-text.ts): folded in when the state is read. */
+  private readonly pending: PendingText;
   incarnationId: string;
   /** Seq of the next output byte expected (older bytes are duplicates). */
   nextSeq: number;
@@ -86,24 +89,54 @@ export class TerminalChannel {
     this.incarnationId = init.incarnationId;
     this.nextSeq = init.nextSeq;
     this.historyMissing = init.historyMissing === true;
-    this.state = { title: init.title, cols: init.cols, rows: init.rows, content: [], claim: init.claim };
-    if (init.cwd) this.state.cwd = pathToUri(init.cwd);
-    if (init.exitCode !== undefined) this.state.exitCode = init.exitCode;
+    this.pending = new PendingText(contentLimit);
+    this.current = { title: init.title, cols: init.cols, rows: init.rows, content: [], claim: init.claim };
+    if (init.cwd) this.current.cwd = pathToUri(init.cwd);
+    if (init.exitCode !== undefined) this.current.exitCode = init.exitCode;
+  }
+
+  /** The terminal's AHP state (content bounded loosely: up to twice the limit). */
+  get state(): TerminalState {
+    this.foldText();
+    return this.current;
   }
 
   /**
-   * Applies an action to the state. Content may grow to twice the limit before it is cut back,
-   * so trimming costs O(1) per output byte; `snapshotState()` applies the exact bound.
+   * Applies an action to the state. Output waits as text pieces until the state is read or another
+   * action comes (the reducer folds consecutive output the same way, piece by piece or at once).
+   * Content may grow to twice the limit before it is cut back, so trimming costs O(1) per output
+   * byte; `snapshotState()` applies the exact bound.
    */
   apply(action: TerminalAction): void {
-    this.state = terminalReducer(this.state, action);
+    if (action.type === 'terminal/data') {
+      this.pending.push(action.data);
+      return;
+    }
+    this.foldText();
+    this.current = terminalReducer(this.current, action);
     if (action.type === 'terminal/cleared') this.approxChars = 0;
-    else if (action.type === 'terminal/data') this.approxChars += action.data.length;
     else if (action.type === 'terminal/commandExecuted') this.approxChars += action.commandLine.length;
     else return;
-    const parts = this.state.content.length;
-    if (this.approxChars > this.contentLimit * SLACK_FACTOR || parts > DEFAULT_MAX_PARTS * SLACK_FACTOR) {
-      this.state = boundContent(this.state, this.contentLimit);
+    this.bound(false);
+  }
+
+  private foldText(): void {
+    const taken = this.pending.take();
+    if (!taken) return;
+    this.current = terminalReducer(this.current, { type: 'terminal/data', data: taken.text });
+    this.approxChars += taken.text.length;
+    this.bound(taken.cut);
+  }
+
+  /** Cuts the content back to its limit once it is over the slack (or `now`). */
+  private bound(now: boolean): void {
+    const parts = this.current.content.length;
+    if (
+      now ||
+      this.approxChars > this.contentLimit * SLACK_FACTOR ||
+      parts > DEFAULT_MAX_PARTS * SLACK_FACTOR
+    ) {
+      this.current = boundContent(this.current, this.contentLimit);
       this.approxChars = Math.min(this.approxChars, this.contentLimit);
     }
   }
@@ -203,15 +236,15 @@ export class TerminalChannel {
   private fact(fact: PtyFact): void {
     switch (fact.type) {
       case 'title':
-        if (fact.title !== this.state.title) this.emit({ type: 'terminal/titleChanged', title: fact.title });
+        if (fact.title !== this.current.title) this.emit({ type: 'terminal/titleChanged', title: fact.title });
         break;
       case 'cwd': {
         const cwd = pathToUri(fact.cwd);
-        if (cwd !== this.state.cwd) this.emit({ type: 'terminal/cwdChanged', cwd });
+        if (cwd !== this.current.cwd) this.emit({ type: 'terminal/cwdChanged', cwd });
         break;
       }
       case 'commandDetectionAvailable':
-        if (!this.state.supportsCommandDetection) this.emit({ type: 'terminal/commandDetectionAvailable' });
+        if (!this.current.supportsCommandDetection) this.emit({ type: 'terminal/commandDetectionAvailable' });
         break;
       case 'commandStarted': {
         this.openCommandId = `cmd-${++this.commandCount}`;
@@ -241,7 +274,7 @@ export class TerminalChannel {
   /** The provider re-attached after a reconnect with a fresh screen, or the PTY is gone. */
   private reset(item: Extract<FeedItem, { kind: 'reset' }>): void {
     if (item.expired) {
-      if (this.state.exitCode === undefined) this.emit({ type: 'terminal/exited' });
+      if (this.current.exitCode === undefined) this.emit({ type: 'terminal/exited' });
       return;
     }
     if (!item.snapshot) return;
