@@ -236,7 +236,8 @@ export class TerminalChannel {
   private fact(fact: PtyFact): void {
     switch (fact.type) {
       case 'title':
-        if (fact.title !== this.current.title) this.emit({ type: 'terminal/titleChanged', title: fact.title });
+        if (fact.title !== this.current.title)
+          this.emit({ type: 'terminal/titleChanged', title: fact.title });
         break;
       case 'cwd': {
         const cwd = pathToUri(fact.cwd);
