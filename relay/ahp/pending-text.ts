@@ -18,7 +18,8 @@ export class PendingText {
     return this.pieces.length === 0;
   }
 
-  push(text: string): void {
+  /** Adds `text`; true when older pieces went (everything before the pending text is beyond the bound). */
+  push(text: string): boolean {
     this.pieces.push(text);
     this.chars += text.length;
     let drop = 0;
@@ -27,10 +28,11 @@ export class PendingText {
       chars -= this.pieces[drop]!.length;
       drop++;
     }
-    if (drop === 0) return;
+    if (drop === 0) return false;
     this.pieces.splice(0, drop);
     this.chars = chars;
     this.cut = true;
+    return true;
   }
 
   /**

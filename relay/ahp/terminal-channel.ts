@@ -7,7 +7,7 @@ import {
   DEFAULT_MAX_PARTS,
   terminalReducer,
 } from './terminal-reducer.js';
-import type { TerminalAction, TerminalState } from './types.js';
+import type { TerminalAction, TerminalContentPart, TerminalState } from './types.js';
 import { channelUri, pathToUri } from './uris.js';
 
 /** A provider event for one terminal, queued until the next flush. */
@@ -109,7 +109,7 @@ export class TerminalChannel {
    */
   apply(action: TerminalAction): void {
     if (action.type === 'terminal/data') {
-      this.pending.push(action.data);
+      if (this.pending.push(action.data)) this.forgetOlderContent();
       return;
     }
     this.foldText();
@@ -118,6 +118,23 @@ export class TerminalChannel {
     else if (action.type === 'terminal/commandExecuted') this.approxChars += action.commandLine.length;
     else return;
     this.bound(false);
+  }
+
+  /**
+   * The pending text alone fills the bound: no content before it can stay. Only the part it will
+   * continue remains, emptied (an open command keeps its line; output after a finished command
+   * starts a part of its own), so a flood holds at most the pending text.
+   */
+  private forgetOlderContent(): void {
+    const { content } = this.current;
+    const tail = content.at(-1);
+    if (content.length === 0) return;
+    if (content.length === 1 && (tail?.type === 'unclassified' ? tail.value : tail?.output) === '') return;
+    let kept: TerminalContentPart[] = [];
+    if (tail?.type === 'unclassified') kept = [{ ...tail, value: '' }];
+    else if (tail?.type === 'command' && !tail.isComplete) kept = [{ ...tail, output: '' }];
+    this.current = { ...this.current, content: kept };
+    this.approxChars = tail?.type === 'command' && kept.length > 0 ? tail.commandLine.length : 0;
   }
 
   private foldText(): void {
