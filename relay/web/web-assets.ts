@@ -8,8 +8,9 @@ import { PtyRelayError } from '../../provider/errors.js';
 
 /**
  * The web page's static files (built by scripts/build-web.mjs into dist/web/), served from
- * memory: `/` is index.html (never cached, a fresh CSP nonce per response), `/assets/<name>-<hash>.*`
- * are content-hashed and cached for a year. Only files listed in the build's manifest exist.
+ * memory once first asked for (a relay nobody opens the page of does not hold them): `/` is
+ * index.html (never cached, a fresh CSP nonce per response), `/assets/<name>-<hash>.*` are
+ * content-hashed and cached for a year. Only files listed in the build's manifest exist.
  */
 
 /** Hashed assets never change under their name. */
@@ -66,10 +67,11 @@ export function defaultWebRoot(): string | undefined {
   return candidates.find((dir) => existsSync(join(dir, 'manifest.json')));
 }
 
-/** The page's files, loaded once; `handle` answers a GET/HEAD for them. */
+/** The page's files, each read once when first asked for; `handle` answers a GET/HEAD for them. */
 export class WebAssets {
-  private readonly assets = new Map<string, Asset>();
-  private readonly indexTemplate: string;
+  /** The manifest's files by path; undefined until read. */
+  private readonly assets = new Map<string, Asset | undefined>();
+  private indexTemplate: string | undefined;
 
   constructor(readonly root: string) {
     let manifest: z.infer<typeof ManifestSchema>;
@@ -78,19 +80,30 @@ export class WebAssets {
     } catch (err) {
       throw new PtyRelayError('CONFIG_INVALID', `no usable web build in ${root}: ${(err as Error).message}`);
     }
-    for (const file of manifest.files) {
-      if (file.split('/').includes('..')) continue;
-      const body = readFileSync(join(root, file));
-      const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
-      this.assets.set(`/${file}`, {
-        body,
-        type: CONTENT_TYPES[extname(file)] ?? 'application/octet-stream',
-        etag,
-      });
+    for (const file of manifest.files)
+      if (!file.split('/').includes('..')) this.assets.set(`/${file}`, undefined);
+    if (!this.assets.has('/index.html') || !existsSync(join(root, 'index.html')))
+      throw new PtyRelayError('CONFIG_INVALID', `${root}/manifest.json lists no index.html`);
+  }
+
+  /** The manifest's file at `path`, read on first use; undefined when unlisted or gone from disk. */
+  private asset(path: string): Asset | undefined {
+    if (!this.assets.has(path)) return undefined;
+    let asset = this.assets.get(path);
+    if (asset) return asset;
+    let body: Buffer;
+    try {
+      body = readFileSync(join(this.root, path.slice(1)));
+    } catch {
+      return undefined; // the build was replaced under the running relay: the file is gone
     }
-    const index = this.assets.get('/index.html');
-    if (!index) throw new PtyRelayError('CONFIG_INVALID', `${root}/manifest.json lists no index.html`);
-    this.indexTemplate = index.body.toString('utf8');
+    asset = {
+      body,
+      type: CONTENT_TYPES[extname(path)] ?? 'application/octet-stream',
+      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+    };
+    this.assets.set(path, asset);
+    return asset;
   }
 
   /** Answers `path` and returns true, or returns false when it is not a page file. */
@@ -102,6 +115,8 @@ export class WebAssets {
       'cross-origin-resource-policy': 'same-origin',
     };
     if (path === '/' || path === '/index.html') {
+      this.indexTemplate ??= this.asset('/index.html')?.body.toString('utf8');
+      if (this.indexTemplate === undefined) return false;
       const nonce = randomBytes(16).toString('base64');
       const body = Buffer.from(this.indexTemplate.split(NONCE_PLACEHOLDER).join(nonce));
       res.writeHead(200, {
@@ -115,7 +130,7 @@ export class WebAssets {
       res.end(req.method === 'HEAD' ? undefined : body);
       return true;
     }
-    const asset = path.startsWith('/assets/') ? this.assets.get(path) : undefined;
+    const asset = path.startsWith('/assets/') ? this.asset(path) : undefined;
     if (!asset) return false;
     if (req.headers['if-none-match'] === asset.etag) {
       res.writeHead(304, { ...common, etag: asset.etag, 'cache-control': IMMUTABLE });

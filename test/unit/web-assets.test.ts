@@ -110,6 +110,41 @@ describe('WebAssets (the page served by the relay)', () => {
   it('refuses a directory without a build as CONFIG_INVALID', () => {
     expect(() => new WebAssets(join(dir, 'assets'))).toThrow(PtyRelayError);
   });
+
+  it('reads a file only when it is first asked for (an idle relay holds none), then keeps it', () => {
+    const late = mkdtempSync(join(tmpdir(), 'ptr-assets-late-'));
+    try {
+      mkdirSync(join(late, 'assets'));
+      writeFileSync(join(late, 'index.html'), '<p>page</p>');
+      writeFileSync(
+        join(late, 'manifest.json'),
+        JSON.stringify({ files: ['index.html', 'assets/app-L1.js', 'assets/gone-G1.js'] }),
+      );
+      const web = new WebAssets(late); // the assets are not there yet
+      writeFileSync(join(late, 'assets', 'app-L1.js'), 'first');
+      const served = (path: string) => {
+        let body = '';
+        let status = 0;
+        const res = {
+          writeHead: (s: number) => {
+            status = s;
+          },
+          end: (b?: Buffer) => {
+            body = b ? b.toString() : '';
+          },
+        };
+        const found = web.handle(path, { method: 'GET', headers: {} } as IncomingMessage, res as never);
+        return found ? { status, body } : undefined;
+      };
+      expect(served('/assets/app-L1.js')).toEqual({ status: 200, body: 'first' });
+      writeFileSync(join(late, 'assets', 'app-L1.js'), 'second');
+      expect(served('/assets/app-L1.js')).toEqual({ status: 200, body: 'first' }); // kept once read
+      expect(served('/assets/gone-G1.js')).toBeUndefined(); // listed, but not on disk: a 404
+      expect(served('/')?.body).toBe('<p>page</p>');
+    } finally {
+      rmSync(late, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('fromOwnPage (WebSocket Origin of the relay page)', () => {
