@@ -11,7 +11,7 @@ export const TRIM_GROWTH_BYTES = 64 * 1024 * 1024;
 /** CPU time within one tick (both threads) that counts as busy: output or input was moving. */
 export const BUSY_CPU_MS = 20;
 /** A trim that gave back at least this much is logged (unless the options say otherwise). */
-export const LOG_RELEASED_BYTES = 4 * 1024 * 1024;
+const LOG_RELEASED_BYTES = 4 * 1024 * 1024;
 
 export interface HeapTrimStats {
   /** The addon loaded: trims happen. */

@@ -14,10 +14,6 @@ export class PendingText {
 
   constructor(private readonly limit: number) {}
 
-  get empty(): boolean {
-    return this.pieces.length === 0;
-  }
-
   /** Adds `text`; true when older pieces went (everything before the pending text is beyond the bound). */
   push(text: string): boolean {
     this.pieces.push(text);
