@@ -1,6 +1,5 @@
-import { dirname, join } from 'node:path';
 import { HeapTrimmer } from '../../agent-stub/daemon/heap-trimmer.js';
-import { heapTrimAddon, trimOnPool } from '../../agent-stub/native/heap-trim.js';
+import { heapTrimAddon, heapTrimAddonPath, trimOnPool } from '../../agent-stub/native/heap-trim.js';
 import type { Logger } from './log.js';
 import { stubBundlePath } from './stub-bundle.js';
 
@@ -18,7 +17,7 @@ const INFO_RELEASED_BYTES = 4 * 1024 * 1024;
 export function startHeapTrimmer(log: Logger): HeapTrimmer {
   let path: string | undefined;
   try {
-    path = join(dirname(stubBundlePath()), 'native', 'malloc-trim.node');
+    path = heapTrimAddonPath(stubBundlePath());
   } catch {
     path = undefined; // no stub bundle: no addon beside it either
   }

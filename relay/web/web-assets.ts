@@ -82,8 +82,10 @@ export class WebAssets {
     }
     for (const file of manifest.files)
       if (!file.split('/').includes('..')) this.assets.set(`/${file}`, undefined);
-    if (!this.assets.has('/index.html') || !existsSync(join(root, 'index.html')))
+    if (!this.assets.has('/index.html'))
       throw new PtyRelayError('CONFIG_INVALID', `${root}/manifest.json lists no index.html`);
+    if (!existsSync(join(root, 'index.html')))
+      throw new PtyRelayError('CONFIG_INVALID', `${root}/manifest.json lists index.html, which is missing`);
   }
 
   /** The manifest's file at `path`, read on first use; undefined when unlisted or gone from disk. */

@@ -1,15 +1,16 @@
 import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { heapTrimAddonPath } from '../../agent-stub/native/heap-trim.js';
 import { stubBundlePath } from '../../relay/core/stub-bundle.js';
 import { capability } from '../support/capabilities.js';
 import { waitFor } from '../support/local-daemon.js';
 import { ServeProcess } from '../support/serve-process.js';
 
-const TRIM_ADDON = join(dirname(stubBundlePath()), 'native', 'malloc-trim.node');
+const TRIM_ADDON = heapTrimAddonPath(stubBundlePath())!;
 const trimAddon = capability(
   'malloc-trim',
   existsSync(TRIM_ADDON) ? undefined : `${TRIM_ADDON} was not built (no C compiler at build time)`,
