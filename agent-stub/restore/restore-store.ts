@@ -74,24 +74,14 @@ export class RestoreStore {
 
   /** Every record file (and leftover temp file, as an error) in the directory. */
   readAll(): StoredRecord[] {
-    let names: string[];
-    try {
-      names = readdirSync(this.dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw err;
-    }
     const out: StoredRecord[] = [];
-    for (const name of names) {
-      const file = join(this.dir, name);
-      let mtimeMs = 0;
+    for (const { file, mtimeMs } of this.files()) {
+      if (!file.endsWith(RECORD_SUFFIX)) {
+        out.push({ file, mtimeMs, error: 'not a record file (an interrupted write)' });
+        continue;
+      }
       let text: string;
       try {
-        mtimeMs = statSync(file).mtimeMs;
-        if (!name.endsWith(RECORD_SUFFIX)) {
-          out.push({ file, mtimeMs, error: 'not a record file (an interrupted write)' });
-          continue;
-        }
         text = readFileSync(file, 'utf8');
       } catch (err) {
         // Removed between readdir and read (another daemon's cleanup): nothing to report.
@@ -99,6 +89,32 @@ export class RestoreStore {
         throw err;
       }
       out.push({ file, mtimeMs, ...parseRestoreRecord(text) });
+    }
+    return out;
+  }
+
+  /**
+   * Every file in the directory with its modification time, none of them read: records are up to
+   * 1 MiB each (a screen and its scrollback), so judging age by content cost a daemon with fifty
+   * sessions 10 MB of reading and parsing per sweep.
+   */
+  files(): { file: string; mtimeMs: number }[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const out: { file: string; mtimeMs: number }[] = [];
+    for (const name of names) {
+      const file = join(this.dir, name);
+      try {
+        out.push({ file, mtimeMs: statSync(file).mtimeMs });
+      } catch (err) {
+        // Removed between readdir and stat (another daemon's cleanup): nothing to report.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
     }
     return out;
   }

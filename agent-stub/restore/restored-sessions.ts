@@ -74,7 +74,10 @@ export class RestoredSessions {
     await this.store.remove(this.scope, id);
   }
 
-  /** Removes records past retention, this scope's and (by file age) any other's. */
+  /**
+   * Removes records past retention, this scope's and (by file age, without reading them) any
+   * other's. Runs every minute, so it reads no record: each is a screen with its scrollback.
+   */
   sweep(now = Date.now()): void {
     for (const [id, r] of this.records) {
       if (now - r.savedAt > RESTORE_RETENTION_MS) {
@@ -82,7 +85,7 @@ export class RestoredSessions {
         this.store.removeFileSync(this.store.fileOf(this.scope, id));
       }
     }
-    for (const f of this.store.readAll()) {
+    for (const f of this.store.files()) {
       if (now - f.mtimeMs > RESTORE_RETENTION_MS) this.store.removeFileSync(f.file);
     }
   }

@@ -62,7 +62,9 @@ async function startDaemon(env: BenchEnv, variant: Variant): Promise<Daemon> {
     daemonArgs,
   });
   const { pid } = await provider.daemonInfo();
-  process.env.PTYRELAY_STATE_DIR = saved;
+  // Assigning undefined would set the string 'undefined' (a relative state dir for later daemons).
+  if (saved === undefined) delete process.env.PTYRELAY_STATE_DIR;
+  else process.env.PTYRELAY_STATE_DIR = saved;
   env.ownPids.add(pid);
   return {
     variant,

@@ -81,6 +81,28 @@ describe('cold-restore records on disk', () => {
     expect(readdirSync(store.dir)).toEqual([]);
   });
 
+  it('the sweep judges files by their age alone and reads none of them', async () => {
+    const now = Date.now();
+    const other = restoreScope('/tmp/other');
+    for (const id of ['pty-1', 'pty-2'])
+      await store.write(other, id, JSON.stringify(record(id, { scope: other })));
+    const past = (now - RESTORE_RETENTION_MS - HOUR) / 1000;
+    utimesSync(store.fileOf(other, 'pty-1'), past, past);
+    class CountingStore extends RestoreStore {
+      reads = 0;
+      override readAll() {
+        this.reads++;
+        return super.readAll();
+      }
+    }
+    const counting = new CountingStore(stateDir);
+    const restored = new RestoredSessions(counting, SCOPE, log);
+    restored.sweep(now);
+    expect(readdirSync(store.dir)).toEqual([`${other}-pty-2.json`]);
+    // Records are screens with scrollback (up to 1 MiB each) and the sweep runs every minute.
+    expect(counting.reads).toBe(0);
+  });
+
   it('removes unreadable files and old temp debris, but not a write in progress', () => {
     writeFileSync(join(store.dir, `${SCOPE}-pty-1.json`), '{"v":1,"id":');
     writeFileSync(join(store.dir, `${SCOPE}-pty-2.json`), JSON.stringify({ ...record('pty-2'), cols: -1 }));
