@@ -1,14 +1,20 @@
 /**
  * Where a session's output lines begin, for paging through its log by line. Line `n` is the text
  * after the `n`-th LF the session printed (line 0 starts at the log's first seq). The index keeps
- * the seq of every {@link LINE_MARK_EVERY}-th line start, so finding a line costs reading at most
- * that many lines from the log. It is fed the bytes in seq order, behind the PTY reader (when the
- * log's write-behind takes them, or when a reader needs the newest), never on the delivery path.
- * Pure: no I/O.
+ * the seq of a line start every {@link LINE_MARK_EVERY} lines and {@link LINE_MARK_MIN_BYTES}
+ * bytes (both), so finding a line costs reading at most that many lines or bytes from the log. It
+ * is fed the bytes in seq order, behind the PTY reader (when the log's write-behind takes them, or
+ * when a reader needs the newest), never on the delivery path. Pure: no I/O.
  */
 
-/** One mark per this many lines: 64 MiB of 10-byte lines cost ~26,000 marks (a few hundred KiB). */
+/** At least this many lines between marks. */
 export const LINE_MARK_EVERY = 256;
+/**
+ * At least this many bytes between marks, so their number is bounded by the bytes the log holds
+ * whatever the lines' length: a 64 MiB log keeps at most 4,096 marks (64 KiB). By lines alone,
+ * fifty sessions that had printed `seq 1 1250000` (8-byte lines) held 5.3 MB of marks.
+ */
+export const LINE_MARK_MIN_BYTES = 16 * 1024;
 
 const LF = 0x0a;
 
@@ -25,9 +31,13 @@ export class LineIndex {
   private markLines: number[] = [];
   private markSeqs: number[] = [];
   private lastByteLf = true;
+  /** The newest mark (kept when a drop removed it from the arrays). */
+  private lastMarkLine = 0;
+  private lastMarkSeq: number;
 
   constructor(startSeq: number) {
     this.scanned = startSeq;
+    this.lastMarkSeq = startSeq;
     this.markLines.push(0);
     this.markSeqs.push(startSeq);
   }
@@ -56,9 +66,15 @@ export class LineIndex {
     let i = buf.indexOf(LF, skip);
     while (i >= 0) {
       this.lfs++;
-      if (this.lfs % LINE_MARK_EVERY === 0) {
+      const start = seq + i + 1;
+      if (
+        this.lfs - this.lastMarkLine >= LINE_MARK_EVERY &&
+        start - this.lastMarkSeq >= LINE_MARK_MIN_BYTES
+      ) {
         this.markLines.push(this.lfs);
-        this.markSeqs.push(seq + i + 1);
+        this.markSeqs.push(start);
+        this.lastMarkLine = this.lfs;
+        this.lastMarkSeq = start;
       }
       i = buf.indexOf(LF, i + 1);
     }

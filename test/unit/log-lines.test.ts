@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lineRange } from '../../agent-stub/history/command-records.js';
-import { LINE_MARK_EVERY, LineIndex } from '../../agent-stub/history/line-index.js';
+import { LINE_MARK_EVERY, LINE_MARK_MIN_BYTES, LineIndex } from '../../agent-stub/history/line-index.js';
 import { readLogLines } from '../../agent-stub/history/log-lines.js';
 import { vtToPlainText } from '../../agent-stub/history/plain-text.js';
 import { SessionLog, type SessionLogOwner } from '../../agent-stub/history/session-log.js';
@@ -142,18 +142,34 @@ describe('line index and log pages', () => {
     log.destroy();
   });
 
-  it('marks every LINE_MARK_EVERY lines and forgets those before a drop', () => {
+  it('marks a line start every LINE_MARK_EVERY lines and LINE_MARK_MIN_BYTES bytes, and forgets marks before a drop', () => {
     const idx = new LineIndex(0);
-    const text = Buffer.from('x\n'.repeat(3 * LINE_MARK_EVERY));
+    // Long lines: the line count decides.
+    const line = `${'y'.repeat(LINE_MARK_MIN_BYTES / LINE_MARK_EVERY + 9)}\n`;
+    const text = Buffer.from(line.repeat(3 * LINE_MARK_EVERY));
     idx.scan(0, text.subarray(0, 5));
     idx.scan(0, text); // the first 5 bytes are skipped, not counted twice
     expect(idx.lfCount).toBe(3 * LINE_MARK_EVERY);
     expect(idx.markAtOrBefore(LINE_MARK_EVERY + 3)).toEqual({
       line: LINE_MARK_EVERY,
-      seq: 2 * LINE_MARK_EVERY,
+      seq: LINE_MARK_EVERY * line.length,
     });
-    idx.dropBefore(2 * LINE_MARK_EVERY + 1);
+    idx.dropBefore(2 * LINE_MARK_EVERY * line.length + 1);
     expect(idx.markAtOrBefore(LINE_MARK_EVERY + 3)).toBeUndefined();
     expect(() => idx.scan(text.length + 1, Buffer.from('a'))).toThrow(RangeError);
+  });
+
+  it('marks short lines by bytes, so the marks of a log are bounded by its size', () => {
+    const idx = new LineIndex(0);
+    const perMark = LINE_MARK_MIN_BYTES / 2;
+    idx.scan(0, Buffer.from('x\n'.repeat(4 * perMark)));
+    expect(idx.lfCount).toBe(4 * perMark);
+    // 2-byte lines: a mark every LINE_MARK_MIN_BYTES bytes, not every LINE_MARK_EVERY lines.
+    expect(idx.markAtOrBefore(perMark - 1)).toEqual({ line: 0, seq: 0 });
+    expect(idx.markAtOrBefore(3 * perMark + 5)).toEqual({ line: 3 * perMark, seq: 3 * LINE_MARK_MIN_BYTES });
+    // A drop keeps counting from the newest mark, not from the first one left.
+    idx.dropBefore(4 * LINE_MARK_MIN_BYTES);
+    idx.scan(4 * LINE_MARK_MIN_BYTES, Buffer.from('x\n'.repeat(perMark)));
+    expect(idx.markAtOrBefore(5 * perMark)).toEqual({ line: 5 * perMark, seq: 5 * LINE_MARK_MIN_BYTES });
   });
 });
