@@ -1,4 +1,5 @@
 import type { LinePosition } from './command-records.js';
+import { IDLE_TAIL_BYTES } from './history-limits.js';
 import { OutputRing } from './output-ring.js';
 import type { SessionLog } from './session-log.js';
 
@@ -97,12 +98,15 @@ export class OutputHistory {
   }
 
   /**
-   * The ring limit now: the tail while the log is healthy; else the classic rule (the smaller
-   * background ring while every attached link has the session in the background and no link
-   * claims credit, else the full ring).
+   * The ring limit now: the tail while the log is healthy (the small idle tail while the session
+   * is `idle`); else the classic rule (the smaller background ring while every attached link has
+   * the session in the background and no link claims credit, else the full ring).
    */
-  ringLimit(attachedInBackground: readonly boolean[], creditClaims: number): number {
-    if (this.logging) return Math.min(this.limits.tailBytes, this.limits.ringBytes);
+  ringLimit(attachedInBackground: readonly boolean[], creditClaims: number, idle = false): number {
+    if (this.logging) {
+      const tail = Math.min(this.limits.tailBytes, this.limits.ringBytes);
+      return idle ? Math.min(IDLE_TAIL_BYTES, tail) : tail;
+    }
     return ringLimitFor(
       attachedInBackground,
       creditClaims,

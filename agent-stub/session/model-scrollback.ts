@@ -74,6 +74,15 @@ export class ModelScrollback {
     if (!adopted) this.rebuildsRejected++;
   }
 
+  /**
+   * Dropped its scrollback and unused since for as long as that took: the session may keep only
+   * the small idle tail of its output in RAM (its log has the rest).
+   */
+  idle(now: number, inBackground: boolean): boolean {
+    if (!this.shrunk || this.growing) return false;
+    return now - this.lastUse >= (inBackground ? Math.min(this.idleMs, BACKGROUND_IDLE_MS) : this.idleMs);
+  }
+
   /** Output, input or a resize: the session is in use. */
   used(now = Date.now()): void {
     this.lastUse = now;

@@ -27,6 +27,7 @@ import { OutputHistory } from '../history/output-history.js';
 import type { OutputRing } from '../history/output-ring.js';
 import type { SessionLog } from '../history/session-log.js';
 import { FactScanner, type ScannerFact, type ScanResult } from './fact-scanner.js';
+import { droppedExternal } from './idle-gc.js';
 import type { ModelScrollback } from './model-scrollback.js';
 import { PtyInputWriter } from './pty-input-writer.js';
 import {
@@ -142,6 +143,8 @@ export class PtySession {
   private readonly model: SessionModel;
   /** Whether the model keeps its scrollback now (background and idle sessions drop it). */
   readonly scrollback: ModelScrollback;
+  /** The ring holds only the idle tail (refreshRingLimit); the next output or input widens it. */
+  private ringIdle = false;
   private commandDetection = false;
 
   constructor(
@@ -252,9 +255,14 @@ export class PtySession {
    * Re-derives the ring's limit after an attach, detach, background switch or credit sweep (see
    * {@link OutputHistory.ringLimit}).
    */
-  refreshRingLimit(): void {
+  refreshRingLimit(now = Date.now()): void {
     const background = [...this.sinks].map((s) => s.isBackground(this));
-    this.ring.setLimit(this.history.ringLimit(background, this.credits.claims));
+    const inBackground = background.length > 0 && background.every(Boolean);
+    this.ringIdle = this.scrollback.idle(now, inBackground);
+    const before = this.ring.allocated;
+    this.ring.setLimit(this.history.ringLimit(background, this.credits.claims, this.ringIdle));
+    // Idle sessions allocate nothing: without a collection the old buffer would stay resident.
+    if (this.ring.allocated < before) droppedExternal(before - this.ring.allocated);
   }
 
   /** Full ring from now on (a link is bringing the session back; refreshRingLimit settles it after). */
@@ -266,6 +274,7 @@ export class PtySession {
     if (!this.alive) throw new PtyRelayError('SESSION_EXITED', `${this.id} has exited`);
     if (data.length > 0) this.input.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
     this.scrollback.used();
+    if (this.ringIdle) this.refreshRingLimit();
   }
 
   resize(cols: number, rows: number): void {
@@ -370,8 +379,9 @@ export class PtySession {
       ? pointsIn(data, base, this.history.linePosition())
       : undefined;
     if (data.length > 0) {
-      this.history.append(data);
       this.scrollback.used();
+      if (this.ringIdle) this.refreshRingLimit();
+      this.history.append(data);
       this.credits.advance(this.ring.head);
       this.model.push(base, data);
       for (const s of this.sinks) s.data(this, base, data);

@@ -1,0 +1,94 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  DEFAULT_TAIL_BYTES,
+  IDLE_TAIL_BYTES,
+  resolveHistoryLimits,
+} from '../../agent-stub/history/history-limits.js';
+import { HistoryStore } from '../../agent-stub/history/history-store.js';
+import type { PtySession } from '../../agent-stub/session/pty-session.js';
+import { ScreenModelHost } from '../../agent-stub/session/screen-model.js';
+import { SessionRegistry } from '../../agent-stub/session/session-registry.js';
+import { modelWorkerFile } from '../support/in-process-sessions.js';
+import { waitFor } from '../support/local-daemon.js';
+
+const MiB = 1024 * 1024;
+/** `seq 1 60000`: 348,894 bytes (more than the tail) plus the PTY's CRs. */
+const LINES = 60_000;
+
+/**
+ * The RAM tail of an idle session (its model dropped its scrollback; its log is healthy) shrinks to
+ * IDLE_TAIL_BYTES and grows back at the next input or output; whatever the ring let go is still
+ * read, byte for byte, from the log. The daemon's sweep (refreshRingLimit, then sweepModel, every
+ * second) is driven by hand here, in the session code of the test's own process.
+ */
+describe('the RAM tail of an idle session', () => {
+  let root: string;
+  let model: ScreenModelHost;
+  let history: HistoryStore;
+  let registry: SessionRegistry;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'ptr-idle-tail-'));
+    mkdirSync(join(root, 'state'));
+    model = new ScreenModelHost(modelWorkerFile());
+    history = new HistoryStore(join(root, 'state'), resolveHistoryLimits({}), () => {});
+    const limits = {
+      ringBytes: 4 * MiB,
+      scrollbackRows: 1000,
+      scrollbackIdleMs: 200,
+      tailBytes: DEFAULT_TAIL_BYTES,
+      logBytes: 64 * MiB,
+      logKeepsBytes: 56 * MiB,
+    };
+    registry = new SessionRegistry(model, limits, join(root, 'shell'), () => {}, undefined, history);
+  });
+  afterAll(async () => {
+    await registry?.shutdownAll();
+    await model?.dispose();
+    history?.dispose();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  const sweep = (s: PtySession) => {
+    s.refreshRingLimit();
+    s.sweepModel(Date.now());
+  };
+
+  it('keeps only the idle tail in RAM, reads the rest from the log, and widens at the next input', async () => {
+    const s = registry.spawn({
+      cols: 80,
+      rows: 24,
+      command: 'sh',
+      args: ['-c', `seq 1 ${LINES}; echo TAIL-END; exec cat`],
+    }).session;
+    const all = await waitFor(
+      async () => {
+        const bytes = await s.history.read(0);
+        return bytes?.toString('latin1').includes('TAIL-END') ? bytes : undefined;
+      },
+      20_000,
+      'the output',
+    );
+    expect(all.length).toBeGreaterThan(DEFAULT_TAIL_BYTES);
+    expect(s.ring.allocated).toBe(DEFAULT_TAIL_BYTES);
+    await waitFor(
+      () => {
+        sweep(s);
+        return s.ring.allocated <= IDLE_TAIL_BYTES;
+      },
+      10_000,
+      'the idle tail',
+    );
+    expect(s.ring.capacity).toBe(IDLE_TAIL_BYTES);
+    expect(s.ring.start).toBe(s.history.head - IDLE_TAIL_BYTES);
+    // Nothing is lost: the log still has every byte, the tail's and the older ones.
+    expect(s.history.start).toBe(0);
+    expect(await s.history.read(0, all.length)).toEqual(all);
+    // Input (and its echo) is use: the whole tail is kept again from the next byte on.
+    s.write(new TextEncoder().encode('x'));
+    expect(s.ring.capacity).toBe(DEFAULT_TAIL_BYTES);
+    await waitFor(async () => (await s.history.read(all.length))?.includes('x'), 10_000, 'the echo');
+  });
+});
