@@ -12,9 +12,11 @@ export const DEFAULT_FREE_PERCENT = 10;
 /** RAM tail per session while its log is healthy: live delivery and short replays. */
 export const DEFAULT_TAIL_BYTES = 256 * KiB;
 /**
- * RAM tail of an idle session while its log is healthy (its model dropped its scrollback too): a
+ * RAM tail while the log is healthy of a session that is idle (its model dropped its scrollback
+ * too; the tail is back at its next output or input) or that every attached link has in the
+ * background (they keep a thinned tail of their own; bringing it back takes a snapshot): a
  * reconnect replays the newest bytes from RAM and older ones from the log. Fifty idle sessions
- * held 12.8 MB in full tails; the tail is back at the next output or input.
+ * held 12.8 MB in full tails.
  */
 export const IDLE_TAIL_BYTES = 16 * KiB;
 const MIN_SEGMENT_BYTES = 64 * KiB;

@@ -98,14 +98,17 @@ export class OutputHistory {
   }
 
   /**
-   * The ring limit now: the tail while the log is healthy (the small idle tail while the session
-   * is `idle`); else the classic rule (the smaller background ring while every attached link has
-   * the session in the background and no link claims credit, else the full ring).
+   * The ring limit now: the tail while the log is healthy, the small idle tail while the session
+   * is `idle` or every attached link has it in the background (those links keep their own thinned
+   * tail, and bringing it back takes a snapshot); else the classic rule (the smaller background
+   * ring while every attached link has the session in the background and no link claims credit,
+   * else the full ring).
    */
   ringLimit(attachedInBackground: readonly boolean[], creditClaims: number, idle = false): number {
     if (this.logging) {
       const tail = Math.min(this.limits.tailBytes, this.limits.ringBytes);
-      return idle ? Math.min(IDLE_TAIL_BYTES, tail) : tail;
+      const background = attachedInBackground.length > 0 && attachedInBackground.every(Boolean);
+      return idle || background ? Math.min(IDLE_TAIL_BYTES, tail) : tail;
     }
     return ringLimitFor(
       attachedInBackground,

@@ -91,4 +91,25 @@ describe('the RAM tail of an idle session', () => {
     expect(s.ring.capacity).toBe(DEFAULT_TAIL_BYTES);
     await waitFor(async () => (await s.history.read(all.length))?.includes('x'), 10_000, 'the echo');
   });
+
+  it('keeps only the idle tail while every attached link has the session in the background', async () => {
+    const s = registry.spawn({ cols: 80, rows: 24, command: 'sh', args: ['-c', 'exec cat'] }).session;
+    let background = true;
+    // A link as the session sees one (the daemon's connection): only whether it is in the background matters here.
+    s.addSink({ data() {}, fact() {}, exit() {}, isBackground: () => background });
+    s.refreshRingLimit();
+    expect(s.ring.capacity).toBe(IDLE_TAIL_BYTES);
+    // Output does not widen it: those links get a thinned tail of their own.
+    s.write(new TextEncoder().encode(`${'y'.repeat(200)}\n`.repeat(400)));
+    // The terminal's echo and cat's copy of each line: 2 × 400 × 202 bytes (LF becomes CR LF).
+    await waitFor(() => s.history.head >= 2 * 400 * 202, 10_000, 'the echo and the copy');
+    s.refreshRingLimit();
+    expect(s.ring.capacity).toBe(IDLE_TAIL_BYTES);
+    expect(s.ring.allocated).toBeLessThanOrEqual(IDLE_TAIL_BYTES);
+    expect((await s.history.read(0))?.length).toBe(s.history.head);
+    // A link brings it back: the whole tail from then on.
+    background = false;
+    s.refreshRingLimit();
+    expect(s.ring.capacity).toBe(DEFAULT_TAIL_BYTES);
+  });
 });
