@@ -80,7 +80,12 @@ export class ModelScrollback {
    */
   idle(now: number, inBackground: boolean): boolean {
     if (!this.shrunk || this.growing) return false;
-    return now - this.lastUse >= (inBackground ? Math.min(this.idleMs, BACKGROUND_IDLE_MS) : this.idleMs);
+    return now - this.lastUse >= this.idleAfter(inBackground);
+  }
+
+  /** Quiet after which the session counts as idle. */
+  private idleAfter(inBackground: boolean): number {
+    return inBackground ? Math.min(this.idleMs, BACKGROUND_IDLE_MS) : this.idleMs;
   }
 
   /** Output, input or a resize: the session is in use. */
@@ -92,8 +97,7 @@ export class ModelScrollback {
   sweep(now: number, inBackground: boolean): boolean {
     if (this.shrunk || this.growing || this.idleMs === 0) return false;
     if (!this.host.history.logging || this.host.history.head === 0) return false;
-    const idleAfter = inBackground ? Math.min(this.idleMs, BACKGROUND_IDLE_MS) : this.idleMs;
-    if (now - this.lastUse < idleAfter) return false;
+    if (now - this.lastUse < this.idleAfter(inBackground)) return false;
     this.host.flushModel();
     this.host.post({ kind: 'shrink', sid: this.host.sid });
     this.host.retainLines(true);
