@@ -14,6 +14,11 @@ export interface OutputHistoryLimits {
   logBytes: number;
 }
 
+/** True when at least one link is attached and every one has the session in the background. */
+export function allInBackground(attachedInBackground: readonly boolean[]): boolean {
+  return attachedInBackground.length > 0 && attachedInBackground.every(Boolean);
+}
+
 /**
  * The ring a session needs without a log: the smaller background ring while every attached link
  * has it in the background and no link claims credit, else the full one. A link that dropped
@@ -26,9 +31,7 @@ export function ringLimitFor(
   ringBytes: number,
   backgroundRingBytes: number,
 ): number {
-  const background =
-    attachedInBackground.length > 0 && attachedInBackground.every(Boolean) && creditClaims === 0;
-  return background ? backgroundRingBytes : ringBytes;
+  return allInBackground(attachedInBackground) && creditClaims === 0 ? backgroundRingBytes : ringBytes;
 }
 
 /**
@@ -107,8 +110,7 @@ export class OutputHistory {
   ringLimit(attachedInBackground: readonly boolean[], creditClaims: number, idle = false): number {
     if (this.logging) {
       const tail = Math.min(this.limits.tailBytes, this.limits.ringBytes);
-      const background = attachedInBackground.length > 0 && attachedInBackground.every(Boolean);
-      return idle || background ? Math.min(IDLE_TAIL_BYTES, tail) : tail;
+      return idle || allInBackground(attachedInBackground) ? Math.min(IDLE_TAIL_BYTES, tail) : tail;
     }
     return ringLimitFor(
       attachedInBackground,

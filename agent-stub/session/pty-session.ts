@@ -23,7 +23,7 @@ import { ptyInternals } from '../adapters/node-pty.js';
 import { CreditWindow, DEFAULT_CREDIT_WINDOW_MAX } from '../flow/credit-window.js';
 import { ProducerGate } from '../flow/producer-gate.js';
 import { CommandRecords, type OutputPoint, pointsIn } from '../history/command-records.js';
-import { OutputHistory } from '../history/output-history.js';
+import { allInBackground, OutputHistory } from '../history/output-history.js';
 import type { OutputRing } from '../history/output-ring.js';
 import type { SessionLog } from '../history/session-log.js';
 import { FactScanner, type ScannerFact, type ScanResult } from './fact-scanner.js';
@@ -256,13 +256,17 @@ export class PtySession {
    * {@link OutputHistory.ringLimit}).
    */
   refreshRingLimit(now = Date.now()): void {
-    const background = [...this.sinks].map((s) => s.isBackground(this));
-    const inBackground = background.length > 0 && background.every(Boolean);
-    this.ringIdle = this.scrollback.idle(now, inBackground);
+    const background = this.linksInBackground();
+    this.ringIdle = this.scrollback.idle(now, allInBackground(background));
     const before = this.ring.allocated;
     this.ring.setLimit(this.history.ringLimit(background, this.credits.claims, this.ringIdle));
     // Idle sessions allocate nothing: without a collection the old buffer would stay resident.
     if (this.ring.allocated < before) droppedExternal(before - this.ring.allocated);
+  }
+
+  /** Whether each attached link has the session in the background. */
+  private linksInBackground(): boolean[] {
+    return [...this.sinks].map((s) => s.isBackground(this));
   }
 
   /** Full ring from now on (a link is bringing the session back; refreshRingLimit settles it after). */
@@ -321,7 +325,7 @@ export class PtySession {
    * the background (called periodically); true when it just did.
    */
   sweepModel(now: number): boolean {
-    const background = this.sinks.size > 0 && [...this.sinks].every((s) => s.isBackground(this));
+    const background = allInBackground(this.linksInBackground());
     return this.scrollback.sweep(now, background);
   }
 
