@@ -55,7 +55,7 @@ export class ServeProcess {
     return readFileSync(join(this.configDir, 'token'), 'utf8').trim();
   }
 
-  /** Starts the relay on any free port; resolves once it listens (PTYRELAY_URL is set in `env`). */
+  /** Starts the relay on any free port; resolves once it listens and has printed its banner (PTYRELAY_URL is set in `env`). */
   async start(): Promise<void> {
     this.stderr = '';
     this.stdout = '';
@@ -68,7 +68,12 @@ export class ServeProcess {
       this.stdout += d;
     });
     const listening = /relay listening on (ws:\S+)/;
-    await waitFor(() => listening.test(this.stderr), 60_000, 'the relay to listen');
+    // The banner's last line (`token: …`): its lines may arrive in more than one pipe read.
+    await waitFor(
+      () => listening.test(this.stderr) && /^ptyrelay: token: /m.test(this.stderr),
+      60_000,
+      'the relay to listen',
+    );
     this.url = listening.exec(this.stderr)![1]!;
     this.env.PTYRELAY_URL = this.url;
   }
