@@ -1,3 +1,4 @@
+import { OutputArena, type StoredText } from './output-arena.js';
 import type { ActionEnvelope, ActionOrigin, MalformedClientAction, StateAction, URI } from './types.js';
 
 /** Default number of recent envelopes kept for `reconnect` replay. */
@@ -30,10 +31,11 @@ function notificationText(envelope: ActionEnvelope): Buffer {
  * Terminal output is most of what the log holds, and it stays there long enough (the replay ring)
  * to outlive V8's young generation: held as strings it died in the old generation, which V8 lets
  * grow to several times what is live before collecting it (a relay feeding stalled AHP clients
- * reached 350 MB). So an output envelope keeps its data only as UTF-8 in a Buffer, off V8's heap,
- * and, once a JSON peer needs it, only as its notification's text (built once and shared by every
- * peer it goes to). A log whose peers all take raw Data frames never builds that text. Other
- * envelopes (small) are kept as objects and their text is built when a peer first needs it.
+ * reached 350 MB). So an output envelope keeps its data only as UTF-8 in the log's
+ * {@link OutputArena}, off V8's heap, and, once a JSON peer needs it, only as its notification's
+ * text (built once and shared by every peer it goes to). A log whose peers all take raw Data frames
+ * never builds that text. Other envelopes (small) are kept as objects and their text is built when
+ * a peer first needs it.
  */
 export class LogEntry {
   readonly channel: URI;
@@ -46,11 +48,15 @@ export class LogEntry {
   live = true;
   /** The envelope; once settled, an output envelope's data is empty here and held in `data` or `text`. */
   private held: ActionEnvelope;
-  /** An output envelope's data (UTF-8) until its text is built. */
-  private data: Buffer | undefined;
+  /** An output envelope's data (UTF-8, in the arena) until its text is built. */
+  private data: StoredText | undefined;
   private text: Buffer | undefined;
 
-  constructor(envelope: ActionEnvelope, onlyClientId?: string) {
+  constructor(
+    envelope: ActionEnvelope,
+    onlyClientId: string | undefined,
+    private readonly arena: OutputArena,
+  ) {
     this.channel = envelope.channel;
     this.serverSeq = envelope.serverSeq;
     if (onlyClientId !== undefined) this.onlyClientId = onlyClientId;
@@ -70,8 +76,18 @@ export class LogEntry {
   settle(): void {
     const { action } = this.held;
     if (!('data' in action) || action.data === '') return;
-    if (this.text === undefined) this.data = Buffer.from(action.data);
+    if (this.text === undefined) {
+      // An entry evicted before it settled keeps its envelope as it is (nothing would release it).
+      if (!this.live) return;
+      this.data = this.arena.store(action.data);
+    }
     this.held = { ...this.held, action: { ...action, data: '' } };
+  }
+
+  /** Evicted: its data's place in the arena may be reused (the held text, if any, stays). */
+  evicted(): void {
+    this.live = false;
+    if (this.data) this.arena.release(this.data);
   }
 
   /** The envelope (an output envelope's data is decoded again: replays and JSON peers only). */
@@ -82,7 +98,7 @@ export class LogEntry {
     if (this.data)
       return {
         ...this.held,
-        action: { ...this.held.action, data: this.data.toString('utf8') },
+        action: { ...this.held.action, data: this.arena.read(this.data) },
       } as ActionEnvelope;
     return this.held;
   }
@@ -95,6 +111,7 @@ export class LogEntry {
       const { action } = this.held;
       const replaced = 'data' in action ? (this.data?.length ?? Buffer.byteLength(action.data)) : 0;
       this.text = text;
+      if (this.data) this.arena.release(this.data);
       this.data = undefined;
       log?.account(this, text.length - replaced);
     }
@@ -122,6 +139,8 @@ export class ActionLog {
   private start = 0;
   private bytes = 0;
   private seq: number;
+  /** Where settled output envelopes keep their data. */
+  readonly arena = new OutputArena();
 
   constructor(
     private readonly maxActions = DEFAULT_REPLAY_ACTIONS,
@@ -152,7 +171,7 @@ export class ActionLog {
     if (opts.rejectionReason !== undefined) envelope.rejectionReason = opts.rejectionReason;
     // The previous envelope's delivery is over: its data can leave V8's heap.
     this.entries.at(-1)?.settle();
-    const entry = new LogEntry(envelope, opts.onlyClientId);
+    const entry = new LogEntry(envelope, opts.onlyClientId, this.arena);
     this.entries.push(entry);
     this.bytes += entry.bytes;
     this.evict();
@@ -179,7 +198,7 @@ export class ActionLog {
     ) {
       const old = this.entries[this.start]!;
       this.bytes -= old.bytes;
-      old.live = false;
+      old.evicted();
       // Cleared now, not at the next compaction: a slot kept until then held its string, and up
       // to maxActions evicted 64 KiB chunks (hundreds of MB) stayed reachable (issue 20).
       this.entries[this.start] = undefined;

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ActionLog, entryText } from '../../relay/ahp/action-log.js';
+import { SLAB_BYTES } from '../../relay/ahp/output-arena.js';
 import { rootReducer } from '../../relay/ahp/root-catalog.js';
 import { type RawSegment, TerminalChannel } from '../../relay/ahp/terminal-channel.js';
 import { boundContent, terminalReducer } from '../../relay/ahp/terminal-reducer.js';
@@ -222,6 +223,33 @@ describe('ActionLog', () => {
     });
     expect(entryText(e, log)).toBe(text);
     expect(log.heldBytes).toBe(before + text.length);
+  });
+  it("keeps a flood's output in a few reused slabs, and every held envelope reads back whole", async () => {
+    // One buffer per envelope died in V8's old generation: a full collection every ~6 MB of
+    // output in a relay passing a flood on (output-arena.ts).
+    const budget = 8 * 1024 * 1024;
+    const log = new ActionLog(10_000, budget, 0);
+    const piece = (i: number) => `${String(i).padStart(8, '0')}é\r\n`.repeat(2900); // ~35 KB
+    for (let i = 0; i < 2000; i++) {
+      log.append('c', { type: 'terminal/data', data: piece(i) });
+      if (i % 16 === 0) await new Promise((r) => setImmediate(r));
+    }
+    expect(log.arena.slabsAllocated).toBeLessThanOrEqual(budget / SLAB_BYTES + 8);
+    const held = log.since(log.oldestSeq - 1) ?? [];
+    expect(held.length).toBeGreaterThan(200);
+    for (const e of held)
+      expect(e.envelope.action).toEqual({ type: 'terminal/data', data: piece(e.serverSeq - 1) });
+  });
+  it('still reads an envelope evicted in the turn it was held for delivery', () => {
+    const log = new ActionLog(1000, 64 * 1024, 0);
+    const data = (c: string) => c.repeat(20_000);
+    const held = log.append('c', { type: 'terminal/data', data: data('a') });
+    // Settled, then evicted within the same turn, as a flood does behind a held peer; its slab
+    // empties and two more fill meanwhile.
+    for (let i = 0; i < 40; i++) log.append('c', { type: 'terminal/data', data: data(String(i % 10)) });
+    expect(log.arena.slabsAllocated).toBeGreaterThanOrEqual(3);
+    expect(held.live).toBe(false);
+    expect(held.envelope.action).toEqual({ type: 'terminal/data', data: data('a') });
   });
   it('lets go of evicted envelopes at once (they used to stay reachable until compaction)', async () => {
     // The test workers run with --expose-gc (vitest.config.ts).
