@@ -170,7 +170,7 @@ export async function main(argv: string[]): Promise<number> {
       'typing-hop': () => typingHopScenario(env),
       reconnect: () => reconnectScenario(env, provider),
       'idle-memory': () => idleMemoryScenario(env),
-      memory: () => memoryScenario(env, provider),
+      memory: () => memoryScenario(env, provider, () => freshDaemon(provider)),
       scale: () => scaleScenario(env, provider),
       snapshot: () => snapshotScenario(env, provider),
       queries: () => queriesScenario(env, provider),
