@@ -29,7 +29,7 @@ export interface StoredText {
  * instead of a buffer per envelope. The log keeps megabytes of output for `reconnect` replay,
  * long enough for every envelope's buffer to outlive V8's young generation: one buffer each died
  * in the old generation, and a relay passing a flood to a RelayClient ran a full collection every
- * ~6 MB (40–47 per 210 MB, a fifth of its CPU). Slabs live as long as the log holds output; what
+ * 5–9 MB (87–105 per 800 MB; 14–22 with slabs). Slabs live as long as the log holds output; what
  * a flood allocates per chunk then dies young.
  *
  * A slab whose texts were all released is reused only after the current turn of the event loop

@@ -225,7 +225,7 @@ describe('ActionLog', () => {
     expect(log.heldBytes).toBe(before + text.length);
   });
   it("keeps a flood's output in a few reused slabs, and every held envelope reads back whole", async () => {
-    // One buffer per envelope died in V8's old generation: a full collection every ~6 MB of
+    // One buffer per envelope died in V8's old generation: a full collection every 5–9 MB of
     // output in a relay passing a flood on (output-arena.ts).
     const budget = 8 * 1024 * 1024;
     const log = new ActionLog(10_000, budget, 0);
