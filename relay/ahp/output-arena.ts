@@ -39,8 +39,6 @@ export interface StoredText {
 export class OutputArena {
   private current: Slab | undefined;
   private readonly free: Slab[] = [];
-  private retiring: Slab[] = [];
-  private recycleQueued = false;
   /** Slabs allocated so far (a flood through a bounded log allocates a bounded number). */
   slabsAllocated = 0;
 
@@ -97,14 +95,13 @@ export class OutputArena {
     return { buf: Buffer.allocUnsafeSlow(SLAB_BYTES), used: 0, live: 0, generation: 0 };
   }
 
+  /**
+   * An immediate of its own per slab, queued now: one shared with slabs retired earlier in the
+   * turn could run before a hold that began in between, and hand this slab out under it.
+   */
   private retire(slab: Slab): void {
-    this.retiring.push(slab);
-    if (this.recycleQueued) return;
-    this.recycleQueued = true;
     setImmediate(() => {
-      this.recycleQueued = false;
-      for (const s of this.retiring) if (this.free.length < MAX_FREE_SLABS) this.free.push(s);
-      this.retiring = [];
+      if (this.free.length < MAX_FREE_SLABS) this.free.push(slab);
     });
   }
 }

@@ -81,4 +81,30 @@ describe('OutputArena (the action log settled output)', () => {
     expect(() => arena.read(first[0]!)).toThrow(/overwritten/);
     expect([c, d, e].map((t) => arena.read(t!))).toEqual([piece, piece, piece]);
   });
+
+  it('keeps a slab retired after a hold began out of use until that hold ran, whatever was retired before it', async () => {
+    const arena = new OutputArena();
+    const piece = 'c'.repeat(SLAB_BYTES / 4);
+    const fill = (n: number) => Array.from({ length: n }, () => arena.store(piece));
+    const first = fill(4);
+    const second = fill(4);
+    fill(1); // a third slab is the current one
+    for (const t of first) arena.release(t); // the first slab retires
+    // Output arrives in an immediate before the hold's (a channel's feed) and needs a new slab.
+    const fed = new Promise<void>((r) => setImmediate(() => r(void fill(4))));
+    // A delivery held until a reply went out reads an envelope of the second slab...
+    const held = new Promise<string>((r) =>
+      setImmediate(() => {
+        try {
+          r(arena.read(second[0]!));
+        } catch (err) {
+          r((err as Error).message);
+        }
+      }),
+    );
+    // ...which the log evicts in the same turn.
+    for (const t of second) arena.release(t);
+    await fed;
+    expect(await held).toBe(piece);
+  });
 });
