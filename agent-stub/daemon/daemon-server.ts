@@ -338,7 +338,9 @@ class StubDaemon {
     clearTimeout(this.idleTimer);
     this.trimmer.stop();
     this.server?.close();
-    for (const c of this.connections) c.close();
+    // Asked to stop: every link hears so and does not start a new daemon in this one's place.
+    if (reason === REQUESTED) await Promise.all([...this.connections].map((c) => c.stopping()));
+    else for (const c of this.connections) c.close();
     await Promise.all([this.registry.shutdownAll(), this.lsp.dispose()]);
     // Asked to end its sessions: they ended cleanly and leave no record. Otherwise (SIGTERM at a
     // reboot, idle) the final saves stay for a cold restore.

@@ -29,6 +29,8 @@ import type { StubInputLedgers } from './stub-input-ledgers.js';
 
 /** How long a link that broke the protocol stays half-closed for its peer to read the error. */
 const PROTOCOL_ERROR_LINGER_MS = 2000;
+/** How long a link told that the daemon stops may take to read it before it is closed anyway. */
+const STOPPING_LINGER_MS = 1000;
 
 let nextConnectionId = 1;
 
@@ -222,6 +224,26 @@ export class StubConnection implements SessionSink, HandlerConnection {
     for (const s of this.attached) this.detach(s, this.saidGoodbye);
     this.socket.destroy();
     this.ctx.onClose(this);
+  }
+
+  /**
+   * The daemon ends on request: tells the peer (so it does not start another daemon in this one's
+   * place) and closes once that is written, or after STOPPING_LINGER_MS.
+   */
+  stopping(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.send({ t: 'stopping' });
+    this.out.flushNow();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(linger);
+        this.close();
+        resolve();
+      };
+      const linger = setTimeout(done, STOPPING_LINGER_MS);
+      linger.unref();
+      this.socket.end(done);
+    });
   }
 
   private onChunk(chunk: Buffer): void {

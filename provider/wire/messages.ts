@@ -242,6 +242,16 @@ export interface GoodbyeMessage {
   t: 'goodbye';
 }
 
+/**
+ * Daemon only: it ends on request (`daemonShutdown`, `ptyrelay daemons stop`) and its sessions end
+ * with it. Sent to every link just before the daemon closes them: a link that gets it does not
+ * reconnect (which would start a new daemon in its place) until it is used again. Older builds
+ * never send it; their links reconnect as after any drop.
+ */
+export interface StoppingMessage {
+  t: 'stopping';
+}
+
 /** A background stream event (keep-tail thinning): backgroundMarker, dataGap, or a fact from dropped output. */
 export interface BackgroundEventMessage {
   t: 'bg';
@@ -259,7 +269,8 @@ export type StubToClientMessage =
   | ResponseMessage
   | InputAckMessage
   | FactEventMessage
-  | ExitEventMessage;
+  | ExitEventMessage
+  | StoppingMessage;
 export type ClientToStubMessage = HelloMessage | RequestMessage | AckMessage | PingMessage | GoodbyeMessage;
 
 export function isObject(v: unknown): v is Record<string, unknown> {

@@ -11,7 +11,7 @@ import { MAX_TERMINAL_CELLS, stubSpawnParamsSchema, terminalOwnerSchema } from '
 /**
  * One schema per message of the stub link (messages.ts has the types): what a daemon accepts from
  * a client (`req` per method, `ack`, `ping`, `goodbye`) and what a relay accepts from a daemon
- * (`res`, `inputAck`, `fact`, `exit`, `bg`). The hello has its own (hello-schema.ts). Unknown
+ * (`res`, `inputAck`, `fact`, `exit`, `bg`, `stopping`). The hello has its own (hello-schema.ts). Unknown
  * fields pass (a newer peer may add some); known ones must have their types. `zod/mini` (bundle).
  */
 
@@ -157,4 +157,5 @@ export const daemonMessageSchemas = {
     ]),
   }),
   error: z.looseObject({ t: z.literal('error'), error: errorShape }),
+  stopping: z.looseObject({ t: z.literal('stopping') }),
 };

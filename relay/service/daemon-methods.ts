@@ -8,7 +8,14 @@ import type { DaemonInfo } from '../stub-link/daemon-admin.js';
 /** What a provider backed by per-user daemons offers for administration (StubBackedProvider). */
 interface DaemonAdmin {
   daemonList(host: string): Promise<DaemonInfo[]>;
-  stopDaemon(host: string, build?: string): Promise<DaemonInfo>;
+  /** `terminals`: the global ids of the terminals that ended with the daemon. */
+  stopDaemon(host: string, build?: string): Promise<StoppedDaemon>;
+}
+
+/** A daemon `ptyrelay/stopDaemon` ended, and the terminals that ended with it. */
+export interface StoppedDaemon {
+  info: DaemonInfo;
+  terminals: string[];
 }
 
 function adminOf(p: IPtyProvider, host: string): DaemonAdmin {
@@ -33,7 +40,7 @@ function optString(v: unknown, name: string): string | undefined {
  */
 export function daemonMethods(
   router: HostRouter,
-  onStopped: (stopped: DaemonInfo) => Promise<void> | void,
+  onStopped: (stopped: StoppedDaemon) => Promise<void> | void,
 ): Record<string, RpcMethodHandler> {
   // Answers within LISTING_DEADLINE_MS; a host left out is listed with its error and named in `unavailable`.
   const daemons: RpcMethodHandler = async (_conn, params) => {
@@ -55,7 +62,7 @@ export function daemonMethods(
       optString(params.build, 'build'),
     );
     await onStopped(stopped);
-    return { stopped };
+    return { stopped: stopped.info };
   };
   return { [RelayMethod.daemons]: daemons, [RelayMethod.stopDaemon]: stop };
 }

@@ -148,11 +148,13 @@ function setBackgrounded(core: PtyMethodContext): RpcMethodHandler {
 }
 
 /** After a daemon stopped: the terminals of its host that the host no longer lists leave the registry. */
+/**
+ * The terminals of a stopped daemon leave the registry. From the ids the daemon had, not from a
+ * fresh listing of the host: that would start a new daemon at once in place of the stopped one.
+ */
 function forgetStopped(core: PtyMethodContext): Parameters<typeof daemonMethods>[1] {
-  const { router, registry } = core;
-  return async (d) => {
-    const listed = await router.providerFor(d.host).listProcesses();
-    const alive = new Set(listed.filter((t) => t.host === d.host).map((t) => t.id));
-    for (const r of registry.list()) if (r.host === d.host && !alive.has(r.id)) registry.remove(r.id);
+  const { registry } = core;
+  return (d) => {
+    for (const id of d.terminals) registry.remove(id);
   };
 }

@@ -17,6 +17,15 @@ export interface DaemonInfo {
   current: boolean;
 }
 
+/** A daemon `stopDaemon` ended: what it was, and the ids of the sessions that ended with it. */
+export interface StoppedDaemon {
+  info: DaemonInfo;
+  /** The link key it was reached through (`host`, or `host#<build>` for an older build's). */
+  key: string;
+  /** Its sessions' ids as the daemon named them (running and recently exited). */
+  sessions: string[];
+}
+
 type LinkTo = (key: string) => Promise<StubClient>;
 
 async function describe(host: string, client: StubClient, current: boolean): Promise<DaemonInfo> {
@@ -56,7 +65,7 @@ export async function listDaemons(
 
 /**
  * Ends a host's daemon (the current build's, or the daemon of `build`) and every session in it;
- * returns what it was. NOT_FOUND when no daemon of that build runs there.
+ * returns what it was and which sessions ended. NOT_FOUND when no daemon of that build runs there.
  */
 export async function stopDaemon(
   host: string,
@@ -64,7 +73,7 @@ export async function stopDaemon(
   link: LinkTo,
   legacy: () => Iterable<string>,
   forget: (key: string) => void,
-): Promise<DaemonInfo> {
+): Promise<StoppedDaemon> {
   const old = build !== undefined && [...legacy()].includes(build);
   const key = old ? `${host}#${build}` : host;
   const client = await link(key);
@@ -75,6 +84,7 @@ export async function stopDaemon(
       build,
     });
   }
+  const { sessions } = await client.call('list', {});
   const gone = new Promise<void>((resolve) => {
     if (!client.isOpen) resolve();
     else client.closed.on(() => resolve());
@@ -83,5 +93,5 @@ export async function stopDaemon(
   // Stop the link from reconnecting (which would start a new daemon) before this one exits.
   forget(key);
   await gone;
-  return info;
+  return { info, key, sessions: sessions.map((s) => s.id) };
 }

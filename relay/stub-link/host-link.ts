@@ -41,6 +41,11 @@ export interface HostLinkOptions {
   /** Runs after every successful (re)connect, before waiters get the client (reattach, resend input). */
   onConnected: (client: StubClient, reconnect: boolean) => Promise<void>;
   onDisconnected?: () => void;
+  /**
+   * The daemon ended on request (it said `stopping` before closing the link): the link went idle
+   * instead of reconnecting, and the sessions it served are gone.
+   */
+  onDaemonStopped?: () => void;
 }
 
 /**
@@ -352,7 +357,7 @@ export class HostLink {
     client.onReceive = () => health.received(Date.now());
     client.onExpectAnswer = () => health.sent(Date.now());
     client.closed.on((err) => {
-      if (this.client === client) this.onDrop(err);
+      if (this.client === client) this.onDrop(err, client.daemonStopping);
     });
     clearInterval(this.healthTimer);
     this.healthTimer = setInterval(() => {
@@ -370,12 +375,19 @@ export class HostLink {
     this.healthTimer.unref();
   }
 
-  private onDrop(err: Error): void {
+  private onDrop(err: Error, stopped = false): void {
     if (this.closed) return;
     clearInterval(this.healthTimer);
     this.client = undefined;
     this.ladder.disconnected(Date.now());
     this.opts.onDisconnected?.();
+    if (stopped) {
+      // Reconnecting would start a new daemon in place of the one just stopped: the next use does.
+      this.opts.log?.info({ host: this.host }, 'daemon stopped on request; the link waits for the next use');
+      this.setState({ state: 'idle' });
+      this.opts.onDaemonStopped?.();
+      return;
+    }
     // While a race is under way (a winner bringing its link up), that race carries on.
     if (!this.race) this.connect(err);
   }

@@ -75,6 +75,10 @@ export abstract class StubBackedProvider extends StubLinks implements IPtyProvid
     return this.events.reattachHost(host, client);
   }
 
+  protected override daemonStopped(key: string): void {
+    this.events.expireHost(key);
+  }
+
   protected toResult(host: string, r: StubAttachResult, blob: Uint8Array | undefined): PtySpawnResult {
     const out = toSpawnResult(this.daemons.globalId(host, r.id), r, blob);
     this.daemons.served(out.id, host);

@@ -152,6 +152,12 @@ export class StubClient {
     );
   }
 
+  /**
+   * The daemon said it ends on request (`stopping`, just before it closes this link): its sessions
+   * end with it, and the link should not start a new daemon until it is used again.
+   */
+  daemonStopping = false;
+
   get isOpen(): boolean {
     return !this.isClosed;
   }
@@ -351,6 +357,10 @@ export class StubClient {
         break;
       case 'error':
         this.fail(PtyRelayError.from(parse(s.error).error));
+        break;
+      case 'stopping':
+        parse(s.stopping);
+        this.daemonStopping = true;
         break;
     }
   }

@@ -18,7 +18,7 @@ import { Emitter } from '../../provider/emitter.js';
 import { AckScheduler } from '../../provider/flow/ack-scheduler.js';
 import type { StubAttachResult } from '../../provider/wire/messages.js';
 import { reattachSessions } from './reattach-sessions.js';
-import { SessionTracker } from './session-tracker.js';
+import { type SessionTrack, SessionTracker } from './session-tracker.js';
 import type { StubClient } from './stub-client.js';
 
 export interface StubEventFanoutDeps {
@@ -54,14 +54,21 @@ export class StubEventFanout {
 
   /** Re-attaches every session delivered on `host`, from the last delivered seq. */
   reattachHost(host: string, client: StubClient): Promise<void> {
-    return reattachSessions(client, this.tracker.ofHost(host), this.reattaching, (t) => {
-      this.tracker.delete(t.id);
-      this.reattach.emit({
-        id: t.id,
-        incarnationId: t.incarnationId,
-        generation: 'reset',
-        sessionExpired: true,
-      });
+    return reattachSessions(client, this.tracker.ofHost(host), this.reattaching, (t) => this.expire(t));
+  }
+
+  /** The daemon behind link `host` was stopped: every session delivered through it is gone. */
+  expireHost(host: string): void {
+    for (const t of this.tracker.ofHost(host)) this.expire(t);
+  }
+
+  private expire(t: SessionTrack): void {
+    this.tracker.delete(t.id);
+    this.reattach.emit({
+      id: t.id,
+      incarnationId: t.incarnationId,
+      generation: 'reset',
+      sessionExpired: true,
     });
   }
 

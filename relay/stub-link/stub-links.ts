@@ -67,6 +67,9 @@ export abstract class StubLinks {
   /** Re-attaches every session the provider delivered on `host`, from the last delivered seq. */
   protected abstract reattachHost(host: string, client: StubClient): Promise<void>;
 
+  /** The daemon behind link `key` ended on request: the sessions delivered through it are gone. */
+  protected daemonStopped(_key: string): void {}
+
   /** How to tell, cheaply and often, that `host` answers again after an outage (none by default). */
   protected reachabilityProbe(_host: string): ReachabilityProbe | undefined {
     return undefined;
@@ -96,6 +99,7 @@ export abstract class StubLinks {
         log: this.log,
         onConnected: (c, reconnect) => this.onConnected(host, c, reconnect),
         onDisconnected: () => this.inputChannel(host).disconnect(),
+        onDaemonStopped: () => this.daemonStopped(host),
       });
       l.states.on((state) => this.linkStateEvents.emit({ host, state }));
       this.hostLinks.set(host, l);
@@ -164,10 +168,16 @@ export abstract class StubLinks {
     );
   }
 
-  /** Ends a daemon of `host` (current, or of `build`) and its sessions; the next use starts a new one. */
-  async stopDaemon(host: string = this.defaultHost, build?: string): Promise<DaemonInfo> {
+  /**
+   * Ends a daemon of `host` (current, or of `build`) and its sessions; the next use starts a new
+   * one. Resolves with what it was and the global ids of the terminals that ended with it.
+   */
+  async stopDaemon(
+    host: string = this.defaultHost,
+    build?: string,
+  ): Promise<{ info: DaemonInfo; terminals: string[] }> {
     const legacy = () => this.daemons.legacyOf(host);
-    return stopDaemon(
+    const stopped = await stopDaemon(
       host,
       build,
       (k) => this.link(k),
@@ -178,6 +188,10 @@ export abstract class StubLinks {
         if (build !== undefined) this.daemons.dropLegacy(host, build);
       },
     );
+    const terminals = stopped.sessions.map((l) => this.daemons.globalId(stopped.key, l));
+    for (const id of terminals) this.daemons.ended(id);
+    this.daemonStopped(stopped.key);
+    return { info: stopped.info, terminals };
   }
 
   /** Drops a host's link as a network failure would; it reconnects and reattaches on its own. */

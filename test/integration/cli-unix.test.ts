@@ -7,7 +7,7 @@ import { stubBuildId } from '../../relay/core/stub-bundle.js';
 import { CLI_MAIN, cliInPty, runCli, topLevelKeys } from '../support/cli-runner.js';
 import { endProcess, killDaemonsOf } from '../support/daemon-reaper.js';
 import { FaultProxy } from '../support/fault-proxy.js';
-import { pidAlive, waitFor } from '../support/local-daemon.js';
+import { daemonAnswers, pidAlive, waitFor } from '../support/local-daemon.js';
 import { type RelayFixture, startRelay, TEST_TOKEN } from '../support/relay-fixture.js';
 
 const PACKAGE_VERSION: string = JSON.parse(
@@ -255,6 +255,9 @@ describe('ptyrelay daemons: list and stop the per-user daemons', { timeout: CLI_
       `stopped the daemon on local (build ${stubBuildId()}, pid ${fx.local.daemonPid})`,
     );
     await waitFor(() => !pidAlive(fx.local.daemonPid), 15_000, 'daemon exit');
+    // Nothing started a new daemon in its place (the relay forgot the terminals without listing
+    // the host, and the fixture's own link went idle); `ls` is the next use.
+    expect(await daemonAnswers(fx.local.runtimeDir)).toBe(false);
     const after = JSON.parse((await runCli(['ls', '--json'], env)).stdout).terminals;
     expect(after.map((t: { id: string }) => t.id)).not.toContain(id);
   });

@@ -2,6 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { IPtyProvider, PtyDataEvent } from '../../provider/contract.js';
+import { tryConnect } from '../../provider/daemon-runtime/daemon-launcher.js';
+import { daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
+import { stubBuildId } from '../../relay/core/stub-bundle.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
 
 export interface LocalFixture {
@@ -48,6 +51,13 @@ export async function startLocal(daemonArgs: string[] = []): Promise<LocalFixtur
       rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** True when a daemon of this build answers in `runtimeDir` (a probe that never starts one). */
+export async function daemonAnswers(runtimeDir: string): Promise<boolean> {
+  const s = await tryConnect(daemonSocketPath(runtimeDir, stubBuildId()));
+  s?.destroy();
+  return s !== undefined;
 }
 
 export function pidAlive(pid: number): boolean {
