@@ -167,6 +167,12 @@ class StubDaemon {
   constructor(private readonly setup: DaemonSetup) {
     const trimAddon = heapTrimAddon();
     if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
+    this.model.onLost((why) =>
+      log('screen model worker lost; each session model is rebuilt from its log in a new one', {
+        why,
+        sessions: this.registry.aliveCount,
+      }),
+    );
     const { addon } = trimAddon;
     this.trimmer = new HeapTrimmer({ trim: addon && trimOnPool(addon), log });
     const ids = new TerminalIdAllocator(join(setup.stateDir, 'ids'), `${setup.buildId} ${process.pid}`, log);

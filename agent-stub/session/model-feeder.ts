@@ -237,6 +237,20 @@ export class ModelFeeder {
     this.preludeBytes = 0;
   }
 
+  /**
+   * The model worker was lost with what was in flight: the model restarts from the log, which
+   * holds everything pushed so far, so nothing pending is sent; output pushed from now on is.
+   */
+  restart(): void {
+    this.dispose();
+    this.checkedAt = 0;
+    this.inFlightUntil = -1;
+    if (this.paused) {
+      this.paused = false;
+      this.sink.backpressure(false);
+    }
+  }
+
   private cancelTimer(): void {
     clearTimeout(this.timer);
     this.timer = undefined;

@@ -15,8 +15,12 @@ export type ToModel =
   | { kind: 'shrink'; sid: string }
   /** Keep scrollback again from here on, without rebuilding what was dropped. */
   | { kind: 'unshrink'; sid: string }
-  /** Rebuild the model from the log (everything posted so far); adopted when its screen matches. */
-  | { kind: 'grow'; sid: string; steps: RebuildStep[] };
+  /**
+   * Rebuild the model from the log (everything posted so far, up to output position `upTo`);
+   * adopted when its screen matches, or whatever it shows with `force` (the worker was lost and
+   * the live model restarted empty).
+   */
+  | { kind: 'grow'; sid: string; steps: RebuildStep[]; upTo: number; force?: boolean };
 
 /** How a model is rebuilt: its size at the start, then the stream with the resizes and clears in it. */
 export type RebuildStep =

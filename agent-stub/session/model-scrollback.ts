@@ -47,6 +47,8 @@ export interface ScrollbackHost {
  */
 export class ModelScrollback {
   private shrunk = false;
+  /** The model restarted empty (the worker was lost): the next rebuild is adopted whatever it shows. */
+  private restarted = false;
   private lastUse = Date.now();
   private growing: Promise<void> | undefined;
   readonly events: ModelEvents;
@@ -105,6 +107,18 @@ export class ModelScrollback {
     return true;
   }
 
+  /**
+   * The model worker was lost and the session's model restarted empty in a new one: it is rebuilt
+   * from the log now, the way a shrunk model grows, and the rebuild replaces it whatever its
+   * screen. Without a log (its disk failed) the model keeps only what comes from now on.
+   */
+  restart(): Promise<void> {
+    if (!this.host.history.logging) return Promise.resolve();
+    this.shrunk = true;
+    this.restarted = true;
+    return this.full();
+  }
+
   /** Before a snapshot or read: the model has its scrollback back (rebuilt from the log). */
   full(): Promise<void> {
     this.lastUse = Date.now();
@@ -155,10 +169,13 @@ export class ModelScrollback {
     this.host.flushModel();
     if (!complete || history.head !== to) {
       // The log could not give the whole range: keep scrollback from now on.
+      this.restarted = false;
       this.host.post({ kind: 'unshrink', sid: this.host.sid });
       return;
     }
-    this.host.post({ kind: 'grow', sid: this.host.sid, steps: planner.finish() });
+    const force = this.restarted;
+    this.restarted = false;
+    this.host.post({ kind: 'grow', sid: this.host.sid, steps: planner.finish(), upTo: to, force });
     collectGarbageSoon();
   }
 }

@@ -94,7 +94,7 @@ class ModelWorker {
         e.model.unshrink();
         break;
       case 'grow':
-        this.grow(m.sid, e, m.steps);
+        this.grow(m.sid, e, m);
         break;
       case 'snapshot':
         e.model.snapshot(m.scrollbackRows, (s) =>
@@ -149,22 +149,26 @@ class ModelWorker {
 
   /**
    * Rebuilds a shrunk model from the steps (the log up to everything posted so far) and adopts the
-   * rebuilt one when its screen equals the live one's; otherwise (the log lost the stream's start
-   * and the state there mattered) the live screen stays, keeping scrollback from now on. Messages
-   * arriving meanwhile wait and then apply to the model kept.
+   * rebuilt one when its screen equals the live one's, or always with `force` (a model restarted
+   * empty after the worker was lost: the rebuild is all it has, and its position is `upTo`);
+   * otherwise (the log lost the stream's start and the state there mattered) the live screen
+   * stays, keeping scrollback from now on. Messages arriving meanwhile wait and then apply to the
+   * model kept.
    */
-  private grow(sid: string, e: ModelEntry, steps: Parameters<typeof rebuildModel>[0]): void {
+  private grow(sid: string, e: ModelEntry, m: Extract<ToModel, { kind: 'grow' }>): void {
     e.held = [];
     const live = e.model;
-    const fresh: TerminalModel = rebuildModel(steps, e.scrollback, () =>
+    const fresh: TerminalModel = rebuildModel(m.steps, e.scrollback, () =>
       live.snapshot(0, (a) =>
         fresh.snapshot(0, (b) => {
           e.rebuilding = undefined;
-          const adopted = sameScreen(a, b);
+          const adopted = m.force === true || sameScreen(a, b);
           if (adopted) {
             live.dispose();
             e.answer?.(fresh);
             e.model = fresh;
+            e.parsedSeq = Math.max(e.parsedSeq, m.upTo);
+            e.queuedSeq = Math.max(e.queuedSeq, m.upTo);
           } else {
             fresh.dispose();
             live.unshrink();

@@ -24,6 +24,9 @@ export class ScreenModelHost {
   private readonly progress = new Map<string, (seq: number) => void>();
   private readonly grown = new Map<string, (adopted: boolean) => void>();
   private readonly replies = new Map<string, (data: string) => void>();
+  private readonly lostListeners = new Set<(why: string) => void>();
+  /** Times the worker ended without being asked to (an uncaught error, its heap exhausted). */
+  losses = 0;
 
   /** `code`: by default the source the stub bundle carries; tests start the worker's file. */
   constructor(private readonly code?: ModelWorkerCode) {}
@@ -80,10 +83,34 @@ export class ScreenModelHost {
     });
   }
 
+  /**
+   * `cb` runs when the worker ended without being asked to: every model in it is gone, and a new
+   * worker starts with the next message. Returns the unsubscribe.
+   */
+  onLost(cb: (why: string) => void): () => void {
+    this.lostListeners.add(cb);
+    return () => this.lostListeners.delete(cb);
+  }
+
   async dispose(): Promise<void> {
     const w = this.worker;
     this.worker = undefined;
     if (w) await w.terminate();
+  }
+
+  /** Ends the worker the way a crash would (tests of the recovery; nothing else calls it). */
+  async crashForTest(): Promise<void> {
+    await this.worker?.terminate();
+  }
+
+  private lost(w: Worker, why: string): void {
+    if (this.worker !== w) return;
+    this.worker = undefined;
+    this.losses++;
+    for (const p of this.pending.values())
+      p.reject(new PtyRelayError('PROTOCOL_ERROR', `screen model failed: ${why}`));
+    this.pending.clear();
+    for (const cb of [...this.lostListeners]) cb(why);
   }
 
   private ensureWorker(): Worker {
@@ -110,12 +137,9 @@ export class ScreenModelHost {
         p?.resolve((m.kind === 'snapshot' ? m.snapshot : m.page) as never);
       }
     });
-    w.on('error', (err) => {
-      for (const p of this.pending.values())
-        p.reject(new PtyRelayError('PROTOCOL_ERROR', `screen model failed: ${err}`));
-      this.pending.clear();
-      this.worker = undefined;
-    });
+    // An error ends the worker (its 'exit' follows); either way its models are gone.
+    w.on('error', (err) => this.lost(w, String(err)));
+    w.on('exit', (code) => this.lost(w, `the worker exited with code ${code}`));
     this.worker = w;
     return w;
   }

@@ -11,6 +11,7 @@ import type { TerminalPalette } from '../../provider/terminal-queries.js';
 import type { ProducerGate } from '../flow/producer-gate.js';
 import type { OutputHistory } from '../history/output-history.js';
 import { ModelFeeder } from './model-feeder.js';
+import type { ToModel } from './model-protocol.js';
 import { DEFAULT_SCROLLBACK_IDLE_MS, ModelScrollback } from './model-scrollback.js';
 import { mayEndWithQuery } from './query-sniffer.js';
 import type { ScreenModelHost } from './screen-model.js';
@@ -38,6 +39,9 @@ export class SessionModel {
   /** Whether the model keeps its scrollback now (background and idle sessions drop it). */
   readonly scrollback: ModelScrollback;
   private readonly sid: string;
+  /** What opens this session's model in a worker (its size follows resizes). */
+  private readonly opening: Extract<ToModel, { kind: 'open' }>;
+  private readonly offLost: () => void;
 
   constructor(
     private readonly model: ScreenModelHost,
@@ -46,7 +50,15 @@ export class SessionModel {
     const sid = o.sid;
     this.sid = sid;
     const answers = o.reply && o.palette ? { palette: o.palette } : {};
-    model.post({ kind: 'open', sid, cols: o.cols, rows: o.rows, scrollback: o.scrollbackRows, ...answers });
+    this.opening = {
+      kind: 'open',
+      sid,
+      cols: o.cols,
+      rows: o.rows,
+      scrollback: o.scrollbackRows,
+      ...answers,
+    };
+    model.post(this.opening);
     if (o.reply) model.onReply(sid, o.reply);
     this.feeder = new ModelFeeder(
       {
@@ -73,6 +85,19 @@ export class SessionModel {
       retained,
     );
     model.onGrown(sid, (adopted) => this.scrollback.rebuilt(adopted));
+    this.offLost = model.onLost(() => this.restart());
+  }
+
+  /**
+   * The worker was lost with this session's model: it opens again in the next worker and is
+   * rebuilt from the session's log (what was in flight is in the log too).
+   */
+  private restart(): void {
+    this.feeder.restart();
+    this.model.post(this.opening);
+    this.scrollback.restart().catch(() => {
+      // A failed rebuild leaves the model with the output from now on; a snapshot tries again.
+    });
   }
 
   /** New output at `seq` (already in the history). */
@@ -84,23 +109,35 @@ export class SessionModel {
 
   /** The PTY was resized at output position `head`. */
   resize(head: number, cols: number, rows: number): void {
+    this.opening.cols = cols;
+    this.opening.rows = rows;
     this.feeder.flushAll();
     this.model.post({ kind: 'resize', sid: this.sid, cols, rows });
     this.scrollback.events.resize(head, cols, rows);
   }
 
   /** The model's screen and scrollback; a model that dropped its scrollback rebuilds it from the log first. */
-  async snapshot(scrollbackRows?: number): Promise<ScreenSnapshot> {
-    await this.scrollback.full();
-    this.feeder.flushAll();
-    return this.model.snapshot(this.sid, scrollbackRows);
+  snapshot(scrollbackRows?: number): Promise<ScreenSnapshot> {
+    return this.afterRebuild(() => this.model.snapshot(this.sid, scrollbackRows));
   }
 
   /** A page of the model's text (agent reads); everything output so far is parsed first. */
-  async text(offset: number, count: number, maxBytes: number): Promise<AgentReadResult> {
-    await this.scrollback.full();
-    this.feeder.flushAll();
-    return this.model.text(this.sid, offset, count, maxBytes);
+  text(offset: number, count: number, maxBytes: number): Promise<AgentReadResult> {
+    return this.afterRebuild(() => this.model.text(this.sid, offset, count, maxBytes));
+  }
+
+  /** `ask` once the model has everything; asked again once when the worker was lost meanwhile. */
+  private async afterRebuild<T>(ask: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const losses = this.model.losses;
+      try {
+        await this.scrollback.full();
+        this.feeder.flushAll();
+        return await ask();
+      } catch (err) {
+        if (attempt > 0 || this.model.losses === losses) throw err;
+      }
+    }
   }
 
   /** The model's screen as far as it has parsed (see PtySession.snapshotAsParsed). */
@@ -117,6 +154,7 @@ export class SessionModel {
 
   /** Releases the model in the worker. */
   dispose(): void {
+    this.offLost();
     this.feeder.dispose();
     this.model.onProgress(this.sid, undefined);
     this.model.onGrown(this.sid, undefined);

@@ -1,0 +1,90 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveHistoryLimits } from '../../agent-stub/history/history-limits.js';
+import { HistoryStore } from '../../agent-stub/history/history-store.js';
+import type { PtySession } from '../../agent-stub/session/pty-session.js';
+import { ScreenModelHost } from '../../agent-stub/session/screen-model.js';
+import { SessionRegistry } from '../../agent-stub/session/session-registry.js';
+import { modelWorkerFile } from '../support/in-process-sessions.js';
+import { waitFor } from '../support/local-daemon.js';
+
+const MiB = 1024 * 1024;
+
+/**
+ * The model worker holds every session's screen. When it ends without being asked to (an uncaught
+ * error, its heap exhausted: a crash is the fault injected here), each session's model opens again
+ * in a new worker, rebuilt from the session's log: its snapshots show what they showed before,
+ * at the same position, and follow the output from then on.
+ */
+describe('losing the screen model worker', () => {
+  let root: string;
+  let model: ScreenModelHost;
+  let history: HistoryStore;
+  let registry: SessionRegistry;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'ptr-model-loss-'));
+    mkdirSync(join(root, 'state'));
+    model = new ScreenModelHost(modelWorkerFile());
+    history = new HistoryStore(join(root, 'state'), resolveHistoryLimits({}), () => {});
+    const limits = { ringBytes: 4 * MiB, scrollbackRows: 1000, logBytes: 64 * MiB, logKeepsBytes: 56 * MiB };
+    registry = new SessionRegistry(model, limits, join(root, 'shell'), () => {}, undefined, history);
+  });
+  afterAll(async () => {
+    await registry?.shutdownAll();
+    await model?.dispose();
+    history?.dispose();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  const spawnCat = (first: string): PtySession =>
+    registry.spawn({ cols: 60, rows: 10, command: 'sh', args: ['-c', `stty -echo; ${first}; exec cat`] })
+      .session;
+
+  async function screenWith(s: PtySession, text: string) {
+    return waitFor(
+      async () => {
+        const snap = await s.snapshot();
+        return snap.data.includes(text) ? snap : undefined;
+      },
+      10_000,
+      `${text} on the screen`,
+    );
+  }
+
+  it("rebuilds every session's screen from its log and keeps following the output", async () => {
+    // Scrollback, colours and an alternate screen: what a fresh model would not show by itself.
+    const a = spawnCat(`seq 1 40; printf '\\033[31mRED\\033[0m A-READY\\n'`);
+    const b = spawnCat(`printf '\\033[?1049h\\033[2;5HALT-SCREEN B-READY'`);
+    const beforeA = await screenWith(a, 'A-READY');
+    const beforeB = await screenWith(b, 'B-READY');
+    expect(beforeB.alternateScreen).toBe(true);
+
+    const losses = model.losses;
+    await model.crashForTest();
+    expect(model.losses).toBe(losses + 1);
+
+    const afterA = await a.snapshot();
+    const afterB = await b.snapshot();
+    expect(afterA).toEqual(beforeA);
+    expect(afterB).toEqual(beforeB);
+
+    // Output after the loss lands in the rebuilt models, once.
+    a.write(new TextEncoder().encode('AFTER-LOSS\n'));
+    const later = await screenWith(a, 'AFTER-LOSS');
+    expect(later.data.split('AFTER-LOSS').length - 1).toBe(1);
+    expect(later.data).toContain('A-READY');
+    expect(later.seq).toBe(a.ring.head);
+  });
+
+  it('answers a snapshot asked while the worker is lost', async () => {
+    const s = spawnCat(`printf 'MIDWAY-READY\\n'`);
+    await screenWith(s, 'MIDWAY-READY');
+    const asked = s.snapshot();
+    await model.crashForTest();
+    const snap = await asked;
+    expect(snap.data).toContain('MIDWAY-READY');
+    expect(snap.seq).toBe(s.ring.head);
+  });
+});
