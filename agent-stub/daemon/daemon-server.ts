@@ -167,11 +167,13 @@ class StubDaemon {
   constructor(private readonly setup: DaemonSetup) {
     const trimAddon = heapTrimAddon();
     if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
-    this.model.onLost((why) =>
-      log('screen model worker lost; each session model is rebuilt from its log in a new one', {
-        why,
-        sessions: this.registry.aliveCount,
-      }),
+    this.model.onLost((why, rebuild) =>
+      log(
+        rebuild
+          ? 'screen model worker lost; each session model is rebuilt from its log in a new one'
+          : 'screen model worker lost again; each session model starts empty in a new one (no rebuild: it failed too often)',
+        { why, sessions: this.registry.aliveCount },
+      ),
     );
     const { addon } = trimAddon;
     this.trimmer = new HeapTrimmer({ trim: addon && trimOnPool(addon), log });

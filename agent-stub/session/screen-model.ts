@@ -12,6 +12,12 @@ const SNAPSHOT_TIMEOUT_MS = 15_000;
  * mostly hold garbage. A small one is collected more often and keeps the daemon's RSS down.
  */
 const MODEL_YOUNG_GENERATION_MB = 8;
+/**
+ * Losses of the worker within LOSS_WINDOW_MS after which the models are no longer rebuilt from
+ * their logs: output that makes the worker fail would make every rebuild fail again.
+ */
+const MAX_REBUILDING_LOSSES = 3;
+const LOSS_WINDOW_MS = 60_000;
 
 /**
  * Owns the one worker thread that runs every session's headless terminal. The worker runs its
@@ -24,9 +30,10 @@ export class ScreenModelHost {
   private readonly progress = new Map<string, (seq: number) => void>();
   private readonly grown = new Map<string, (adopted: boolean) => void>();
   private readonly replies = new Map<string, (data: string) => void>();
-  private readonly lostListeners = new Set<(why: string) => void>();
+  private readonly lostListeners = new Set<(why: string, rebuild: boolean) => void>();
   /** Times the worker ended without being asked to (an uncaught error, its heap exhausted). */
   losses = 0;
+  private lossTimes: number[] = [];
 
   /** `code`: by default the source the stub bundle carries; tests start the worker's file. */
   constructor(private readonly code?: ModelWorkerCode) {}
@@ -85,9 +92,11 @@ export class ScreenModelHost {
 
   /**
    * `cb` runs when the worker ended without being asked to: every model in it is gone, and a new
-   * worker starts with the next message. Returns the unsubscribe.
+   * worker starts with the next message. `rebuild` is false once the worker was lost more than
+   * MAX_REBUILDING_LOSSES times within LOSS_WINDOW_MS (the models then start empty). Returns the
+   * unsubscribe.
    */
-  onLost(cb: (why: string) => void): () => void {
+  onLost(cb: (why: string, rebuild: boolean) => void): () => void {
     this.lostListeners.add(cb);
     return () => this.lostListeners.delete(cb);
   }
@@ -110,7 +119,10 @@ export class ScreenModelHost {
     for (const p of this.pending.values())
       p.reject(new PtyRelayError('PROTOCOL_ERROR', `screen model failed: ${why}`));
     this.pending.clear();
-    for (const cb of [...this.lostListeners]) cb(why);
+    const now = Date.now();
+    this.lossTimes = [...this.lossTimes.filter((t) => now - t < LOSS_WINDOW_MS), now];
+    const rebuild = this.lossTimes.length <= MAX_REBUILDING_LOSSES;
+    for (const cb of [...this.lostListeners]) cb(why, rebuild);
   }
 
   private ensureWorker(): Worker {

@@ -85,16 +85,18 @@ export class SessionModel {
       retained,
     );
     model.onGrown(sid, (adopted) => this.scrollback.rebuilt(adopted));
-    this.offLost = model.onLost(() => this.restart());
+    this.offLost = model.onLost((_why, rebuild) => this.restart(rebuild));
   }
 
   /**
-   * The worker was lost with this session's model: it opens again in the next worker and is
-   * rebuilt from the session's log (what was in flight is in the log too).
+   * The worker was lost with this session's model: it opens again in the next worker and, with
+   * `rebuild`, is rebuilt from the session's log (what was in flight is in the log too); without,
+   * it shows the output from now on.
    */
-  private restart(): void {
+  private restart(rebuild: boolean): void {
     this.feeder.restart();
     this.model.post(this.opening);
+    if (!rebuild) return;
     this.scrollback.restart().catch(() => {
       // A failed rebuild leaves the model with the output from now on; a snapshot tries again.
     });

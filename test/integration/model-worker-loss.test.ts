@@ -87,4 +87,22 @@ describe('losing the screen model worker', () => {
     expect(snap.data).toContain('MIDWAY-READY');
     expect(snap.seq).toBe(s.ring.head);
   });
+
+  it('stops rebuilding from the log once the worker keeps failing, and keeps answering', async () => {
+    // Output that made the worker fail would fail every rebuild again: after three losses within
+    // a minute the models start empty and follow the output from then on.
+    const s = spawnCat(`printf 'OLD-OUTPUT\\n'`);
+    await screenWith(s, 'OLD-OUTPUT');
+    const rebuilt: boolean[] = [];
+    const off = model.onLost((_why, rebuild) => rebuilt.push(rebuild));
+    for (let i = 0; i < 5 && rebuilt.at(-1) !== false; i++) await model.crashForTest();
+    off();
+    expect(rebuilt.at(-1)).toBe(false);
+    expect(rebuilt.filter((r) => r)).toHaveLength(rebuilt.length - 1);
+    const empty = await s.snapshot();
+    expect(empty.data).not.toContain('OLD-OUTPUT');
+    s.write(new TextEncoder().encode('NEW-OUTPUT\n'));
+    const later = await screenWith(s, 'NEW-OUTPUT');
+    expect(later.seq).toBe(s.ring.head);
+  });
 });
