@@ -1,17 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_TAIL_BYTES,
   IDLE_TAIL_BYTES,
   resolveHistoryLimits,
 } from '../../agent-stub/history/history-limits.js';
-import { HistoryStore } from '../../agent-stub/history/history-store.js';
 import type { PtySession } from '../../agent-stub/session/pty-session.js';
-import { ScreenModelHost } from '../../agent-stub/session/screen-model.js';
-import { SessionRegistry } from '../../agent-stub/session/session-registry.js';
-import { modelWorkerFile } from '../support/in-process-sessions.js';
+import { inProcessLoggedSessions } from '../support/in-process-sessions.js';
 import { waitFor } from '../support/local-daemon.js';
 
 const MiB = 1024 * 1024;
@@ -25,30 +19,13 @@ const LINES = 60_000;
  * second) is driven by hand here, in the session code of the test's own process.
  */
 describe('the RAM tail of an idle session', () => {
-  let root: string;
-  let model: ScreenModelHost;
-  let history: HistoryStore;
-  let registry: SessionRegistry;
-  beforeAll(() => {
-    root = mkdtempSync(join(tmpdir(), 'ptr-idle-tail-'));
-    mkdirSync(join(root, 'state'));
-    model = new ScreenModelHost(modelWorkerFile());
-    history = new HistoryStore(join(root, 'state'), resolveHistoryLimits({}), () => {});
-    const limits = {
-      ringBytes: 4 * MiB,
-      scrollbackRows: 1000,
-      scrollbackIdleMs: 200,
-      tailBytes: DEFAULT_TAIL_BYTES,
-      logBytes: 64 * MiB,
-      logKeepsBytes: 56 * MiB,
-    };
-    registry = new SessionRegistry(model, limits, join(root, 'shell'), () => {}, undefined, history);
-  });
-  afterAll(async () => {
-    await registry?.shutdownAll();
-    await model?.dispose();
-    history?.dispose();
-    if (root) rmSync(root, { recursive: true, force: true });
+  const env = inProcessLoggedSessions('ptr-idle-tail-', {
+    ringBytes: 4 * MiB,
+    scrollbackRows: 1000,
+    scrollbackIdleMs: 200,
+    tailBytes: DEFAULT_TAIL_BYTES,
+    logBytes: 64 * MiB,
+    logKeepsBytes: 56 * MiB,
   });
 
   const sweep = (s: PtySession) => {
@@ -57,7 +34,7 @@ describe('the RAM tail of an idle session', () => {
   };
 
   it('keeps only the idle tail in RAM, reads the rest from the log, and widens at the next input', async () => {
-    const s = registry.spawn({
+    const s = env.registry.spawn({
       cols: 80,
       rows: 24,
       command: 'sh',
@@ -93,7 +70,7 @@ describe('the RAM tail of an idle session', () => {
   });
 
   it('keeps only the idle tail while every attached link has the session in the background', async () => {
-    const s = registry.spawn({
+    const s = env.registry.spawn({
       cols: 80,
       rows: 24,
       command: 'sh',

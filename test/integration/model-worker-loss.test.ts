@@ -1,13 +1,6 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveHistoryLimits } from '../../agent-stub/history/history-limits.js';
-import { HistoryStore } from '../../agent-stub/history/history-store.js';
+import { describe, expect, it } from 'vitest';
 import type { PtySession } from '../../agent-stub/session/pty-session.js';
-import { ScreenModelHost } from '../../agent-stub/session/screen-model.js';
-import { SessionRegistry } from '../../agent-stub/session/session-registry.js';
-import { modelWorkerFile } from '../support/in-process-sessions.js';
+import { inProcessLoggedSessions } from '../support/in-process-sessions.js';
 import { waitFor } from '../support/local-daemon.js';
 
 const MiB = 1024 * 1024;
@@ -19,27 +12,15 @@ const MiB = 1024 * 1024;
  * at the same position, and follow the output from then on.
  */
 describe('losing the screen model worker', () => {
-  let root: string;
-  let model: ScreenModelHost;
-  let history: HistoryStore;
-  let registry: SessionRegistry;
-  beforeAll(() => {
-    root = mkdtempSync(join(tmpdir(), 'ptr-model-loss-'));
-    mkdirSync(join(root, 'state'));
-    model = new ScreenModelHost(modelWorkerFile());
-    history = new HistoryStore(join(root, 'state'), resolveHistoryLimits({}), () => {});
-    const limits = { ringBytes: 4 * MiB, scrollbackRows: 1000, logBytes: 64 * MiB, logKeepsBytes: 56 * MiB };
-    registry = new SessionRegistry(model, limits, join(root, 'shell'), () => {}, undefined, history);
-  });
-  afterAll(async () => {
-    await registry?.shutdownAll();
-    await model?.dispose();
-    history?.dispose();
-    if (root) rmSync(root, { recursive: true, force: true });
+  const env = inProcessLoggedSessions('ptr-model-loss-', {
+    ringBytes: 4 * MiB,
+    scrollbackRows: 1000,
+    logBytes: 64 * MiB,
+    logKeepsBytes: 56 * MiB,
   });
 
   const spawnCat = (first: string): PtySession =>
-    registry.spawn({ cols: 60, rows: 10, command: 'sh', args: ['-c', `stty -echo; ${first}; exec cat`] })
+    env.registry.spawn({ cols: 60, rows: 10, command: 'sh', args: ['-c', `stty -echo; ${first}; exec cat`] })
       .session;
 
   async function screenWith(s: PtySession, text: string) {
@@ -61,9 +42,9 @@ describe('losing the screen model worker', () => {
     const beforeB = await screenWith(b, 'B-READY');
     expect(beforeB.alternateScreen).toBe(true);
 
-    const losses = model.losses;
-    await model.crashForTest();
-    expect(model.losses).toBe(losses + 1);
+    const losses = env.model.losses;
+    await env.model.crashForTest();
+    expect(env.model.losses).toBe(losses + 1);
 
     const afterA = await a.snapshot();
     const afterB = await b.snapshot();
@@ -82,7 +63,7 @@ describe('losing the screen model worker', () => {
     const s = spawnCat(`printf 'MIDWAY-READY\\n'`);
     await screenWith(s, 'MIDWAY-READY');
     const asked = s.snapshot();
-    await model.crashForTest();
+    await env.model.crashForTest();
     const snap = await asked;
     expect(snap.data).toContain('MIDWAY-READY');
     expect(snap.seq).toBe(s.ring.head);
@@ -94,8 +75,8 @@ describe('losing the screen model worker', () => {
     const s = spawnCat(`printf 'OLD-OUTPUT\\n'`);
     await screenWith(s, 'OLD-OUTPUT');
     const rebuilt: boolean[] = [];
-    const off = model.onLost((_why, rebuild) => rebuilt.push(rebuild));
-    for (let i = 0; i < 5 && rebuilt.at(-1) !== false; i++) await model.crashForTest();
+    const off = env.model.onLost((_why, rebuild) => rebuilt.push(rebuild));
+    for (let i = 0; i < 5 && rebuilt.at(-1) !== false; i++) await env.model.crashForTest();
     off();
     expect(rebuilt.at(-1)).toBe(false);
     expect(rebuilt.filter((r) => r)).toHaveLength(rebuilt.length - 1);
