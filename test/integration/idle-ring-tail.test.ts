@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULT_TAIL_BYTES,
-  IDLE_TAIL_BYTES,
-  resolveHistoryLimits,
-} from '../../agent-stub/history/history-limits.js';
+import { DEFAULT_TAIL_BYTES, IDLE_TAIL_BYTES } from '../../agent-stub/history/history-limits.js';
 import type { PtySession } from '../../agent-stub/session/pty-session.js';
 import { inProcessLoggedSessions } from '../support/in-process-sessions.js';
 import { waitFor } from '../support/local-daemon.js';
