@@ -13,7 +13,7 @@ import { LspService } from '../lsp/lsp-service.js';
 import { heapTrimAddon, trimOnPool } from '../native/heap-trim.js';
 import { AgentRequests } from '../readiness/agent-requests.js';
 import { ColdRestoreService } from '../restore/cold-restore.js';
-import { ScreenModelHost } from '../session/screen-model.js';
+import { type ModelRecovery, ScreenModelHost } from '../session/screen-model.js';
 import { SessionRegistry } from '../session/session-registry.js';
 import { type DaemonLimits, resolveLimits } from './daemon-limits.js';
 import { acquirePidLock, releasePidLock } from './daemon-lock.js';
@@ -26,6 +26,14 @@ import { TerminalIdAllocator } from './terminal-id-allocator.js';
 export const DEFAULT_IDLE_EXIT_MS = 15 * 60 * 1000;
 const SWEEP_INTERVAL_MS = 60 * 1000;
 const SUPERSEDED_EXIT_DELAY_MS = 200;
+/** The daemon's log line when the screen model worker was lost, per recovery. */
+const MODEL_LOST_MESSAGES: Record<ModelRecovery, string> = {
+  rebuild: 'screen model worker lost; each session model is rebuilt from its log in a new one',
+  empty:
+    'screen model worker lost again; each session model starts empty in a new one (it failed too often to rebuild)',
+  none: 'screen model worker lost too often; session models stay closed (snapshots fail until the daemon restarts)',
+};
+
 /** Shutdown reason of a client's `daemonShutdown`: sessions end on purpose. */
 const REQUESTED = 'requested';
 /** Lost links' credit claims are checked this often (their grace is 30 s). */
@@ -167,13 +175,8 @@ class StubDaemon {
   constructor(private readonly setup: DaemonSetup) {
     const trimAddon = heapTrimAddon();
     if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
-    this.model.onLost((why, rebuild) =>
-      log(
-        rebuild
-          ? 'screen model worker lost; each session model is rebuilt from its log in a new one'
-          : 'screen model worker lost again; each session model starts empty in a new one (no rebuild: it failed too often)',
-        { why, sessions: this.registry.aliveCount },
-      ),
+    this.model.onLost((why, recovery) =>
+      log(MODEL_LOST_MESSAGES[recovery], { why, recovery, sessions: this.registry.aliveCount }),
     );
     const { addon } = trimAddon;
     this.trimmer = new HeapTrimmer({ trim: addon && trimOnPool(addon), log });

@@ -14,10 +14,19 @@ const SNAPSHOT_TIMEOUT_MS = 15_000;
 const MODEL_YOUNG_GENERATION_MB = 8;
 /**
  * Losses of the worker within LOSS_WINDOW_MS after which the models are no longer rebuilt from
- * their logs: output that makes the worker fail would make every rebuild fail again.
+ * their logs (output that makes the worker fail would make every rebuild fail again), and after
+ * which they are not opened again at all (a worker that cannot start would be started in a loop).
  */
 const MAX_REBUILDING_LOSSES = 3;
+const MAX_REOPENING_LOSSES = 10;
 const LOSS_WINDOW_MS = 60_000;
+
+/**
+ * What the sessions do after the worker was lost: rebuild their models from their logs, open them
+ * empty (the worker failed too often for rebuilds), or nothing (it failed too often to restart:
+ * their snapshots fail as closed models' do, and no worker starts but for a later message).
+ */
+export type ModelRecovery = 'rebuild' | 'empty' | 'none';
 
 /**
  * Owns the one worker thread that runs every session's headless terminal. The worker runs its
@@ -30,7 +39,7 @@ export class ScreenModelHost {
   private readonly progress = new Map<string, (seq: number) => void>();
   private readonly grown = new Map<string, (adopted: boolean) => void>();
   private readonly replies = new Map<string, (data: string) => void>();
-  private readonly lostListeners = new Set<(why: string, rebuild: boolean) => void>();
+  private readonly lostListeners = new Set<(why: string, recovery: ModelRecovery) => void>();
   /** Times the worker ended without being asked to (an uncaught error, its heap exhausted). */
   losses = 0;
   private lossTimes: number[] = [];
@@ -92,11 +101,10 @@ export class ScreenModelHost {
 
   /**
    * `cb` runs when the worker ended without being asked to: every model in it is gone, and a new
-   * worker starts with the next message. `rebuild` is false once the worker was lost more than
-   * MAX_REBUILDING_LOSSES times within LOSS_WINDOW_MS (the models then start empty). Returns the
-   * unsubscribe.
+   * worker starts with the next message. `recovery` says what the sessions do (see
+   * {@link ModelRecovery}). Returns the unsubscribe.
    */
-  onLost(cb: (why: string, rebuild: boolean) => void): () => void {
+  onLost(cb: (why: string, recovery: ModelRecovery) => void): () => void {
     this.lostListeners.add(cb);
     return () => this.lostListeners.delete(cb);
   }
@@ -121,8 +129,10 @@ export class ScreenModelHost {
     this.pending.clear();
     const now = Date.now();
     this.lossTimes = [...this.lossTimes.filter((t) => now - t < LOSS_WINDOW_MS), now];
-    const rebuild = this.lossTimes.length <= MAX_REBUILDING_LOSSES;
-    for (const cb of [...this.lostListeners]) cb(why, rebuild);
+    const n = this.lossTimes.length;
+    const recovery: ModelRecovery =
+      n <= MAX_REBUILDING_LOSSES ? 'rebuild' : n <= MAX_REOPENING_LOSSES ? 'empty' : 'none';
+    for (const cb of [...this.lostListeners]) cb(why, recovery);
   }
 
   private ensureWorker(): Worker {

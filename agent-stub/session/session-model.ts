@@ -7,6 +7,7 @@
  * the worker. Closing releases the model.
  */
 import type { AgentReadResult, ScreenSnapshot } from '../../provider/contract.js';
+import { PtyRelayError } from '../../provider/errors.js';
 import type { TerminalPalette } from '../../provider/terminal-queries.js';
 import type { ProducerGate } from '../flow/producer-gate.js';
 import type { OutputHistory } from '../history/output-history.js';
@@ -14,7 +15,7 @@ import { ModelFeeder } from './model-feeder.js';
 import type { ToModel } from './model-protocol.js';
 import { DEFAULT_SCROLLBACK_IDLE_MS, ModelScrollback } from './model-scrollback.js';
 import { mayEndWithQuery } from './query-sniffer.js';
-import type { ScreenModelHost } from './screen-model.js';
+import type { ModelRecovery, ScreenModelHost } from './screen-model.js';
 
 export interface SessionModelOptions {
   /** The session's incarnation id (the model's `sid`). */
@@ -42,6 +43,8 @@ export class SessionModel {
   /** What opens this session's model in a worker (its size follows resizes). */
   private readonly opening: Extract<ToModel, { kind: 'open' }>;
   private readonly offLost: () => void;
+  /** The worker failed too often to open this model again: nothing is fed, snapshots fail. */
+  private off = false;
 
   constructor(
     private readonly model: ScreenModelHost,
@@ -64,7 +67,7 @@ export class SessionModel {
       {
         // postMessage copies (structured clone) what the feeder does not own; what it owns moves.
         post: (seq, data, owned) =>
-          model.post({ kind: 'data', sid, seq, data }, owned ? [data.buffer as ArrayBuffer] : undefined),
+          this.send({ kind: 'data', sid, seq, data }, owned ? [data.buffer as ArrayBuffer] : undefined),
         backpressure: (on) => (on ? o.gate.hold('model') : o.gate.release('model')),
       },
       o.scrollbackRows + o.rows,
@@ -75,7 +78,7 @@ export class SessionModel {
       {
         sid,
         history: o.history,
-        post: (m) => model.post(m),
+        post: (m) => this.send(m),
         flushModel: () => this.feeder.flushAll(),
         retainLines: (shrunk) => this.feeder.setRetainedLines(shrunk ? o.currentRows() : retained()),
       },
@@ -85,18 +88,22 @@ export class SessionModel {
       retained,
     );
     model.onGrown(sid, (adopted) => this.scrollback.rebuilt(adopted));
-    this.offLost = model.onLost((_why, rebuild) => this.restart(rebuild));
+    this.offLost = model.onLost((_why, recovery) => this.restart(recovery));
   }
 
   /**
-   * The worker was lost with this session's model: it opens again in the next worker and, with
-   * `rebuild`, is rebuilt from the session's log (what was in flight is in the log too); without,
-   * it shows the output from now on.
+   * The worker was lost with this session's model: it opens again in the next worker and is
+   * rebuilt from the session's log (what was in flight is in the log too), or shows the output
+   * from now on, or stays closed (see ModelRecovery).
    */
-  private restart(rebuild: boolean): void {
+  private restart(recovery: ModelRecovery): void {
     this.feeder.restart();
+    if (recovery === 'none') {
+      this.off = true;
+      return;
+    }
     this.model.post(this.opening);
-    if (!rebuild) return;
+    if (recovery !== 'rebuild') return;
     this.scrollback.restart().catch(() => {
       // A failed rebuild leaves the model with the output from now on; a snapshot tries again.
     });
@@ -104,6 +111,7 @@ export class SessionModel {
 
   /** New output at `seq` (already in the history). */
   push(seq: number, data: Uint8Array): void {
+    if (this.off) return;
     this.feeder.push(seq, data);
     // A program that asked the terminal something waits for the answer: parse up to it now.
     if (mayEndWithQuery(data)) this.feeder.flushAll();
@@ -114,7 +122,7 @@ export class SessionModel {
     this.opening.cols = cols;
     this.opening.rows = rows;
     this.feeder.flushAll();
-    this.model.post({ kind: 'resize', sid: this.sid, cols, rows });
+    this.send({ kind: 'resize', sid: this.sid, cols, rows });
     this.scrollback.events.resize(head, cols, rows);
   }
 
@@ -128,9 +136,23 @@ export class SessionModel {
     return this.afterRebuild(() => this.model.text(this.sid, offset, count, maxBytes));
   }
 
+  /** To the worker, unless this model is off (a post would start a worker for nothing). */
+  private send(m: ToModel, transfer?: ArrayBuffer[]): void {
+    if (!this.off) this.model.post(m, transfer);
+  }
+
+  private checkOn(): void {
+    if (this.off)
+      throw new PtyRelayError(
+        'PROTOCOL_ERROR',
+        `the screen model of ${this.sid} is off: its worker failed too often`,
+      );
+  }
+
   /** `ask` once the model has everything; asked again once when the worker was lost meanwhile. */
   private async afterRebuild<T>(ask: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
+      this.checkOn();
       const losses = this.model.losses;
       try {
         await this.scrollback.full();
@@ -143,14 +165,15 @@ export class SessionModel {
   }
 
   /** The model's screen as far as it has parsed (see PtySession.snapshotAsParsed). */
-  snapshotAsParsed(scrollbackRows?: number): Promise<ScreenSnapshot> {
+  async snapshotAsParsed(scrollbackRows?: number): Promise<ScreenSnapshot> {
+    this.checkOn();
     return this.model.snapshot(this.sid, scrollbackRows);
   }
 
   /** The buffer was cleared at output position `head`. */
   clear(head: number): void {
     this.feeder.flushAll();
-    this.model.post({ kind: 'clear', sid: this.sid });
+    this.send({ kind: 'clear', sid: this.sid });
     this.scrollback.events.clear(head);
   }
 
@@ -161,6 +184,6 @@ export class SessionModel {
     this.model.onProgress(this.sid, undefined);
     this.model.onGrown(this.sid, undefined);
     this.model.onReply(this.sid, undefined);
-    this.model.post({ kind: 'close', sid: this.sid });
+    this.send({ kind: 'close', sid: this.sid });
   }
 }

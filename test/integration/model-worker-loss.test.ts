@@ -1,5 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PtySession } from '../../agent-stub/session/pty-session.js';
+import { type ModelRecovery, ScreenModelHost } from '../../agent-stub/session/screen-model.js';
+import { SessionRegistry } from '../../agent-stub/session/session-registry.js';
 import { inProcessLoggedSessions } from '../support/in-process-sessions.js';
 import { waitFor } from '../support/local-daemon.js';
 
@@ -75,7 +80,7 @@ describe('losing the screen model worker', () => {
     const s = spawnCat(`printf 'OLD-OUTPUT\\n'`);
     await screenWith(s, 'OLD-OUTPUT');
     const rebuilt: boolean[] = [];
-    const off = env.model.onLost((_why, rebuild) => rebuilt.push(rebuild));
+    const off = env.model.onLost((_why, r) => rebuilt.push(r === 'rebuild'));
     for (let i = 0; i < 5 && rebuilt.at(-1) !== false; i++) await env.model.crashForTest();
     off();
     expect(rebuilt.at(-1)).toBe(false);
@@ -85,5 +90,42 @@ describe('losing the screen model worker', () => {
     s.write(new TextEncoder().encode('NEW-OUTPUT\n'));
     const later = await screenWith(s, 'NEW-OUTPUT');
     expect(later.seq).toBe(s.ring.head);
+  });
+});
+
+describe('a model worker that cannot start', () => {
+  let root: string;
+  let model: ScreenModelHost;
+  let registry: SessionRegistry;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'ptr-model-nostart-'));
+    // The fault: a worker whose code throws at once, every time it is started.
+    model = new ScreenModelHost({ source: 'throw new Error("this model worker cannot start")' });
+    registry = new SessionRegistry(model, { ringBytes: MiB, scrollbackRows: 100 }, join(root, 'shell'));
+  });
+  afterAll(async () => {
+    await registry?.shutdownAll();
+    await model?.dispose();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it('is not restarted in a loop; the session runs on and says its model is off', async () => {
+    const recoveries: ModelRecovery[] = [];
+    model.onLost((_why, r) => recoveries.push(r));
+    const s = registry.spawn({
+      cols: 60,
+      rows: 10,
+      command: 'sh',
+      args: ['-c', 'stty -echo; exec cat'],
+    }).session;
+    await waitFor(() => recoveries.includes('none'), 20_000, 'the worker given up on');
+    expect(recoveries.slice(0, 3)).toEqual(['rebuild', 'rebuild', 'rebuild']);
+    const losses = model.losses;
+    // Output keeps flowing into the session (its ring) and starts no worker.
+    s.write(new TextEncoder().encode('STILL-RUNNING\n'));
+    await waitFor(() => s.ring.slice(0, s.ring.head)?.toString().includes('STILL-RUNNING'), 10_000, 'output');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(model.losses).toBe(losses);
+    await expect(s.snapshot()).rejects.toMatchObject({ code: 'PROTOCOL_ERROR', message: /is off/ });
   });
 });
