@@ -175,9 +175,12 @@ class StubDaemon {
   constructor(private readonly setup: DaemonSetup) {
     const trimAddon = heapTrimAddon();
     if (trimAddon.problem) log('heap trimming off', { reason: trimAddon.problem });
-    this.model.onLost((why, recovery) =>
-      log(MODEL_LOST_MESSAGES[recovery], { why, recovery, sessions: this.registry.aliveCount }),
-    );
+    this.model.onLost((why, recovery) => {
+      const sessions = this.registry.list();
+      // Sessions whose log failed cannot be rebuilt: their models start empty whatever the recovery.
+      const withoutLog = sessions.filter((s) => !s.history.logging).length;
+      log(MODEL_LOST_MESSAGES[recovery], { why, recovery, sessions: sessions.length, withoutLog });
+    });
     const { addon } = trimAddon;
     this.trimmer = new HeapTrimmer({ trim: addon && trimOnPool(addon), log });
     const ids = new TerminalIdAllocator(join(setup.stateDir, 'ids'), `${setup.buildId} ${process.pid}`, log);
