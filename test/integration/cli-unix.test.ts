@@ -246,6 +246,10 @@ describe('ptyrelay daemons: list and stop the per-user daemons', { timeout: CLI_
     await no.waitExit();
     expect(no.exited()).toBe(1);
     expect(pidAlive(fx.local.daemonPid)).toBe(true);
+    // Someone is attached to the terminal the stop ends: their view ends with it.
+    const attached = cliInPty(['attach', id], env);
+    attached.p.write('echo READY-$((6*7))\r');
+    await attached.wait('READY-42');
     const yes = cliInPty(['daemons', 'stop', 'local'], env);
     await yes.wait('they will end. Stop it? [y/N]');
     yes.p.write('y\r');
@@ -255,6 +259,8 @@ describe('ptyrelay daemons: list and stop the per-user daemons', { timeout: CLI_
       `stopped the daemon on local (build ${stubBuildId()}, pid ${fx.local.daemonPid})`,
     );
     await waitFor(() => !pidAlive(fx.local.daemonPid), 15_000, 'daemon exit');
+    await attached.waitExit();
+    expect(attached.text()).toContain(`${id} exited`);
     // Nothing started a new daemon in its place (the relay forgot the terminals without listing
     // the host, and the fixture's own link went idle); `ls` is the next use.
     expect(await daemonAnswers(fx.local.runtimeDir)).toBe(false);
