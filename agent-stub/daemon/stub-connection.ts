@@ -228,11 +228,21 @@ export class StubConnection implements SessionSink, HandlerConnection {
 
   /**
    * The daemon ends on request: tells the peer (so it does not start another daemon in this one's
-   * place) and closes once that is written, or after STOPPING_LINGER_MS.
+   * place) and closes once the peer did, or after STOPPING_LINGER_MS.
    */
   stopping(): Promise<void> {
+    return this.sayLast({ t: 'stopping' }, STOPPING_LINGER_MS);
+  }
+
+  /**
+   * Sends `message` as the link's last one and half-closes; the link closes when the peer closes
+   * its end (it read everything) or after `lingerMs`. Destroying the socket at once, with the
+   * peer's later bytes unread, makes the kernel reset the link, and the reset can reach the peer
+   * before it read the message (the fuzz suite saw a protocol error lost that way).
+   */
+  private sayLast(message: unknown, lingerMs: number): Promise<void> {
     if (this.closed) return Promise.resolve();
-    this.send({ t: 'stopping' });
+    this.send(message);
     this.out.flushNow();
     return new Promise((resolve) => {
       const done = () => {
@@ -240,9 +250,10 @@ export class StubConnection implements SessionSink, HandlerConnection {
         this.close();
         resolve();
       };
-      const linger = setTimeout(done, STOPPING_LINGER_MS);
+      const linger = setTimeout(done, lingerMs);
       linger.unref();
-      this.socket.end(done);
+      this.socket.once('close', done);
+      this.socket.end();
     });
   }
 
@@ -271,13 +282,7 @@ export class StubConnection implements SessionSink, HandlerConnection {
   private failProtocol(message: string): void {
     this.failed = true;
     this.ctx.log('closing connection after protocol error', { cid: this.cid, message });
-    this.send({ t: 'error', error: { code: 'PROTOCOL_ERROR', message } });
-    this.out.flushNow();
-    this.socket.end();
-    // Closed by the peer once it read the error, else after the linger. Destroying the socket at
-    // once with the peer's later bytes unread makes the kernel reset the link, and the reset can
-    // reach the peer before it read the error (the fuzz suite saw it: the error was lost).
-    setTimeout(() => this.close(), PROTOCOL_ERROR_LINGER_MS).unref();
+    void this.sayLast({ t: 'error', error: { code: 'PROTOCOL_ERROR', message } }, PROTOCOL_ERROR_LINGER_MS);
   }
 
   private onFrame(f: Frame): void {
