@@ -2,7 +2,12 @@ import { SerializeAddon } from '@xterm/addon-serialize';
 import xtermHeadless from '@xterm/headless';
 import { describe, expect, it } from 'vitest';
 import { sgrOf } from '../../agent-stub/session/row-encoder.js';
-import { PIECE_ROWS, pieceEnd, TerminalModel } from '../../agent-stub/session/terminal-model.js';
+import {
+  MARK_LAG_ROWS,
+  PIECE_ROWS,
+  pieceEnd,
+  TerminalModel,
+} from '../../agent-stub/session/terminal-model.js';
 
 const { Terminal } = xtermHeadless;
 type Term = InstanceType<typeof Terminal>;
@@ -168,6 +173,22 @@ describe('TerminalModel', () => {
     await p.feed(lines(501, 520));
     await p.resize(100, 30);
     await p.feed(lines(521, 530));
+    await expectSameView(p);
+  });
+
+  it('moves its marker on the stored rows once per MARK_LAG_ROWS rows, not once per write', async () => {
+    // A flood of one-row writes (what `yes` looks like to the model) used to place a new marker
+    // after every write: listeners and objects that lived past the young generation and made
+    // most of the model worker's garbage.
+    const p = new Pair(80, 24);
+    for (let i = 1; i <= 1000; i++) await p.feed(`row ${i}\r\n`);
+    expect(p.model.markersPlaced).toBeLessThanOrEqual(Math.ceil(1000 / MARK_LAG_ROWS) + 2);
+    expect(p.model.lostRows).toBe(0);
+    await expectSameView(p);
+    // Writes of every size after it (one row, a piece and more, many pieces) keep every row.
+    for (const n of [1, 7, PIECE_ROWS, PIECE_ROWS + 5, 3 * PIECE_ROWS + 1, 1, 2, MARK_LAG_ROWS])
+      await p.feed(lines(1, n, (i) => `n${n} ${i}`));
+    expect(p.model.lostRows).toBe(0);
     await expectSameView(p);
   });
 
