@@ -147,7 +147,6 @@ function setBackgrounded(core: PtyMethodContext): RpcMethodHandler {
   };
 }
 
-/** After a daemon stopped: the terminals of its host that the host no longer lists leave the registry. */
 /**
  * The terminals of a stopped daemon leave the registry. From the ids the daemon had, not from a
  * fresh listing of the host: that would start a new daemon at once in place of the stopped one.
