@@ -26,54 +26,66 @@ const cells = () =>
     );
 
 export const relayParamsSchemas = {
-  hello: z.looseObject({ clientId: nonEmpty(), instanceId: z.optional(nonEmpty()) }),
+  hello: z.lazy(() => z.looseObject({ clientId: nonEmpty(), instanceId: z.optional(nonEmpty()) })),
   /** Unknown fields are dropped, not passed on to the provider. */
-  spawn: z.object({ ...spawnFields, host: z.optional(hostNameSchema), manualAck: z.optional(flag()) }),
-  attach: z.looseObject({
-    id: nonEmpty(),
-    fromSeq: z.optional(count()),
-    expectedIncarnationId: z.optional(text()),
-    manualAck: z.optional(flag()),
-    background: z.optional(flag()),
-  }),
-  ack: z.looseObject({ id: nonEmpty(), seq: count() }),
-  list: z.looseObject({ host: z.optional(hostNameSchema) }),
-  resize: z.looseObject({ id: nonEmpty(), cols: cells(), rows: cells() }),
-  shutdown: z.looseObject({ id: nonEmpty(), immediate: z.optional(flag()), deadlineMs: z.optional(count()) }),
-  signal: z.looseObject({ id: nonEmpty(), signal: nonEmpty() }),
-  snapshot: z.looseObject({ id: nonEmpty(), scrollbackRows: z.optional(count()) }),
-  setBackgrounded: z.looseObject({ id: nonEmpty(), background: z.optional(flag()) }),
+  spawn: z.lazy(() =>
+    z.object({ ...spawnFields(), host: z.optional(hostNameSchema), manualAck: z.optional(flag()) }),
+  ),
+  attach: z.lazy(() =>
+    z.looseObject({
+      id: nonEmpty(),
+      fromSeq: z.optional(count()),
+      expectedIncarnationId: z.optional(text()),
+      manualAck: z.optional(flag()),
+      background: z.optional(flag()),
+    }),
+  ),
+  ack: z.lazy(() => z.looseObject({ id: nonEmpty(), seq: count() })),
+  list: z.lazy(() => z.looseObject({ host: z.optional(hostNameSchema) })),
+  resize: z.lazy(() => z.looseObject({ id: nonEmpty(), cols: cells(), rows: cells() })),
+  shutdown: z.lazy(() =>
+    z.looseObject({ id: nonEmpty(), immediate: z.optional(flag()), deadlineMs: z.optional(count()) }),
+  ),
+  signal: z.lazy(() => z.looseObject({ id: nonEmpty(), signal: nonEmpty() })),
+  snapshot: z.lazy(() => z.looseObject({ id: nonEmpty(), scrollbackRows: z.optional(count()) })),
+  setBackgrounded: z.lazy(() => z.looseObject({ id: nonEmpty(), background: z.optional(flag()) })),
 };
 
 /** The relay's notifications that RelayClient acts on itself (the stream ones have theirs in client-streams). */
 export const relayNotificationSchemas = {
-  inputAck: z.looseObject({
-    upTo: count(),
-    failed: z.optional(
-      z.array(
-        z.looseObject({
-          inputSeq: count(),
-          error: z.looseObject({
-            code: z.catch(z.enum(Object.keys(ErrorCodes) as [ErrorCode, ...ErrorCode[]]), 'PROTOCOL_ERROR'),
-            message: text(),
-            details: z.optional(z.record(z.string(), z.unknown())),
+  inputAck: z.lazy(() =>
+    z.looseObject({
+      upTo: count(),
+      failed: z.optional(
+        z.array(
+          z.looseObject({
+            inputSeq: count(),
+            error: z.looseObject({
+              code: z.catch(z.enum(Object.keys(ErrorCodes) as [ErrorCode, ...ErrorCode[]]), 'PROTOCOL_ERROR'),
+              message: text(),
+              details: z.optional(z.record(z.string(), z.unknown())),
+            }),
           }),
-        }),
+        ),
       ),
-    ),
-  }),
-  linkState: z.looseObject({
-    host: text(),
-    state: z.custom<LinkState>(
-      (v) => typeof v === 'object' && v !== null && typeof (v as { state?: unknown }).state === 'string',
-      'must be a link state',
-    ),
-  }),
-  hostProgress: z.looseObject({
-    host: text(),
-    step: text(),
-    message: text(),
-    bytes: z.optional(count()),
-    totalBytes: z.optional(count()),
-  }),
+    }),
+  ),
+  linkState: z.lazy(() =>
+    z.looseObject({
+      host: text(),
+      state: z.custom<LinkState>(
+        (v) => typeof v === 'object' && v !== null && typeof (v as { state?: unknown }).state === 'string',
+        'must be a link state',
+      ),
+    }),
+  ),
+  hostProgress: z.lazy(() =>
+    z.looseObject({
+      host: text(),
+      step: text(),
+      message: text(),
+      bytes: z.optional(count()),
+      totalBytes: z.optional(count()),
+    }),
+  ),
 };

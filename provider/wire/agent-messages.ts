@@ -36,54 +36,62 @@ const count = () => int(0, Number.MAX_SAFE_INTEGER);
 const text = () => z.string({ error: 'must be a string' });
 const flag = () => z.boolean({ error: 'must be true or false' });
 
-export const agentSendParamsSchema = z.object({
-  id: text().check(z.minLength(1, 'must not be empty')),
-  data: text().check(
-    z.refine(
-      (s: string) => Buffer.byteLength(s) <= MAX_AGENT_SEND_BYTES,
-      `must be at most ${MAX_AGENT_SEND_BYTES} bytes`,
+export const agentSendParamsSchema = z.lazy(() =>
+  z.object({
+    id: text().check(z.minLength(1, 'must not be empty')),
+    data: text().check(
+      z.refine(
+        (s: string) => Buffer.byteLength(s) <= MAX_AGENT_SEND_BYTES,
+        `must be at most ${MAX_AGENT_SEND_BYTES} bytes`,
+      ),
     ),
-  ),
-  timeoutMs: int(1, MAX_AGENT_TIMEOUT_MS),
-  idleMs: z.optional(int(1, MAX_AGENT_TIMEOUT_MS)),
-});
+    timeoutMs: int(1, MAX_AGENT_TIMEOUT_MS),
+    idleMs: z.optional(int(1, MAX_AGENT_TIMEOUT_MS)),
+  }),
+);
 export type AgentSendParams = z.infer<typeof agentSendParamsSchema>;
 
-export const agentSendResultSchema = z.object({
-  reason: z.enum(['stdin_read', 'inferred_idle', 'timeout', 'session_exit'], {
-    error: 'must be stdin_read, inferred_idle, timeout or session_exit',
+export const agentSendResultSchema = z.lazy(() =>
+  z.object({
+    reason: z.enum(['stdin_read', 'inferred_idle', 'timeout', 'session_exit'], {
+      error: 'must be stdin_read, inferred_idle, timeout or session_exit',
+    }),
+    output: text(),
+    truncated: flag(),
+    exitCode: z.optional(z.int({ error: 'must be an integer' })),
+    elapsedMs: count(),
+    awaiting: z.optional(z.enum(AGENT_AWAITING, { error: `must be one of ${AGENT_AWAITING.join(', ')}` })),
+    omittedFromLine: z.optional(count()),
+    omittedLines: z.optional(count()),
+    commandIds: z.optional(z.array(commandIdSchema, { error: 'must be an array of command ids' })),
   }),
-  output: text(),
-  truncated: flag(),
-  exitCode: z.optional(z.int({ error: 'must be an integer' })),
-  elapsedMs: count(),
-  awaiting: z.optional(z.enum(AGENT_AWAITING, { error: `must be one of ${AGENT_AWAITING.join(', ')}` })),
-  omittedFromLine: z.optional(count()),
-  omittedLines: z.optional(count()),
-  commandIds: z.optional(z.array(commandIdSchema, { error: 'must be an array of command ids' })),
-}) satisfies z.ZodMiniType<AgentSendResult>;
+) satisfies z.ZodMiniType<AgentSendResult>;
 
-export const agentReadParamsSchema = z.object({
-  id: text().check(z.minLength(1, 'must not be empty')),
-  offset: z.optional(count()),
-  /** Absolute line number in the output log (0: the session's first line); excludes `offset`. */
-  from: z.optional(count()),
-  count: z.optional(int(1, MAX_AGENT_READ_LINES)),
-  /** A command's output (its record's id); `from` then starts the page within it. Excludes `offset`. */
-  command: z.optional(commandIdSchema),
-});
+export const agentReadParamsSchema = z.lazy(() =>
+  z.object({
+    id: text().check(z.minLength(1, 'must not be empty')),
+    offset: z.optional(count()),
+    /** Absolute line number in the output log (0: the session's first line); excludes `offset`. */
+    from: z.optional(count()),
+    count: z.optional(int(1, MAX_AGENT_READ_LINES)),
+    /** A command's output (its record's id); `from` then starts the page within it. Excludes `offset`. */
+    command: z.optional(commandIdSchema),
+  }),
+);
 export type AgentReadParams = z.infer<typeof agentReadParamsSchema>;
 
-export const agentReadResultSchema = z.object({
-  lines: z.array(text(), { error: 'must be an array of strings' }),
-  lineBegin: count(),
-  lineEnd: count(),
-  totalLines: count(),
-  truncated: flag(),
-  logLines: z.optional(count()),
-  historyStartLine: z.optional(count()),
-  command: z.optional(agentCommandSchema),
-}) satisfies z.ZodMiniType<AgentReadResult>;
+export const agentReadResultSchema = z.lazy(() =>
+  z.object({
+    lines: z.array(text(), { error: 'must be an array of strings' }),
+    lineBegin: count(),
+    lineEnd: count(),
+    totalLines: count(),
+    truncated: flag(),
+    logLines: z.optional(count()),
+    historyStartLine: z.optional(count()),
+    command: z.optional(agentCommandSchema),
+  }),
+) satisfies z.ZodMiniType<AgentReadResult>;
 
 /** Parses `value` with `schema`, or throws `code` naming the first bad field. */
 export function parseWire<T>(

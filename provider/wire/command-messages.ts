@@ -24,33 +24,39 @@ export const commandIdSchema = text().check(
   z.regex(/^c[1-9][0-9]{0,15}$/, 'must be a command id such as c3'),
 );
 
-export const agentCommandSchema = z.object({
-  id: commandIdSchema,
-  commandLine: text(),
-  cwd: z.optional(text()),
-  startedAt: count(),
-  running: z.boolean({ error: 'must be true or false' }),
-  durationMs: z.optional(count()),
-  exitCode: z.optional(z.int({ error: 'must be an integer' })),
-  lineBegin: z.optional(count()),
-  lineEnd: z.optional(count()),
-}) satisfies z.ZodMiniType<AgentCommand>;
+export const agentCommandSchema = z.lazy(() =>
+  z.object({
+    id: commandIdSchema,
+    commandLine: text(),
+    cwd: z.optional(text()),
+    startedAt: count(),
+    running: z.boolean({ error: 'must be true or false' }),
+    durationMs: z.optional(count()),
+    exitCode: z.optional(z.int({ error: 'must be an integer' })),
+    lineBegin: z.optional(count()),
+    lineEnd: z.optional(count()),
+  }),
+) satisfies z.ZodMiniType<AgentCommand>;
 
-export const commandsParamsSchema = z.object({
-  id: text().check(z.minLength(1, 'must not be empty')),
-  count: z.optional(
-    z
-      .int({ error: 'must be an integer' })
-      .check(
-        z.minimum(1, 'must be at least 1'),
-        z.maximum(MAX_COMMAND_RECORDS, `must be at most ${MAX_COMMAND_RECORDS}`),
-      ),
-  ),
-});
+export const commandsParamsSchema = z.lazy(() =>
+  z.object({
+    id: text().check(z.minLength(1, 'must not be empty')),
+    count: z.optional(
+      z
+        .int({ error: 'must be an integer' })
+        .check(
+          z.minimum(1, 'must be at least 1'),
+          z.maximum(MAX_COMMAND_RECORDS, `must be at most ${MAX_COMMAND_RECORDS}`),
+        ),
+    ),
+  }),
+);
 export type CommandsParams = z.infer<typeof commandsParamsSchema>;
 
-export const commandsResultSchema = z.object({
-  available: z.boolean({ error: 'must be true or false' }),
-  commands: z.array(agentCommandSchema, { error: 'must be an array of command records' }),
-  total: count(),
-}) satisfies z.ZodMiniType<AgentCommandsResult>;
+export const commandsResultSchema = z.lazy(() =>
+  z.object({
+    available: z.boolean({ error: 'must be true or false' }),
+    commands: z.array(agentCommandSchema, { error: 'must be an array of command records' }),
+    total: count(),
+  }),
+) satisfies z.ZodMiniType<AgentCommandsResult>;

@@ -14,31 +14,37 @@ export const DEFAULT_HISTORY_PAGE_BYTES = 1024 * 1024;
 
 const seq = () => z.int({ error: 'must be an integer' }).check(z.minimum(0, 'must be at least 0'));
 
-export const historyParamsSchema = z.object({
-  id: z.string({ error: 'must be a string' }).check(z.minLength(1, 'must not be empty')),
-  fromSeq: z.optional(seq()),
-  maxBytes: z.optional(
-    z
-      .int({ error: 'must be an integer' })
-      .check(
-        z.minimum(1, 'must be at least 1'),
-        z.maximum(MAX_HISTORY_PAGE_BYTES, `must be at most ${MAX_HISTORY_PAGE_BYTES}`),
-      ),
-  ),
-});
+export const historyParamsSchema = z.lazy(() =>
+  z.object({
+    id: z.string({ error: 'must be a string' }).check(z.minLength(1, 'must not be empty')),
+    fromSeq: z.optional(seq()),
+    maxBytes: z.optional(
+      z
+        .int({ error: 'must be an integer' })
+        .check(
+          z.minimum(1, 'must be at least 1'),
+          z.maximum(MAX_HISTORY_PAGE_BYTES, `must be at most ${MAX_HISTORY_PAGE_BYTES}`),
+        ),
+    ),
+  }),
+);
 
-export const historyPageSchema: z.ZodMiniType<StubHistoryPage> = z.object({
-  fromSeq: seq(),
-  bytes: seq(),
-  startSeq: seq(),
-  headSeq: seq(),
-});
+export const historyPageSchema: z.ZodMiniType<StubHistoryPage> = z.lazy(() =>
+  z.object({
+    fromSeq: seq(),
+    bytes: seq(),
+    startSeq: seq(),
+    headSeq: seq(),
+  }),
+);
 
 /** The relay's page: the stub's, with the bytes as base64 (JSON-RPC). */
-export const relayHistoryPageSchema = z.object({
-  fromSeq: seq(),
-  startSeq: seq(),
-  headSeq: seq(),
-  data: z.string({ error: 'must be a base64 string' }),
-});
+export const relayHistoryPageSchema = z.lazy(() =>
+  z.object({
+    fromSeq: seq(),
+    startSeq: seq(),
+    headSeq: seq(),
+    data: z.string({ error: 'must be a base64 string' }),
+  }),
+);
 export type RelayHistoryPage = z.infer<typeof relayHistoryPageSchema>;

@@ -34,84 +34,99 @@ const millis = (max: number) =>
     .check(z.minimum(1, 'must be at least 1'), z.maximum(max, `must be at most ${max}`));
 
 /** A language server the daemon runs (stdio): command line, extensions, initialization options. */
-export const lspStdioConfigSchema = z.object({
-  type: z.literal('stdio'),
-  id: nonEmpty(),
-  command: nonEmpty(),
-  args: z.array(text()),
-  extensionToLanguage: z.record(text(), nonEmpty()),
-  /** Sent as `initializationOptions` in `initialize`. */
-  initializationOptions: z.optional(z.unknown()),
-  /** Added to the daemon's environment for the server. */
-  env: z.record(text(), text()),
-  /** A server with no query for this long is stopped (started again on the next). */
-  idleMs: millis(24 * 3_600_000),
-});
+export const lspStdioConfigSchema = z.lazy(() =>
+  z.object({
+    type: z.literal('stdio'),
+    id: nonEmpty(),
+    command: nonEmpty(),
+    args: z.array(text()),
+    extensionToLanguage: z.record(text(), nonEmpty()),
+    /** Sent as `initializationOptions` in `initialize`. */
+    initializationOptions: z.optional(z.unknown()),
+    /** Added to the daemon's environment for the server. */
+    env: z.record(text(), text()),
+    /** A server with no query for this long is stopped (started again on the next). */
+    idleMs: millis(24 * 3_600_000),
+  }),
+);
 export type LspStdioConfig = z.infer<typeof lspStdioConfigSchema>;
 
 /** The `[[note]]` link provider for Markdown files (no language server). */
-export const lspMarkdownNotesConfigSchema = z.object({
-  type: z.literal('markdown-notes'),
-  id: nonEmpty(),
-});
+export const lspMarkdownNotesConfigSchema = z.lazy(() =>
+  z.object({
+    type: z.literal('markdown-notes'),
+    id: nonEmpty(),
+  }),
+);
 
-export const lspProviderConfigSchema = z.discriminatedUnion('type', [
-  lspStdioConfigSchema,
-  lspMarkdownNotesConfigSchema,
-]);
+export const lspProviderConfigSchema = z.lazy(() =>
+  z.discriminatedUnion('type', [lspStdioConfigSchema, lspMarkdownNotesConfigSchema]),
+);
 export type LspProviderConfig = z.infer<typeof lspProviderConfigSchema>;
 
 /** What a host enables: its providers and the deadline every query gets. */
-export const lspHostConfigSchema = z.object({
-  providers: z
-    .array(lspProviderConfigSchema)
-    .check(
-      z.minLength(1, 'must enable at least one provider'),
-      z.maxLength(MAX_LSP_PROVIDERS, `must have at most ${MAX_LSP_PROVIDERS} providers`),
-    ),
-  queryTimeoutMs: millis(MAX_LSP_QUERY_TIMEOUT_MS),
-});
+export const lspHostConfigSchema = z.lazy(() =>
+  z.object({
+    providers: z
+      .array(lspProviderConfigSchema)
+      .check(
+        z.minLength(1, 'must enable at least one provider'),
+        z.maxLength(MAX_LSP_PROVIDERS, `must have at most ${MAX_LSP_PROVIDERS} providers`),
+      ),
+    queryTimeoutMs: millis(MAX_LSP_QUERY_TIMEOUT_MS),
+  }),
+);
 export type LspHostConfig = z.infer<typeof lspHostConfigSchema>;
 
-const position = z.object({ line: count(), character: count() });
+const position = z.lazy(() => z.object({ line: count(), character: count() }));
 
-export const lspQuerySchema = z.object({
-  operation: z.enum(LSP_OPERATIONS, { error: `must be one of ${LSP_OPERATIONS.join(', ')}` }),
-  filePath: nonEmpty(),
-  position,
-  workspaceRoot: absolute(),
-}) satisfies z.ZodMiniType<LspQuery>;
+export const lspQuerySchema = z.lazy(() =>
+  z.object({
+    operation: z.enum(LSP_OPERATIONS, { error: `must be one of ${LSP_OPERATIONS.join(', ')}` }),
+    filePath: nonEmpty(),
+    position,
+    workspaceRoot: absolute(),
+  }),
+) satisfies z.ZodMiniType<LspQuery>;
 
-export const lspQueryParamsSchema = z.object({
-  /** The caller's name for this query, for `lspCancel`. */
-  queryId: nonEmpty(),
-  query: lspQuerySchema,
-  config: lspHostConfigSchema,
-});
+export const lspQueryParamsSchema = z.lazy(() =>
+  z.object({
+    /** The caller's name for this query, for `lspCancel`. */
+    queryId: nonEmpty(),
+    query: lspQuerySchema,
+    config: lspHostConfigSchema,
+  }),
+);
 export type LspQueryParams = z.infer<typeof lspQueryParamsSchema>;
 
-export const lspCancelParamsSchema = z.object({ queryId: nonEmpty() });
-export const lspRootParamsSchema = z.object({ filePath: absolute() });
+export const lspCancelParamsSchema = z.lazy(() => z.object({ queryId: nonEmpty() }));
+export const lspRootParamsSchema = z.lazy(() => z.object({ filePath: absolute() }));
 
-const range = z.object({ start: position, end: position });
+const range = z.lazy(() => z.object({ start: position, end: position }));
 
-export const lspQueryResultSchema = z.discriminatedUnion('kind', [
-  z.object({
-    kind: z.literal('locations'),
-    locations: z
-      .array(z.object({ uri: nonEmpty(), range }))
-      .check(z.maxLength(MAX_LSP_LOCATIONS, `must have at most ${MAX_LSP_LOCATIONS} locations`)),
-    resolvedWorkspaceUri: nonEmpty(),
-  }),
-  z.object({
-    kind: z.literal('hover'),
-    content: z.nullable(text().check(z.maxLength(MAX_LSP_HOVER_CHARS, 'is too long'))),
-  }),
-]) satisfies z.ZodMiniType<LspQueryResult>;
+export const lspQueryResultSchema = z.lazy(() =>
+  z.discriminatedUnion('kind', [
+    z.object({
+      kind: z.literal('locations'),
+      locations: z
+        .array(z.object({ uri: nonEmpty(), range }))
+        .check(z.maxLength(MAX_LSP_LOCATIONS, `must have at most ${MAX_LSP_LOCATIONS} locations`)),
+      resolvedWorkspaceUri: nonEmpty(),
+    }),
+    z.object({
+      kind: z.literal('hover'),
+      content: z.nullable(text().check(z.maxLength(MAX_LSP_HOVER_CHARS, 'is too long'))),
+    }),
+  ]),
+) satisfies z.ZodMiniType<LspQueryResult>;
 
-export const lspRootResultSchema = z.object({ root: z.nullable(text()) });
+export const lspRootResultSchema = z.lazy(() => z.object({ root: z.nullable(text()) }));
 
 /** `ptyrelay/lspQuery` params (the relay API): a host and one query in the seam's coordinates. */
-export const relayLspQueryParamsSchema = z.object({ host: hostNameSchema, query: lspQuerySchema });
+export const relayLspQueryParamsSchema = z.lazy(() =>
+  z.object({ host: hostNameSchema, query: lspQuerySchema }),
+);
 /** `ptyrelay/lspRoot` params. */
-export const relayLspRootParamsSchema = z.object({ host: hostNameSchema, filePath: absolute() });
+export const relayLspRootParamsSchema = z.lazy(() =>
+  z.object({ host: hostNameSchema, filePath: absolute() }),
+);

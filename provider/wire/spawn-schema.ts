@@ -31,19 +31,23 @@ const text = (max: number) =>
 const nonEmpty = (max: number) => text(max).check(z.minLength(1, 'must not be empty'));
 
 /** A host name as the relay config allows it (docs/config.md, `hosts`): it is part of terminal ids. */
-export const hostNameSchema = nonEmpty(MAX_HOST_NAME_LENGTH).check(
-  z.regex(/^[A-Za-z0-9._-]+$/, 'may only use letters, digits, ".", "_" and "-"'),
+export const hostNameSchema = z.lazy(() =>
+  nonEmpty(MAX_HOST_NAME_LENGTH).check(
+    z.regex(/^[A-Za-z0-9._-]+$/, 'may only use letters, digits, ".", "_" and "-"'),
+  ),
 );
 
-export const envNameSchema = nonEmpty(MAX_ENV_NAME_LENGTH).check(
-  z.refine((s: string) => !s.includes('='), 'must not contain "="'),
+export const envNameSchema = z.lazy(() =>
+  nonEmpty(MAX_ENV_NAME_LENGTH).check(z.refine((s: string) => !s.includes('='), 'must not contain "="')),
 );
 
 /** Absolute, or relative to the user's home (`~`, `~/dir`), as the stub resolves it. */
-export const cwdSchema = nonEmpty(MAX_PATH_LENGTH).check(
-  z.refine(
-    (s: string) => s.startsWith('/') || s === '~' || s.startsWith('~/'),
-    'must be an absolute path or start with ~/',
+export const cwdSchema = z.lazy(() =>
+  nonEmpty(MAX_PATH_LENGTH).check(
+    z.refine(
+      (s: string) => s.startsWith('/') || s === '~' || s.startsWith('~/'),
+      'must be an absolute path or start with ~/',
+    ),
   ),
 );
 
@@ -59,8 +63,11 @@ const list = <T extends z.ZodMiniType>(item: T) =>
     .array(item, { error: 'must be an array' })
     .check(z.maxLength(MAX_SPAWN_LIST, `must have at most ${MAX_SPAWN_LIST} entries`));
 
-/** The spawn fields every boundary shares (host, flow mode and aliases are added by each). */
-export const spawnFields = {
+/**
+ * The spawn fields every boundary shares (host, flow mode and aliases are added by each), made for
+ * each schema that spreads them (those are built on first use; see stub-schemas.ts).
+ */
+export const spawnFields = () => ({
   cols: z.optional(cells()),
   rows: z.optional(cells()),
   cwd: z.optional(cwdSchema),
@@ -81,21 +88,25 @@ export const spawnFields = {
   paneKey: z.optional(nonEmpty(MAX_NAME_LENGTH)),
   requestId: z.optional(nonEmpty(MAX_NAME_LENGTH)),
   alias: z.optional(nonEmpty(MAX_NAME_LENGTH)),
-};
+});
 
 /** The owner of an agent terminal: only the relay's agent service sets it (not the relay API's spawn). */
-const agentTagSchema = z.object({
-  owner: nonEmpty(MAX_NAME_LENGTH),
-  id: nonEmpty(MAX_NAME_LENGTH),
-  seenAt: z.int({ error: 'must be an integer' }).check(z.minimum(0, 'must be at least 0')),
-});
+const agentTagSchema = z.lazy(() =>
+  z.object({
+    owner: nonEmpty(MAX_NAME_LENGTH),
+    id: nonEmpty(MAX_NAME_LENGTH),
+    seenAt: z.int({ error: 'must be an integer' }).check(z.minimum(0, 'must be at least 0')),
+  }),
+);
 
 /** A terminal's owner as its daemon keeps it (`client:ID`): only a relay sets it (PtySpawnOptions.owner). */
-export const terminalOwnerSchema = nonEmpty(MAX_NAME_LENGTH);
+export const terminalOwnerSchema = z.lazy(() => nonEmpty(MAX_NAME_LENGTH));
 
 /** A spawn on the stub link (ids are the daemon's; no host). */
-export const stubSpawnParamsSchema = z.object({
-  ...spawnFields,
-  agent: z.optional(agentTagSchema),
-  owner: z.optional(terminalOwnerSchema),
-});
+export const stubSpawnParamsSchema = z.lazy(() =>
+  z.object({
+    ...spawnFields(),
+    agent: z.optional(agentTagSchema),
+    owner: z.optional(terminalOwnerSchema),
+  }),
+);

@@ -33,42 +33,48 @@ const cells = () =>
       z.minimum(1, 'must be at least 1'),
       z.maximum(MAX_TERMINAL_CELLS, `must be at most ${MAX_TERMINAL_CELLS}`),
     );
-const byId = z.looseObject({ id: id() });
-const none = z.looseObject({});
+const byId = z.lazy(() => z.looseObject({ id: id() }));
+const none = z.lazy(() => z.looseObject({}));
 
 /** Params of each request method, as the daemon checks them before acting. */
 export const stubParamsSchemas = {
   spawn: stubSpawnParamsSchema,
-  attach: z.looseObject({
-    id: id(),
-    fromSeq: z.optional(count()),
-    expectedIncarnationId: z.optional(text()),
-  }),
+  attach: z.lazy(() =>
+    z.looseObject({
+      id: id(),
+      fromSeq: z.optional(count()),
+      expectedIncarnationId: z.optional(text()),
+    }),
+  ),
   detach: byId,
-  resize: z.looseObject({ id: id(), cols: cells(), rows: cells() }),
-  shutdown: z.looseObject({ id: id(), immediate: z.optional(flag()), deadlineMs: z.optional(count()) }),
-  signal: z.looseObject({
-    id: id(),
-    signal: text().check(z.regex(/^SIG[A-Z0-9]+$|^[A-Z0-9]+$/, 'must be a signal name such as SIGINT')),
-  }),
+  resize: z.lazy(() => z.looseObject({ id: id(), cols: cells(), rows: cells() })),
+  shutdown: z.lazy(() =>
+    z.looseObject({ id: id(), immediate: z.optional(flag()), deadlineMs: z.optional(count()) }),
+  ),
+  signal: z.lazy(() =>
+    z.looseObject({
+      id: id(),
+      signal: text().check(z.regex(/^SIG[A-Z0-9]+$|^[A-Z0-9]+$/, 'must be a signal name such as SIGINT')),
+    }),
+  ),
   getCwd: byId,
   getForegroundProcess: byId,
   hasChildProcesses: byId,
   list: none,
   probe: byId,
-  snapshot: z.looseObject({ id: id(), scrollbackRows: z.optional(count()) }),
+  snapshot: z.lazy(() => z.looseObject({ id: id(), scrollbackRows: z.optional(count()) })),
   clear: byId,
   pause: byId,
   resume: byId,
-  setBackgrounded: z.looseObject({ id: id(), background: flag() }),
+  setBackgrounded: z.lazy(() => z.looseObject({ id: id(), background: flag() })),
   daemonInfo: none,
   agentSend: agentSendParamsSchema,
   agentRead: agentReadParamsSchema,
   commands: commandsParamsSchema,
   readHistory: historyParamsSchema,
   daemonShutdown: none,
-  agentSeen: z.looseObject({ ids: z.array(id()).check(z.maxLength(10_000)), seenAt: count() }),
-  claim: z.looseObject({ id: id(), owner: terminalOwnerSchema, ifUnowned: z.optional(flag()) }),
+  agentSeen: z.lazy(() => z.looseObject({ ids: z.array(id()).check(z.maxLength(10_000)), seenAt: count() })),
+  claim: z.lazy(() => z.looseObject({ id: id(), owner: terminalOwnerSchema, ifUnowned: z.optional(flag()) })),
   lspQuery: lspQueryParamsSchema,
   lspCancel: lspCancelParamsSchema,
   lspRoot: lspRootParamsSchema,
@@ -77,26 +83,32 @@ export const stubParamsSchemas = {
 export type StubParams<M extends StubMethod> = z.infer<(typeof stubParamsSchemas)[M]>;
 
 /** A request frame: the params are checked per method (stubParamsSchemas). */
-export const requestSchema = z.looseObject({
-  t: z.literal('req'),
-  rid: count(),
-  method: z.string({ error: 'must be a string' }),
-  params: z.optional(z.unknown()),
-});
+export const requestSchema = z.lazy(() =>
+  z.looseObject({
+    t: z.literal('req'),
+    rid: count(),
+    method: z.string({ error: 'must be a string' }),
+    params: z.optional(z.unknown()),
+  }),
+);
 
 /** The control messages a daemon takes from a client besides requests. */
-export const clientControlSchema = z.discriminatedUnion('t', [
-  z.looseObject({ t: z.literal('ack'), id: id(), seq: count() }),
-  z.looseObject({ t: z.literal('ping'), n: count() }),
-  z.looseObject({ t: z.literal('goodbye') }),
-]);
+export const clientControlSchema = z.lazy(() =>
+  z.discriminatedUnion('t', [
+    z.looseObject({ t: z.literal('ack'), id: id(), seq: count() }),
+    z.looseObject({ t: z.literal('ping'), n: count() }),
+    z.looseObject({ t: z.literal('goodbye') }),
+  ]),
+);
 
 /** A code this build does not know (a newer peer's) reads as PROTOCOL_ERROR, as PtyRelayError.from does. */
-const errorShape: z.ZodMiniType<PtyRelayErrorShape> = z.looseObject({
-  code: z.catch(z.enum(Object.keys(ErrorCodes) as [ErrorCode, ...ErrorCode[]]), 'PROTOCOL_ERROR'),
-  message: text(),
-  details: z.optional(z.record(z.string(), z.unknown())),
-});
+const errorShape: z.ZodMiniType<PtyRelayErrorShape> = z.lazy(() =>
+  z.looseObject({
+    code: z.catch(z.enum(Object.keys(ErrorCodes) as [ErrorCode, ...ErrorCode[]]), 'PROTOCOL_ERROR'),
+    message: text(),
+    details: z.optional(z.record(z.string(), z.unknown())),
+  }),
+);
 
 /** A fact or snapshot is passed on whole; its tag is checked here, its fields where they are used. */
 const tagged = <T>() =>
@@ -111,51 +123,66 @@ const snapshot = z.custom<ScreenSnapshot>(
 
 /** The messages a relay takes from a daemon besides the hello. */
 export const daemonMessageSchemas = {
-  res: z.looseObject({
-    t: z.literal('res'),
-    rid: count(),
-    result: z.optional(z.unknown()),
-    error: z.optional(errorShape),
-  }),
-  inputAck: z.looseObject({
-    t: z.literal('inputAck'),
-    upTo: count(),
-    failed: z.optional(z.array(z.looseObject({ inputSeq: count(), error: errorShape }))),
-  }),
-  fact: z.looseObject({
-    t: z.literal('fact'),
-    id: id(),
-    incarnationId: text(),
-    seq: count(),
-    fact: tagged<PtyFact>(),
-  }),
-  exit: z.looseObject({
-    t: z.literal('exit'),
-    id: id(),
-    incarnationId: text(),
-    exitCode: z.int({ error: 'must be an integer' }),
-    signal: z.optional(text()),
-    seq: count(),
-  }),
-  bg: z.looseObject({
-    t: z.literal('bg'),
-    id: id(),
-    incarnationId: text(),
-    event: z.discriminatedUnion('type', [
-      z.looseObject({
-        type: z.literal('backgroundMarker'),
-        background: flag(),
-        seq: count(),
-        snapshot: z.optional(snapshot),
-      }),
-      z.looseObject({ type: z.literal('dataGap'), droppedBytes: count(), fromSeq: count(), toSeq: count() }),
-      z.looseObject({
-        type: z.literal('fact'),
-        seq: count(),
-        fact: tagged<PtyFact | { type: 'exit'; exitCode: number; signal?: string }>(),
-      }),
-    ]),
-  }),
-  error: z.looseObject({ t: z.literal('error'), error: errorShape }),
-  stopping: z.looseObject({ t: z.literal('stopping') }),
+  res: z.lazy(() =>
+    z.looseObject({
+      t: z.literal('res'),
+      rid: count(),
+      result: z.optional(z.unknown()),
+      error: z.optional(errorShape),
+    }),
+  ),
+  inputAck: z.lazy(() =>
+    z.looseObject({
+      t: z.literal('inputAck'),
+      upTo: count(),
+      failed: z.optional(z.array(z.looseObject({ inputSeq: count(), error: errorShape }))),
+    }),
+  ),
+  fact: z.lazy(() =>
+    z.looseObject({
+      t: z.literal('fact'),
+      id: id(),
+      incarnationId: text(),
+      seq: count(),
+      fact: tagged<PtyFact>(),
+    }),
+  ),
+  exit: z.lazy(() =>
+    z.looseObject({
+      t: z.literal('exit'),
+      id: id(),
+      incarnationId: text(),
+      exitCode: z.int({ error: 'must be an integer' }),
+      signal: z.optional(text()),
+      seq: count(),
+    }),
+  ),
+  bg: z.lazy(() =>
+    z.looseObject({
+      t: z.literal('bg'),
+      id: id(),
+      incarnationId: text(),
+      event: z.discriminatedUnion('type', [
+        z.looseObject({
+          type: z.literal('backgroundMarker'),
+          background: flag(),
+          seq: count(),
+          snapshot: z.optional(snapshot),
+        }),
+        z.looseObject({
+          type: z.literal('dataGap'),
+          droppedBytes: count(),
+          fromSeq: count(),
+          toSeq: count(),
+        }),
+        z.looseObject({
+          type: z.literal('fact'),
+          seq: count(),
+          fact: tagged<PtyFact | { type: 'exit'; exitCode: number; signal?: string }>(),
+        }),
+      ]),
+    }),
+  ),
+  error: z.lazy(() => z.looseObject({ t: z.literal('error'), error: errorShape })),
+  stopping: z.lazy(() => z.looseObject({ t: z.literal('stopping') })),
 };

@@ -51,76 +51,91 @@ const list = <T extends z.ZodMiniType>(item: T, max = MAX_URI_LIST) =>
   z.array(item, { error: 'must be an array' }).check(z.maxLength(max, `must have at most ${max} entries`));
 
 /** A channel URI: the root, a minted terminal URI or a client-chosen one (uris.ts checks the form where it matters). */
-export const uriSchema = nonEmpty(MAX_CLIENT_URI_LENGTH).check(
-  z.regex(/^[^\x00-\x1f\x7f]*$/, 'must not contain control characters'),
+export const uriSchema = z.lazy(() =>
+  nonEmpty(MAX_CLIENT_URI_LENGTH).check(
+    z.regex(/^[^\x00-\x1f\x7f]*$/, 'must not contain control characters'),
+  ),
 );
 
 /** AHP TerminalClaim; only its known fields are kept (it is stored and broadcast). */
-export const claimSchema: z.ZodMiniType<TerminalClaim> = z.discriminatedUnion(
-  'kind',
-  [
-    z.object({ kind: z.literal('client'), clientId: nonEmpty() }),
-    z.object({
-      kind: z.literal('session'),
-      session: nonEmpty(),
-      turnId: z.optional(bounded(MAX_NAME_LENGTH)),
-      toolCallId: z.optional(bounded(MAX_NAME_LENGTH)),
-    }),
-  ],
-  { error: "must be {kind: 'client', clientId} or {kind: 'session', session}" },
+export const claimSchema: z.ZodMiniType<TerminalClaim> = z.lazy(() =>
+  z.discriminatedUnion(
+    'kind',
+    [
+      z.object({ kind: z.literal('client'), clientId: nonEmpty() }),
+      z.object({
+        kind: z.literal('session'),
+        session: nonEmpty(),
+        turnId: z.optional(bounded(MAX_NAME_LENGTH)),
+        toolCallId: z.optional(bounded(MAX_NAME_LENGTH)),
+      }),
+    ],
+    { error: "must be {kind: 'client', clientId} or {kind: 'session', session}" },
+  ),
 );
 
 /** The actions a client may dispatch (CLIENT_DISPATCHABLE_TYPES), each with its payload. */
-export const clientActionSchema: z.ZodMiniType<TerminalClientAction> = z.discriminatedUnion('type', [
-  // Keystrokes may hold any character (Ctrl-@ is a NUL); their size is limits.maxInputBytes.
-  z.object({ type: z.literal('terminal/input'), data: text() }),
-  z.object({ type: z.literal('terminal/resized'), cols: cells(), rows: cells() }),
-  z.object({ type: z.literal('terminal/claimed'), claim: claimSchema }),
-  z.object({ type: z.literal('terminal/titleChanged'), title: bounded(MAX_NAME_LENGTH) }),
-  z.object({ type: z.literal('terminal/cleared') }),
-]);
+export const clientActionSchema: z.ZodMiniType<TerminalClientAction> = z.lazy(() =>
+  z.discriminatedUnion('type', [
+    // Keystrokes may hold any character (Ctrl-@ is a NUL); their size is limits.maxInputBytes.
+    z.object({ type: z.literal('terminal/input'), data: text() }),
+    z.object({ type: z.literal('terminal/resized'), cols: cells(), rows: cells() }),
+    z.object({ type: z.literal('terminal/claimed'), claim: claimSchema }),
+    z.object({ type: z.literal('terminal/titleChanged'), title: bounded(MAX_NAME_LENGTH) }),
+    z.object({ type: z.literal('terminal/cleared') }),
+  ]),
+);
 
 const params = <S extends z.core.$ZodLooseShape>(shape: S) =>
   z.looseObject(shape, { error: 'must be an object' });
 
 /** Params of each AHP request and notification, keyed by method. */
 export const ahpParamsSchemas = {
-  initialize: params({
-    channel: z.optional(uriSchema),
-    protocolVersions: list(bounded(MAX_VERSION_LENGTH)),
-    clientId: nonEmpty(),
-    initialSubscriptions: z.optional(list(uriSchema)),
-    capabilities: z.optional(params({ rawData: z.optional(flag()) })),
-  }),
-  reconnect: params({
-    clientId: nonEmpty(),
-    lastSeenServerSeq: count(),
-    subscriptions: list(uriSchema),
-  }),
-  subscribe: params({ channel: uriSchema }),
-  unsubscribe: params({ channel: uriSchema }),
-  /** Unknown fields are dropped, not passed on to the provider. */
-  createTerminal: z.object(
-    {
-      claim: claimSchema,
+  initialize: z.lazy(() =>
+    params({
       channel: z.optional(uriSchema),
-      name: spawnFields.name,
-      cwd: z.optional(nonEmpty(MAX_CWD_LENGTH)),
-      cols: z.optional(cells()),
-      rows: z.optional(cells()),
-      host: z.optional(hostNameSchema),
-      command: spawnFields.command,
-      args: spawnFields.args,
-    },
-    { error: 'must be an object' },
+      protocolVersions: list(bounded(MAX_VERSION_LENGTH)),
+      clientId: nonEmpty(),
+      initialSubscriptions: z.optional(list(uriSchema)),
+      capabilities: z.optional(params({ rawData: z.optional(flag()) })),
+    }),
   ),
-  disposeTerminal: params({ channel: uriSchema }),
-  /** The action's payload is parsed by clientActionSchema once its type is one a client may dispatch. */
-  dispatchAction: params({
-    channel: uriSchema,
-    clientSeq: count(),
-    action: params({ type: nonEmpty() }),
+  reconnect: z.lazy(() =>
+    params({
+      clientId: nonEmpty(),
+      lastSeenServerSeq: count(),
+      subscriptions: list(uriSchema),
+    }),
+  ),
+  subscribe: z.lazy(() => params({ channel: uriSchema })),
+  unsubscribe: z.lazy(() => params({ channel: uriSchema })),
+  /** Unknown fields are dropped, not passed on to the provider. */
+  createTerminal: z.lazy(() => {
+    const spawn = spawnFields();
+    return z.object(
+      {
+        claim: claimSchema,
+        channel: z.optional(uriSchema),
+        name: spawn.name,
+        cwd: z.optional(nonEmpty(MAX_CWD_LENGTH)),
+        cols: z.optional(cells()),
+        rows: z.optional(cells()),
+        host: z.optional(hostNameSchema),
+        command: spawn.command,
+        args: spawn.args,
+      },
+      { error: 'must be an object' },
+    );
   }),
+  disposeTerminal: z.lazy(() => params({ channel: uriSchema })),
+  /** The action's payload is parsed by clientActionSchema once its type is one a client may dispatch. */
+  dispatchAction: z.lazy(() =>
+    params({
+      channel: uriSchema,
+      clientSeq: count(),
+      action: params({ type: nonEmpty() }),
+    }),
+  ),
 };
 
 /**

@@ -5,12 +5,14 @@ import { PtyRelayError } from '../../provider/errors.js';
 import { needAdmin, needHost } from '../core/grant.js';
 import type { HostRouter, RpcExtension } from '../core/rpc-types.js';
 
-const HostKeyParams = z.object({ host: z.string().check(z.minLength(1)) });
-const TrustParams = z.object({
-  host: z.string().check(z.minLength(1)),
-  fingerprint: z.string().check(z.regex(/^SHA256:[A-Za-z0-9+/]+$/, 'a SHA256:… fingerprint')),
-  replace: z.optional(z.boolean()),
-});
+const HostKeyParams = z.lazy(() => z.object({ host: z.string().check(z.minLength(1)) }));
+const TrustParams = z.lazy(() =>
+  z.object({
+    host: z.string().check(z.minLength(1)),
+    fingerprint: z.string().check(z.regex(/^SHA256:[A-Za-z0-9+/]+$/, 'a SHA256:… fingerprint')),
+    replace: z.optional(z.boolean()),
+  }),
+);
 
 function parse<T>(schema: z.ZodMiniType<T>, params: unknown, method: string): T {
   const r = schema.safeParse(params);

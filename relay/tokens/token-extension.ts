@@ -7,14 +7,16 @@ import type { RpcExtension } from '../core/rpc-types.js';
 import type { TokenAuthority } from './token-authority.js';
 import { parseTtl, type TokenStore } from './token-store.js';
 
-const CreateParams = z.strictObject({
-  scope: z.enum(TOKEN_SCOPES),
-  name: z.optional(z.string()),
-  hosts: z.optional(z.array(z.string())),
-  terminal: z.optional(z.string()),
-  ttl: z.optional(z.string()),
-});
-const RevokeParams = z.strictObject({ name: z.string().check(z.minLength(1)) });
+const CreateParams = z.lazy(() =>
+  z.strictObject({
+    scope: z.enum(TOKEN_SCOPES),
+    name: z.optional(z.string()),
+    hosts: z.optional(z.array(z.string())),
+    terminal: z.optional(z.string()),
+    ttl: z.optional(z.string()),
+  }),
+);
+const RevokeParams = z.lazy(() => z.strictObject({ name: z.string().check(z.minLength(1)) }));
 
 function parse<T>(schema: z.ZodMiniType<T>, params: unknown, method: string): T {
   const r = schema.safeParse(params);

@@ -40,17 +40,19 @@ const RECORD_FILE = /^([0-9a-f]{12})\.json$/;
 export const MAX_TTL_MS = 366 * 24 * 3600 * 1000;
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
-const recordSchema = z.object({
-  v: z.literal(1),
-  id: z.string().check(z.regex(/^[0-9a-f]{12}$/)),
-  name: z.string().check(z.regex(NAME_RE)),
-  scope: z.enum(TOKEN_SCOPES),
-  hosts: z.optional(z.array(z.string().check(z.regex(HOST_RE)))),
-  terminal: z.optional(z.string().check(z.regex(TERMINAL_RE))),
-  sha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
-  createdAt: z.int(),
-  expiresAt: z.optional(z.int()),
-});
+const recordSchema = z.lazy(() =>
+  z.object({
+    v: z.literal(1),
+    id: z.string().check(z.regex(/^[0-9a-f]{12}$/)),
+    name: z.string().check(z.regex(NAME_RE)),
+    scope: z.enum(TOKEN_SCOPES),
+    hosts: z.optional(z.array(z.string().check(z.regex(HOST_RE)))),
+    terminal: z.optional(z.string().check(z.regex(TERMINAL_RE))),
+    sha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
+    createdAt: z.int(),
+    expiresAt: z.optional(z.int()),
+  }),
+);
 export type TokenRecord = z.infer<typeof recordSchema>;
 
 /** A record as `token ls` shows it. */
