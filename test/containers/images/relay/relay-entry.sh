@@ -14,7 +14,7 @@ export PTYRELAY_TOKEN_FILE="${PTYRELAY_TOKEN_FILE:-$data/token}"
 export PTYRELAY_TOKEN_DIR="${PTYRELAY_TOKEN_DIR:-$data/tokens}"
 listen="${RELAY_LISTEN:-127.0.0.1:$RELAY_PORT}"
 # The relay's Node options (relay/core/relay-runtime.ts says why).
-NODE_FLAGS="--max-semi-space-size=2"
+NODE_FLAGS="--max-semi-space-size=1"
 relay="$(command -v ptyrelay)"
 
 # The config may be written by a service that starts at the same time (compose's keygen).
