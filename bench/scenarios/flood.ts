@@ -180,6 +180,30 @@ function packetRates(a: Packets, b: Packets, bytes: number): FloodRun['packetsPe
   return { received: round((b.received - a.received) / mb, 1), sent: round((b.sent - a.sent) / mb, 1) };
 }
 
+/**
+ * One path's CPU cost against its reference's: the whole machine's CPU (every process, the kernel
+ * included) per MB delivered, median over the rounds. On a machine whose cores the reference
+ * already nearly fills, a throughput ratio follows the inverse of this one.
+ */
+function cpuPerMbRow(runs: FloodRun[], file: FloodFile, label: string, subject: string, ref: string): Row {
+  const medCpu = (variant: string): number | null => {
+    const xs = runs
+      .filter((r) => r.variant === variant && r.bytes > file.expectedBytes / 2)
+      .flatMap((r) => (r.machineCpuMsPerMb === undefined ? [] : [r.machineCpuMsPerMb]));
+    return xs.length ? round(median(xs), 2) : null;
+  };
+  return {
+    scenario: 'flood',
+    metric: `${label}: machine CPU per MB delivered`,
+    unit: 'ms/MB',
+    subject,
+    value: medCpu(subject),
+    reference: { label: ref, value: medCpu(ref) },
+    better: 'lower',
+    noPlot: true,
+  };
+}
+
 export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Promise<ScenarioResult> {
   const t0 = now();
   const errors: string[] = [];
@@ -353,6 +377,9 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
         met: ratioAtLeast(med('RelayClient over WebSocket'), med('ssh -tt'), FLOOD_TARGET_RATIO),
       },
     },
+    cpuPerMbRow(runs, file, label, 'SshPtyProvider', 'ssh -tt'),
+    cpuPerMbRow(runs, file, label, 'LocalPtyProvider', 'node-pty local'),
+    cpuPerMbRow(runs, file, label, 'RelayClient over WebSocket', 'ssh -tt'),
   ];
   return {
     name: 'flood',
