@@ -21,11 +21,13 @@ import {
  *   megabytes while the daemon allocates nothing more, so V8 would never collect them
  *   (agent-stub/session/idle-gc.ts collects once, a second later, then trims the heap): 50 idle
  *   sessions that each wrote 9.7 MiB, 281 → 223 MB with the trim (bench history, Node 24);
- * - `--max-semi-space-size=2` (MiB): the daemon's output path allocates fast and keeps little, and
- *   V8's default young generation mostly holds garbage in its RSS: 50 × `yes` peak 281 → 226 MB
- *   (bench memory, Node 24).
+ * - `--max-semi-space-size=1` (MiB): the daemon's output path allocates fast and keeps little, and
+ *   a larger young generation mostly holds garbage in its RSS: 50 × `yes` peak 281 → 226 MB at
+ *   2 MiB against V8's default; at 1 MiB against 2, 10 × `yes` growth 65.7–69.4 → 58.9–59.7 MB,
+ *   peak 117–121 → 110–111 MB, with the local and SSH floods and the typing echo within their
+ *   runs' spread (bench, Node 24).
  */
-export const DAEMON_NODE_OPTIONS: readonly string[] = ['--expose-gc', '--max-semi-space-size=2'];
+export const DAEMON_NODE_OPTIONS: readonly string[] = ['--expose-gc', '--max-semi-space-size=1'];
 
 /** How long a freshly started daemon may take to accept connections. */
 const START_TIMEOUT_MS = 10_000;
