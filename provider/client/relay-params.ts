@@ -6,7 +6,8 @@ import { hostNameSchema, MAX_NAME_LENGTH, MAX_TERMINAL_CELLS, spawnFields } from
 /**
  * One schema per `ptyrelay/*` request that takes more than a terminal id (relay-protocol.ts has
  * the types; agentSend, agentRead, commands and history have theirs in provider/wire). The relay parses
- * every one before acting, so a field of the wrong type is INVALID_ARGUMENT naming it.
+ * every one before acting, so a field of the wrong type is INVALID_ARGUMENT naming it. Built on
+ * first parse, as the stub link's are (provider/wire/stub-schemas.ts).
  */
 
 const text = () => z.string({ error: 'must be a string' });

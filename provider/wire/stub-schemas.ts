@@ -13,6 +13,8 @@ import { MAX_TERMINAL_CELLS, stubSpawnParamsSchema, terminalOwnerSchema } from '
  * a client (`req` per method, `ack`, `ping`, `goodbye`) and what a relay accepts from a daemon
  * (`res`, `inputAck`, `fact`, `exit`, `bg`, `stopping`). The hello has its own (hello-schema.ts). Unknown
  * fields pass (a newer peer may add some); known ones must have their types. `zod/mini` (bundle).
+ * Each schema is built on its first parse (`z.lazy`): a zod schema object costs about 1.4 KB of
+ * heap, and an idle relay would otherwise hold hundreds for messages it never receives.
  */
 
 const MAX_ID_LENGTH = 1024;

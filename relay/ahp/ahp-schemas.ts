@@ -21,7 +21,8 @@ import { MAX_CLIENT_URI_LENGTH } from './uris.js';
  * e.g. `createTerminal.claim.clientId`); of a notification it is dropped and logged, except a
  * malformed client action, which comes back to its sender rejected with that error as the reason.
  * Unknown fields pass where nothing is kept, and are dropped where the value is stored or
- * broadcast (claims, createTerminal, actions). Same style as provider/client/relay-params.ts.
+ * broadcast (claims, createTerminal, actions). Same style as provider/client/relay-params.ts, and
+ * built on first parse the same way.
  */
 
 /** Most URIs in `initialSubscriptions` or `subscriptions`, and most offered protocol versions. */
