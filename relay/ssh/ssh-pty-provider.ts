@@ -2,26 +2,20 @@ import type { LookupFunction } from 'node:net';
 import type { PtyProcessInfo, PtySpawnOptions, PtySpawnResult } from '../../provider/contract.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
-import type { UploadMethod } from '../deploy/remote-fs.js';
-import { collectStubArtifacts, type StubPlatform } from '../deploy/stub-artifacts.js';
-import { type DeployProgress, type DeployResult, StubDeployer } from '../deploy/stub-deployer.js';
+import type { DeployResult } from '../deploy/stub-deployer.js';
 import type { RaceAttempt } from '../stub-link/attempt-race.js';
 import { type ReachabilityProbe, sshBannerProbe } from '../stub-link/reachability-probe.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
 import { firstHop, type ResolvedHost, resolveHost, type SshHostConfig } from './host-config.js';
-import { connectSsh, type SshConnection } from './host-connection.js';
+import type { SshConnection } from './host-connection.js';
 import { hostDaemonArgs } from './host-daemon-args.js';
-import { sshLost, withHostHint } from './host-errors.js';
+import { sshLost } from './host-errors.js';
 import { type HostKeyStatus, inspectHostKey, trustHostKey } from './host-key-trust.js';
-import { openSocketChannel, openStubChannel, type StubChannel } from './ssh-stub-channel.js';
+import { HostSetup, type HostSetupProgress } from './host-setup.js';
+import { openSocketChannel, type StubChannel } from './ssh-stub-channel.js';
 import { SSH2_PINNED, ssh2ShapeProblem } from './ssh2-modules.js';
 
-/**
- * SSH handshake limit for reconnect attempts (first contact keeps the configured 30 s): an attempt
- * made while the network still swallows packets ends soon even if no fresh attempt replaces it.
- */
-const RECONNECT_ATTEMPT_TIMEOUT_MS = 2000;
 /**
  * Reconnect attempts to one host at once: a ladder step that finds the pending ones silent starts a
  * fresh one beside them, so an attempt swallowed by a dead network does not hold up the reconnect.
@@ -31,7 +25,7 @@ const RACING_RECONNECT_ATTEMPTS = 3;
 export type { SshHostConfig } from './host-config.js';
 
 /** A step of reaching a host: connecting, deploying the stub, the link to its daemon. */
-export type HostSetupProgress = DeployProgress | { step: 'connect' | 'connected' | 'link'; message: string };
+export type { HostSetupProgress } from './host-setup.js';
 
 export interface SshPtyProviderOptions {
   hosts: Record<string, SshHostConfig>;
@@ -66,16 +60,13 @@ interface HostLink {
 export class SshPtyProvider extends StubBackedProvider {
   protected readonly defaultHost: string;
   private readonly links = new Map<string, HostLink>();
-  private readonly deployed = new Map<string, DeployResult>();
   private readonly legacySockets = new Map<string, string>();
-  /** The upload method that last worked on each host: the next deploy tries it first. */
-  private readonly uploadMethods = new Map<string, UploadMethod>();
   /** Hosts a spawn went to since their adoption began (releaseIfEmpty keeps their link). */
   private readonly spawning = new Set<string>();
   /** Hosts being adopted at relay start: their first contact uses an intact install only. */
   private readonly adopting = new Set<string>();
-  /** Daemon socket of each host as last reached by streamlocal forwarding. */
-  private readonly knownSocket = new Map<string, string>();
+  /** How each host is reached, and what the last attempt learnt (host-setup.ts). */
+  private readonly setup: HostSetup;
   protected readonly log: Logger;
   protected override readonly reconnectAttempts = RACING_RECONNECT_ATTEMPTS;
   protected override readonly failFirstContact = true;
@@ -92,6 +83,14 @@ export class SshPtyProvider extends StubBackedProvider {
     if (ssh2Problem) this.log.warn({ library: 'ssh2', pinned: SSH2_PINNED }, ssh2Problem);
     if (opts.link) this.linkPolicy = opts.link;
     if (opts.relayId) this.relayId = opts.relayId;
+    this.setup = new HostSetup({
+      progress: (h, p) => this.progress(h, p),
+      resolveJump: this.resolveJump,
+      adoptOnly: (h) => this.adopting.has(h),
+      preferExec: opts.preferExec,
+      stubPath: opts.stubPath,
+      lookup: opts.lookup,
+    });
   }
 
   get hostNames(): string[] {
@@ -174,9 +173,7 @@ export class SshPtyProvider extends StubBackedProvider {
 
   /** Closes `host`'s SSH connection and forgets how it was reached; `forget` also ends its links. */
   private closeHost(host: string, forget: boolean): void {
-    this.deployed.delete(host);
-    this.knownSocket.delete(host);
-    this.uploadMethods.delete(host);
+    this.setup.forget(host);
     this.links.get(host)?.ssh.close();
     this.links.delete(host);
     if (forget) {
@@ -238,7 +235,7 @@ export class SshPtyProvider extends StubBackedProvider {
    */
   private async open(host: string, cfg: SshHostConfig, attempt: RaceAttempt): Promise<StubClient> {
     const log = this.log.child({ host });
-    const { ssh, t0 } = await this.connect(host, cfg, attempt, log);
+    const { ssh, t0 } = await this.setup.connect(host, cfg, attempt, log);
     const closeOnAbort = () => ssh.close();
     attempt.signal.addEventListener('abort', closeOnAbort, { once: true });
     let dropped = false;
@@ -248,8 +245,8 @@ export class SshPtyProvider extends StubBackedProvider {
     try {
       attempt.signal.throwIfAborted();
       const daemonArgs = this.daemonArgsFor(cfg);
-      const deploy = await this.deployTo(host, cfg, ssh, log, daemonArgs);
-      const channel = await this.channelTo(host, ssh, deploy, log, daemonArgs);
+      const deploy = await this.setup.deploy(host, cfg, ssh, log, daemonArgs);
+      const channel = await this.setup.channel(host, ssh, deploy, log, daemonArgs);
       attempt.progress();
       const client = new StubClient(channel.stream, {
         role: 'ssh-relay',
@@ -271,7 +268,7 @@ export class SshPtyProvider extends StubBackedProvider {
     } catch (err) {
       ssh.close();
       // A failure may mean the install is gone: check it again next time (not when merely outraced).
-      if (!attempt.signal.aborted) this.deployed.delete(host);
+      if (!attempt.signal.aborted) this.setup.forgetInstall(host);
       // The host let us in, then dropped the connection: transient, whatever step it broke.
       if (dropped && !attempt.signal.aborted) throw droppedDuringSetup(host, err);
       throw err;
@@ -282,70 +279,6 @@ export class SshPtyProvider extends StubBackedProvider {
   private progress(h: string, p: HostSetupProgress): void {
     this.log.info({ host: h, ...p }, `[${h}] ${p.message}`);
     this.opts.onProgress?.(h, p);
-  }
-
-  /** The SSH connection of one attempt, and when it started (for the log's timings). */
-  private async connect(
-    host: string,
-    cfg: SshHostConfig,
-    attempt: RaceAttempt,
-    log: Logger,
-  ): Promise<{ ssh: SshConnection; t0: number }> {
-    const resolved = resolveHost(cfg);
-    this.progress(host, {
-      step: 'connect',
-      message: `connecting to ${resolved.user}@${resolved.hostName}:${resolved.port}`,
-    });
-    const t0 = Date.now();
-    // A reconnect must not hang on a handshake whose packets a dead network swallowed: fail fast,
-    // and let the ladder try again.
-    const reconnecting = this.deployed.has(host);
-    const timed = reconnecting
-      ? { ...resolved, connectTimeoutMs: Math.min(resolved.connectTimeoutMs, RECONNECT_ATTEMPT_TIMEOUT_MS) }
-      : resolved;
-    const ssh = await connectSsh(timed, {
-      log,
-      resolveJump: this.resolveJump,
-      signal: attempt.signal,
-      onReceive: () => attempt.progress(),
-      lookup: this.opts.lookup,
-    }).catch((err: unknown) => {
-      throw withHostHint(host, err);
-    });
-    this.progress(host, { step: 'connected', message: `connected in ${Date.now() - t0} ms` });
-    return { ssh, t0 };
-  }
-
-  /** The host's install: the one this provider verified before (a reconnect), else a full deploy. */
-  private async deployTo(
-    host: string,
-    cfg: SshHostConfig,
-    ssh: SshConnection,
-    log: Logger,
-    daemonArgs: string[],
-  ): Promise<DeployResult> {
-    const deploy =
-      this.deployed.get(host) ??
-      (await new StubDeployer(ssh.client, {
-        log,
-        onProgress: (p: DeployProgress) => this.progress(host, p),
-        // An intact install also gets its daemon ensured in the probe's command (one exec).
-        ensureDaemon: this.opts.preferExec ? undefined : daemonArgs,
-        installDir: cfg.installDir,
-        uploadMethod: this.uploadMethods.get(host),
-        adoptOnly: () => this.adopting.has(host),
-        ...(this.opts.stubPath
-          ? { artifacts: (p: StubPlatform) => collectStubArtifacts(p, this.opts.stubPath) }
-          : {}),
-      }).deploy());
-    if (deploy.method) {
-      this.uploadMethods.set(host, deploy.method);
-      log.info(
-        { method: deploy.method, installDir: deploy.installDir },
-        `stub deployed over ${deploy.method}`,
-      );
-    }
-    return deploy;
   }
 
   /** What `host` presents now (no login) and what known_hosts says about it. */
@@ -398,8 +331,7 @@ export class SshPtyProvider extends StubBackedProvider {
 
   /** Makes a won attempt's connection the host's link (one at a time: the race has one winner). */
   private register(host: string, link: HostLink, channel: StubChannel): void {
-    this.deployed.set(host, link.deploy);
-    if (channel.via === 'streamlocal') this.knownSocket.set(host, channel.socketPath);
+    this.setup.remember(host, link.deploy, channel);
     for (const l of channel.legacy) this.legacySockets.set(`${host}#${l.buildId}`, l.socketPath);
     this.noteLegacy(
       host,
@@ -431,37 +363,6 @@ export class SshPtyProvider extends StubBackedProvider {
   /** Flags for a daemon this relay starts on a host: the provider's, plus the host's own dirs. */
   private daemonArgsFor(cfg: SshHostConfig): string[] {
     return hostDaemonArgs(this.opts.daemonArgs ?? [], cfg);
-  }
-
-  /**
-   * On a reconnect the daemon is almost always still there, and on first contact the probe's
-   * command may have ensured it: forward straight to its socket (saves a remote command and a
-   * node start for `ensure`); otherwise, or if that fails, ensure it runs.
-   */
-  private async channelTo(
-    host: string,
-    ssh: SshConnection,
-    deploy: DeployResult,
-    log: Logger,
-    daemonArgs: string[],
-  ): Promise<StubChannel> {
-    // First contact may have ensured the daemon already (a one-shot hint: later links use `known`).
-    const ensured = deploy.daemon;
-    deploy.daemon = undefined;
-    const known = this.knownSocket.get(host) ?? ensured?.socketPath;
-    if (known && !this.opts.preferExec) {
-      try {
-        const ch = await openSocketChannel(ssh.client, [], known, { streamlocalOnly: true });
-        return { ...ch, socketPath: known, legacy: ensured?.legacy ?? [] };
-      } catch {
-        // the daemon went away (or forwarding is refused): start it the long way
-      }
-    }
-    return openStubChannel(ssh.client, deploy.nodePath, deploy.stubPath, {
-      log,
-      daemonArgs,
-      preferExec: this.opts.preferExec,
-    });
   }
 
   /** Drops the SSH connection of a host as a network failure would; the link reconnects and reattaches. */

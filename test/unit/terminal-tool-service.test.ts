@@ -9,7 +9,7 @@ import type {
 } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
 import { NO_PAGER_ENV, TerminalToolService } from '../../relay/agents/terminal-tool-service.js';
-import { codeOf } from '../support/agent-suite.js';
+import { codeOf } from '../support/error-code.js';
 
 /** A provider double: spawns numbered fake PTYs, records calls, lets a test finish sends by hand. */
 class FakeProvider {
