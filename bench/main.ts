@@ -6,9 +6,9 @@
  *   npm run bench -- --only flood,typing
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createLogger } from '../relay/core/log.js';
 import { packageRoot, stubBundlePath } from '../relay/core/stub-bundle.js';
 import type { SshPtyProvider } from '../relay/ssh/ssh-pty-provider.js';
@@ -105,6 +105,16 @@ async function backgroundBusy(ms = 1000): Promise<number> {
   return busyPercent(a, machineCpu());
 }
 
+/** The node binary the SSH host's daemon runs. */
+function daemonNode(provider: SshPtyProvider): string {
+  const pid = provider.linkInfo('h')?.daemonPid;
+  try {
+    return pid ? readlinkSync(`/proc/${pid}/exe`) : 'an unknown node (no daemon pid)';
+  } catch {
+    return 'an unknown node (its process is gone)';
+  }
+}
+
 /** Ends the host's daemon so the next scenario starts with a fresh one (no memory carried over). */
 async function freshDaemon(provider: SshPtyProvider): Promise<void> {
   const pid = provider.linkInfo('h')?.daemonPid;
@@ -131,7 +141,11 @@ export async function main(argv: string[]): Promise<number> {
   progress(
     `${opts.quick ? 'quick' : 'full'} run on ${machine.cpuModel} × ${machine.cores}, node ${machine.node}`,
   );
-  const sshd = await startSshd();
+  // The host finds node on its PATH: the bench's own, so that the daemon on the SSH host runs the
+  // same Node line as the local one and the relay (the system's node may be another line).
+  const sshd = await startSshd({
+    extraConfig: [`SetEnv PATH=${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`],
+  });
   const env: BenchEnv = {
     opts,
     sshd,
@@ -164,6 +178,9 @@ export async function main(argv: string[]): Promise<number> {
     progress(
       `sshd on port ${sshd.port}; first contact (connect + deploy check + daemon) ${firstContactMs} ms`,
     );
+    const hostNode = daemonNode(provider);
+    if (hostNode !== realpathSync(process.execPath))
+      warnings.push(`the SSH host's daemon runs ${hostNode}, not the bench's node ${process.execPath}`);
     const run: Record<(typeof SCENARIOS)[number], () => Promise<ScenarioResult>> = {
       flood: () => floodScenario(env, provider),
       typing: () => typingScenario(env, provider),

@@ -121,7 +121,10 @@ export async function idleMemoryScenario(env: BenchEnv): Promise<ScenarioResult>
   const node = await bareNode(false);
   const nodeWorker = await bareNode(true);
   const relayLocal = await idleRelay(env, 'local', {});
-  const relaySsh = await idleRelay(env, 'ssh', { h1: hostConfig(env.sshd), h2: hostConfig(env.sshd) });
+  // The hosts' daemon runs in the bench's runtime dir, which the bench ends and removes at its end
+  // (the host's default dir would keep it running after the bench).
+  const sshHost = { ...hostConfig(env.sshd), runtimeDir: env.runtimeDir };
+  const relaySsh = await idleRelay(env, 'ssh', { h1: sshHost, h2: sshHost });
   const daemon = await idleDaemon(env);
   const mb = (b: number) => round(b / MB, 1);
   const over = (v: number, base: number, max: number) => ({ met: (v - base) / MB <= max });
