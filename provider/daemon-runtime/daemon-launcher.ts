@@ -14,9 +14,10 @@ import {
 } from './stub-paths.js';
 
 /**
- * Node options of the daemon's command line: only options in Node's CLI documentation that every
- * line from 18 to 26 accepts (test/integration/node-matrix.test.ts starts the daemon with each),
- * each for a measured reason:
+ * Node options of the daemon's command line, each accepted by every line from 18 to 26
+ * (test/integration/node-matrix.test.ts starts the daemon with each, locally and over SSH), each
+ * for a measured reason. The first two are in Node's CLI documentation; the third is V8's, which
+ * Node passes on:
  * - `--expose-gc`: a model that dropped its scrollback (an idle or background terminal) frees
  *   megabytes while the daemon allocates nothing more, so V8 would never collect them
  *   (agent-stub/session/idle-gc.ts collects once, a second later, then trims the heap): 50 idle
@@ -25,9 +26,22 @@ import {
  *   a larger young generation mostly holds garbage in its RSS: 50 × `yes` peak 281 → 226 MB at
  *   2 MiB against V8's default; at 1 MiB against 2, 10 × `yes` growth 65.7–69.4 → 58.9–59.7 MB,
  *   peak 117–121 → 110–111 MB, with the local and SSH floods and the typing echo within their
- *   runs' spread (bench, Node 24).
+ *   runs' spread (bench, Node 24);
+ * - `--optimize-for-size`: V8 grows its heaps less past what is live and compacts them back, in
+ *   both threads (the model worker holds every session's screen): 50 × `yes` (45 in the
+ *   background) stub peak 201–231 → 179–183 MB and growth 140–169 → 117–121 MB, 10 × `yes`
+ *   growth 64–71 → 59–62 MB, the history scenario's 50 × `yes` peak 189–233 → 178–181 MB (bench,
+ *   alternated runs, Node 24). Its cost is CPU: a local `cat` flood takes 25.3–25.5 ms of the
+ *   machine's CPU per MB against 23.4–24.7 (three alternated 6-round runs each), a flood the model
+ *   must parse in full (a colour change before every character) 10–15 % more of the daemon's;
+ *   throughput (the floods' ratios), the typing echo and the history flood within their runs'
+ *   spread.
  */
-export const DAEMON_NODE_OPTIONS: readonly string[] = ['--expose-gc', '--max-semi-space-size=1'];
+export const DAEMON_NODE_OPTIONS: readonly string[] = [
+  '--expose-gc',
+  '--max-semi-space-size=1',
+  '--optimize-for-size',
+];
 
 /** How long a freshly started daemon may take to accept connections. */
 const START_TIMEOUT_MS = 10_000;
