@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 
 /**
- * Loads one of the optional Node-API addons that `npm run build` compiles with the system C
- * compiler (scripts/build-native.mjs) and the relay ships beside the stub bundle (malloc-trim,
- * sched-slice). `problem` says why there is none: `missing` when the file is absent, else that it
+ * Loads an optional Node-API addon that `npm run build` compiles with the system C compiler
+ * (scripts/build-native.mjs) and the relay ships beside the stub bundle (today only malloc-trim).
+ * `problem` says why there is none: `missing` when the file is absent, else that it
  * did not load or lacks one of `functions`.
  */
 export function loadNativeAddon<T>(
