@@ -84,7 +84,7 @@ function parseArgs(argv: string[]): BenchOptions {
     else if (a === '--flood-mb') opts.floodMb = positiveInt(a, argv[++i]);
     else
       throw new Error(
-        `unknown argument ${a} (use --quick, --only a,b, --out DIR, --flood-variants ssh,ssh-aa,ssh-provider,node-pty,local-provider,relay-client, --flood-rounds N, --flood-mb N, --profile-stub DIR)`,
+        `unknown argument ${a} (use --quick, --only a,b, --out DIR, --flood-variants ssh,ssh-aa,ssh-provider,node-pty,local-provider,relay-client,floor-local,floor-ssh,floor-ssh2,ssh2-pty, --flood-rounds N, --flood-mb N, --profile-stub DIR)`,
       );
   }
   for (const s of opts.only ?? []) {

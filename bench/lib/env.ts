@@ -17,7 +17,10 @@ export interface BenchOptions {
   quick: boolean;
   only?: Set<string>;
   outDir: string;
-  /** Flood variants to run (default all): `ssh`, `ssh-provider`, `node-pty`, `local-provider`. */
+  /**
+   * Flood variants to run (default all): `ssh`, `ssh-aa`, `ssh-provider`, `node-pty`,
+   * `local-provider`, `relay-client`, `floor-local`, `floor-ssh`, `floor-ssh2`, `ssh2-pty`.
+   */
   floodVariants?: Set<string>;
   /** Flood rounds and file size (MiB), overriding the mode's defaults (5 × 200 full, 2 × 50 quick). */
   floodRounds?: number;

@@ -1,12 +1,17 @@
 import { createHash, type Hash } from 'node:crypto';
 import * as pty from 'node-pty';
+import type { Client } from 'ssh2';
 import type { IPtyProvider } from '../../provider/contract.js';
+import { resolveHost } from '../../relay/ssh/host-config.js';
+import { connectSsh } from '../../relay/ssh/host-connection.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
-import { type BenchEnv, localProvider, sshArgs } from '../lib/env.js';
+import { writeBareForwarder } from '../lib/bare-forwarder.js';
+import { type BenchEnv, hostConfig, localProvider, sshArgs } from '../lib/env.js';
 import { expectedPrefixSha256, type FloodFile, generateFloodFile } from '../lib/flood-file.js';
 import { runCommandStream, runProviderStream, type StreamStats } from '../lib/pty-run.js';
 import { startBenchRelay } from '../lib/relay.js';
 import type { Row, ScenarioResult } from '../lib/results.js';
+import { runSsh2ExecStream } from '../lib/ssh2-exec-stream.js';
 import {
   descendants,
   machineCpu,
@@ -40,12 +45,25 @@ interface FloodRun {
   cpuMs?: Record<string, number>;
   /** CPU the whole machine used (all processes, kernel included) per MB delivered: the run's total cost. */
   machineCpuMsPerMb?: number;
+  /** CPU this process (the bench: the consumer, and ssh2 or node-pty where they read here) used per MB. */
+  benchCpuMsPerMb?: number;
   /** How long the machine stayed busy before this run started (work left over by the previous one). */
   settleMs?: number;
 }
 
 /** A second `ssh -tt` in each round: OpenSSH against itself, the run's A/A spread. */
 const SSH_AA = 'ssh -tt (A/A)';
+/**
+ * The floors (bare-forwarder.ts): a bare node process reading the PTY, read locally and over SSH.
+ * What any design with a Node process on the PTY costs before it does anything of its own.
+ */
+const FLOOR_LOCAL = 'bare node forwarder';
+const FLOOR_SSH = 'bare node forwarder over ssh';
+const FLOOR_SSH2 = 'bare node forwarder over ssh2';
+/** `cat` in a PTY of sshd's, as `ssh -tt` runs it, read through ssh2 in this process. */
+const SSH2_PTY = 'ssh2 PTY channel';
+/** Variants whose lost tail at exit is node-pty's (libuv EOF on POLLHUP), not a failure of the run. */
+const NODE_PTY_READERS = new Set(['node-pty local', FLOOR_LOCAL, FLOOR_SSH, FLOOR_SSH2]);
 /** Flood target: each provider at least this share of its reference, medians of the same run. */
 const FLOOD_TARGET_RATIO = 0.9;
 
@@ -135,17 +153,36 @@ function viaNodePty(file: FloodFile, verify: boolean): Promise<FloodRun> {
   });
 }
 
-async function viaSsh(env: BenchEnv, file: FloodFile, verify: boolean): Promise<FloodRun> {
+/** A flood read from a local command's stdout: the OpenSSH client, or a floor's forwarder. */
+async function viaCommand(
+  variant: string,
+  command: string,
+  args: string[],
+  file: FloodFile,
+  verify: boolean,
+): Promise<FloodRun> {
   const hash = verify ? createHash('sha256') : undefined;
-  const s = await runCommandStream(
-    'ssh',
-    [...sshArgs(env.sshd), 'cat', file.path],
-    (c) => hash?.update(c),
-    timeoutFor(file),
-  );
-  if (s.exitCode !== 0) throw new Error(`ssh exited ${s.exitCode}: ${s.stderr}`);
-  return toRun('ssh -tt', s, file, hash);
+  const s = await runCommandStream(command, args, (c) => hash?.update(c), timeoutFor(file));
+  if (s.exitCode !== 0) throw new Error(`${variant}: ${command} exited ${s.exitCode}: ${s.stderr}`);
+  return toRun(variant, s, file, hash);
 }
+
+async function viaSsh2(
+  variant: string,
+  client: Client,
+  command: string,
+  pty: boolean,
+  file: FloodFile,
+  verify: boolean,
+): Promise<FloodRun> {
+  const hash = verify ? createHash('sha256') : undefined;
+  const s = await runSsh2ExecStream(client, command, pty, (c) => hash?.update(c), timeoutFor(file));
+  if (s.exitCode !== 0) throw new Error(`${variant}: ${command} exited ${s.exitCode}`);
+  return toRun(variant, s, file, hash);
+}
+
+const viaSsh = (env: BenchEnv, file: FloodFile, verify: boolean) =>
+  viaCommand('ssh -tt', 'ssh', [...sshArgs(env.sshd), 'cat', file.path], file, verify);
 
 /** CPU time (ms) of the relay, the host's daemon and (per pid) the sshd processes serving this connection. */
 function cpuSnapshot(
@@ -204,6 +241,19 @@ function cpuPerMbRow(runs: FloodRun[], file: FloodFile, label: string, subject: 
   };
 }
 
+/** A floor's throughput against its reference: no target, the least a Node process on the PTY costs. */
+function floorRow(label: string, subject: string, ref: string, med: (v: string) => number | null): Row {
+  return {
+    scenario: 'flood',
+    metric: `${label} throughput: the floor of a node process on the PTY`,
+    unit: 'MB/s',
+    subject,
+    value: med(subject),
+    reference: { label: ref, value: med(ref) },
+    better: 'higher',
+  };
+}
+
 export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Promise<ScenarioResult> {
   const t0 = now();
   const errors: string[] = [];
@@ -220,6 +270,8 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
   const want = (v: string) => !env.opts.floodVariants || env.opts.floodVariants.has(v);
   const local = want('local-provider') ? await localProvider(env) : undefined;
   const relay = want('relay-client') ? await startBenchRelay(env) : undefined;
+  const ssh2 =
+    want('ssh2-pty') || want('floor-ssh2') ? await connectSsh(resolveHost(hostConfig(env.sshd))) : undefined;
   const runs: FloodRun[] = [];
   try {
     await provider.listProcesses();
@@ -242,6 +294,23 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
     if (local) variants.push(() => viaProvider('LocalPtyProvider', local, undefined, file, verify));
     if (relay)
       variants.push(() => viaProvider('RelayClient over WebSocket', relay.client, 'h', file, verify));
+    const forwarder =
+      want('floor-local') || want('floor-ssh') || want('floor-ssh2')
+        ? writeBareForwarder(env.dataDir, file.path)
+        : undefined;
+    if (forwarder && want('floor-local'))
+      variants.push(() => viaCommand(FLOOR_LOCAL, forwarder[0]!, forwarder.slice(1), file, verify));
+    if (forwarder && want('floor-ssh'))
+      variants.push(() =>
+        viaCommand(FLOOR_SSH, 'ssh', [...sshArgs(env.sshd, { tty: false }), ...forwarder], file, verify),
+      );
+    if (ssh2) {
+      const client = ssh2.client;
+      if (want('ssh2-pty'))
+        variants.push(() => viaSsh2(SSH2_PTY, client, `exec cat ${file.path}`, true, file, verify));
+      if (forwarder && want('floor-ssh2'))
+        variants.push(() => viaSsh2(FLOOR_SSH2, client, forwarder.join(' '), false, file, verify));
+    }
     for (let r = 0; r < rounds; r++) {
       // Rotate the order so a slow phase of the machine does not always hit the same variant.
       for (let i = 0; i < variants.length; i++) {
@@ -249,18 +318,21 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
         try {
           const settleMs = await settleMachine();
           const cpuBefore = machineCpu();
+          const ownBefore = process.cpuUsage();
           const run = await v();
           run.settleMs = settleMs;
+          const own = process.cpuUsage(ownBefore);
           const cpuAfter = machineCpu();
           run.machineCpuMsPerMb = round(((cpuAfter.busy - cpuBefore.busy) * 10) / (run.bytes / 1e6), 2);
+          run.benchCpuMsPerMb = round((own.user + own.system) / 1000 / (run.bytes / 1e6), 2);
           runs.push(run);
           if (!run.complete) {
             const prefix =
               run.exactPrefix === undefined ? '' : run.exactPrefix ? ' (exact prefix)' : ' (NOT a prefix)';
             const msg = `${run.variant}: got ${run.bytes} of ${file.expectedBytes} bytes${prefix}`;
             // Raw node-pty is known to lose a PTY's last output at exit (libuv EOF on POLLHUP): a
-            // property of the reference, not a failure of the run.
-            (run.variant === 'node-pty local' ? notes : errors).push(msg);
+            // property of the reference (and of the floors, which read node-pty the same way).
+            (NODE_PTY_READERS.has(run.variant) ? notes : errors).push(msg);
           } else if (run.sha256Ok === false) errors.push(`${run.variant}: sha256 mismatch`);
           if (run.gaps > 0) errors.push(`${run.variant}: ${run.gaps} seq gaps`);
         } catch (err) {
@@ -270,6 +342,7 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
     }
   } finally {
     await relay?.close();
+    ssh2?.close();
     await local?.shutdownDaemon().catch(() => {});
     await local?.dispose();
   }
@@ -377,9 +450,25 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
         met: ratioAtLeast(med('RelayClient over WebSocket'), med('ssh -tt'), FLOOD_TARGET_RATIO),
       },
     },
+    floorRow(label, FLOOR_SSH, 'ssh -tt', med),
+    floorRow(label, FLOOR_SSH2, 'ssh -tt', med),
+    {
+      scenario: 'flood',
+      metric: `${label} throughput: ssh2 reading what ssh -tt reads`,
+      unit: 'MB/s',
+      subject: SSH2_PTY,
+      value: med(SSH2_PTY),
+      reference: { label: 'ssh -tt', value: med('ssh -tt') },
+      better: 'higher',
+    },
+    floorRow(label, FLOOR_LOCAL, 'node-pty local', med),
     cpuPerMbRow(runs, file, label, 'SshPtyProvider', 'ssh -tt'),
     cpuPerMbRow(runs, file, label, 'LocalPtyProvider', 'node-pty local'),
     cpuPerMbRow(runs, file, label, 'RelayClient over WebSocket', 'ssh -tt'),
+    cpuPerMbRow(runs, file, label, FLOOR_SSH, 'ssh -tt'),
+    cpuPerMbRow(runs, file, label, FLOOR_SSH2, 'ssh -tt'),
+    cpuPerMbRow(runs, file, label, SSH2_PTY, 'ssh -tt'),
+    cpuPerMbRow(runs, file, label, FLOOR_LOCAL, 'node-pty local'),
   ];
   return {
     name: 'flood',
@@ -390,7 +479,15 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       sha256Verified: verify,
       notes,
       medianMbPerSec: Object.fromEntries(
-        ['ssh -tt', SSH_AA, 'SshPtyProvider', 'node-pty local', 'LocalPtyProvider'].map((v) => [v, med(v)]),
+        [
+          'ssh -tt',
+          SSH_AA,
+          'SshPtyProvider',
+          'node-pty local',
+          'LocalPtyProvider',
+          FLOOR_SSH,
+          FLOOR_LOCAL,
+        ].map((v) => [v, med(v)]),
       ),
       bestMbPerSec: Object.fromEntries(
         ['ssh -tt', 'SshPtyProvider', 'node-pty local', 'LocalPtyProvider'].map((v) => [v, best(v)]),
@@ -400,6 +497,13 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
         [SSH_AA]: roundRatios(SSH_AA),
         SshPtyProvider: roundRatios('SshPtyProvider'),
         'RelayClient over WebSocket': roundRatios('RelayClient over WebSocket'),
+        [FLOOR_SSH]: roundRatios(FLOOR_SSH),
+        [FLOOR_SSH2]: roundRatios(FLOOR_SSH2),
+        [SSH2_PTY]: roundRatios(SSH2_PTY),
+      },
+      roundRatiosToNodePty: {
+        LocalPtyProvider: roundRatios('LocalPtyProvider', 'node-pty local'),
+        [FLOOR_LOCAL]: roundRatios(FLOOR_LOCAL, 'node-pty local'),
       },
       runs,
     },
