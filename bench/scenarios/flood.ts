@@ -1,4 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import * as pty from 'node-pty';
 import type { Client } from 'ssh2';
 import type { IPtyProvider } from '../../provider/contract.js';
@@ -47,8 +48,33 @@ interface FloodRun {
   machineCpuMsPerMb?: number;
   /** CPU this process (the bench: the consumer, and ssh2 or node-pty where they read here) used per MB. */
   benchCpuMsPerMb?: number;
+  /** Full (mark-compact) and young-generation collections of this process during the run. */
+  benchGcs?: { major: number; minor: number; ms: number };
   /** How long the machine stayed busy before this run started (work left over by the previous one). */
   settleMs?: number;
+}
+
+/** Counts this process's garbage collections until `stop()`. */
+function countGcs(): { stop(): { major: number; minor: number; ms: number } } {
+  const n = { major: 0, minor: 0, ms: 0 };
+  const count = (entries: PerformanceEntry[]) => {
+    for (const e of entries) {
+      const kind = (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind;
+      if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) n.major++;
+      else if (kind === constants.NODE_PERFORMANCE_GC_MINOR) n.minor++;
+      n.ms += e.duration;
+    }
+  };
+  const obs = new PerformanceObserver((list) => count(list.getEntries()));
+  obs.observe({ entryTypes: ['gc'] });
+  return {
+    stop() {
+      // Entries not delivered yet (the observer's callback runs later) are counted too.
+      count(obs.takeRecords());
+      obs.disconnect();
+      return { ...n, ms: round(n.ms, 0) };
+    },
+  };
 }
 
 /** A second `ssh -tt` in each round: OpenSSH against itself, the run's A/A spread. */
@@ -319,7 +345,9 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
           const settleMs = await settleMachine();
           const cpuBefore = machineCpu();
           const ownBefore = process.cpuUsage();
+          const gcs = countGcs();
           const run = await v();
+          run.benchGcs = gcs.stop();
           run.settleMs = settleMs;
           const own = process.cpuUsage(ownBefore);
           const cpuAfter = machineCpu();
