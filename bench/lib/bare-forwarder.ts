@@ -7,7 +7,8 @@ import { packageRoot } from '../../relay/core/stub-bundle.js';
  * design with a Node daemon on the PTY can cost. It runs `cat` in a PTY through node-pty and
  * writes each chunk to its stdout as it comes: no frames, no history, no screen model, no flow
  * control. The bench reads it locally (a pipe, against node-pty read directly) and over SSH (a
- * pipe to sshd and OpenSSH's client, against `ssh -tt`), in the same rounds as the rest.
+ * pipe to sshd, then OpenSSH's client or ssh2 in the bench process, against `ssh -tt`), in the
+ * same rounds as the rest.
  */
 const SOURCE = `'use strict';
 const pty = require(process.argv[2]);

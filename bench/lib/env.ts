@@ -22,7 +22,7 @@ export interface BenchOptions {
    * `local-provider`, `relay-client`, `floor-local`, `floor-ssh`, `floor-ssh2`, `ssh2-pty`.
    */
   floodVariants?: Set<string>;
-  /** Flood rounds and file size (MiB), overriding the mode's defaults (5 × 200 full, 2 × 50 quick). */
+  /** Flood rounds and file size (MiB), overriding the mode's defaults (8 × 200 full, 4 × 50 quick). */
   floodRounds?: number;
   floodMb?: number;
   /** Run LocalPtyProvider daemons under `node --cpu-prof`, profiles written here when they exit. */

@@ -3,6 +3,7 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import * as pty from 'node-pty';
 import type { Client } from 'ssh2';
 import type { IPtyProvider } from '../../provider/contract.js';
+import { shellJoin, shellQuote } from '../../relay/deploy/shell-quote.js';
 import { resolveHost } from '../../relay/ssh/host-config.js';
 import { connectSsh } from '../../relay/ssh/host-connection.js';
 import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
@@ -328,14 +329,22 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
       variants.push(() => viaCommand(FLOOR_LOCAL, forwarder[0]!, forwarder.slice(1), file, verify));
     if (forwarder && want('floor-ssh'))
       variants.push(() =>
-        viaCommand(FLOOR_SSH, 'ssh', [...sshArgs(env.sshd, { tty: false }), ...forwarder], file, verify),
+        viaCommand(
+          FLOOR_SSH,
+          'ssh',
+          [...sshArgs(env.sshd, { tty: false }), shellJoin(forwarder)],
+          file,
+          verify,
+        ),
       );
     if (ssh2) {
       const client = ssh2.client;
       if (want('ssh2-pty'))
-        variants.push(() => viaSsh2(SSH2_PTY, client, `exec cat ${file.path}`, true, file, verify));
+        variants.push(() =>
+          viaSsh2(SSH2_PTY, client, `exec cat ${shellQuote(file.path)}`, true, file, verify),
+        );
       if (forwarder && want('floor-ssh2'))
-        variants.push(() => viaSsh2(FLOOR_SSH2, client, forwarder.join(' '), false, file, verify));
+        variants.push(() => viaSsh2(FLOOR_SSH2, client, shellJoin(forwarder), false, file, verify));
     }
     for (let r = 0; r < rounds; r++) {
       // Rotate the order so a slow phase of the machine does not always hit the same variant.
