@@ -1,0 +1,256 @@
+import type { FloodFile } from '../lib/flood-file.js';
+import type { Row } from '../lib/results.js';
+import { median, round } from '../lib/util.js';
+
+/** One flood: what a variant's consumer got, how fast, and what it cost. */
+export interface FloodRun {
+  variant: string;
+  bytes: number;
+  /** Expected minus received: output the consumer never got (lost at the program's exit). */
+  missingBytes: number;
+  /** First byte to last byte. */
+  streamMs: number;
+  /** Start (spawn) to last byte. */
+  totalMs: number;
+  mbPerSec: number;
+  complete: boolean;
+  sha256Ok?: boolean;
+  /** When the total differs: whether what arrived is an exact prefix of the expected stream. */
+  exactPrefix?: boolean;
+  gaps: number;
+  /** Data events the consumer got per MB: how finely the output was cut on its way (frames, packets). */
+  eventsPerMb?: number;
+  /** SSH channel packets per MB the relay received and writes it made (acknowledgements), SSH variants. */
+  packetsPerMb?: { received: number; sent: number };
+  cpuMs?: Record<string, number>;
+  /** CPU the whole machine used (all processes, kernel included) per MB delivered: the run's total cost. */
+  machineCpuMsPerMb?: number;
+  /** CPU this process (the bench: the consumer, and ssh2 or node-pty where they read here) used per MB. */
+  benchCpuMsPerMb?: number;
+  /** Full (mark-compact) and young-generation collections of this process during the run. */
+  benchGcs?: { major: number; minor: number; ms: number };
+  /** How long the machine stayed busy before this run started (work left over by the previous one). */
+  settleMs?: number;
+}
+
+/** A second `ssh -tt` in each round: OpenSSH against itself, the run's A/A spread. */
+export const SSH_AA = 'ssh -tt (A/A)';
+/**
+ * The floors (bare-forwarder.ts): a bare node process reading the PTY, read locally and over SSH.
+ * What any design with a Node process on the PTY costs before it does anything of its own.
+ */
+export const FLOOR_LOCAL = 'bare node forwarder';
+export const FLOOR_SSH = 'bare node forwarder over ssh';
+export const FLOOR_SSH2 = 'bare node forwarder over ssh2';
+/** `cat` in a PTY of sshd's, as `ssh -tt` runs it, read through ssh2 in this process. */
+export const SSH2_PTY = 'ssh2 PTY channel';
+/** Variants whose lost tail at exit is node-pty's (libuv EOF on POLLHUP), not a failure of the run. */
+export const NODE_PTY_READERS = new Set(['node-pty local', FLOOR_LOCAL, FLOOR_SSH, FLOOR_SSH2]);
+/** Flood target: each provider at least this share of its reference, medians of the same run. */
+const FLOOD_TARGET_RATIO = 0.9;
+
+/**
+ * One path's CPU cost against its reference's: the whole machine's CPU (every process, the kernel
+ * included) per MB delivered, median over the rounds. On a machine whose cores the reference
+ * already nearly fills, a throughput ratio follows the inverse of this one.
+ */
+function cpuPerMbRow(runs: FloodRun[], file: FloodFile, label: string, subject: string, ref: string): Row {
+  const medCpu = (variant: string): number | null => {
+    const xs = runs
+      .filter((r) => r.variant === variant && r.bytes > file.expectedBytes / 2)
+      .flatMap((r) => (r.machineCpuMsPerMb === undefined ? [] : [r.machineCpuMsPerMb]));
+    return xs.length ? round(median(xs), 2) : null;
+  };
+  return {
+    scenario: 'flood',
+    metric: `${label}: machine CPU per MB delivered`,
+    unit: 'ms/MB',
+    subject,
+    value: medCpu(subject),
+    reference: { label: ref, value: medCpu(ref) },
+    better: 'lower',
+    noPlot: true,
+  };
+}
+
+/** A floor's throughput against its reference: no target, the least a Node process on the PTY costs. */
+function floorRow(label: string, subject: string, ref: string, med: (v: string) => number | null): Row {
+  return {
+    scenario: 'flood',
+    metric: `${label} throughput: the floor of a node process on the PTY`,
+    unit: 'MB/s',
+    subject,
+    value: med(subject),
+    reference: { label: ref, value: med(ref) },
+    better: 'higher',
+  };
+}
+
+/**
+ * The flood's rows (throughput against each reference, the floors, bytes missing, CPU per MB) and
+ * the details beside them (medians, bests, the spread of the per-round ratios).
+ */
+export function floodReport(
+  runs: FloodRun[],
+  file: FloodFile,
+): { rows: Row[]; details: Record<string, unknown> } {
+  const med = (variant: string): number | null => {
+    // A lost tail (see missingBytes) does not change the rate of what did arrive.
+    const xs = runs
+      .filter((r) => r.variant === variant && r.bytes > file.expectedBytes / 2)
+      .map((r) => r.mbPerSec);
+    return xs.length ? round(median(xs), 2) : null;
+  };
+  const best = (variant: string): number | null => {
+    const xs = runs.filter((r) => r.variant === variant).map((r) => r.mbPerSec);
+    return xs.length ? Math.max(...xs) : null;
+  };
+  const worstMissing = (variant: string): number | null => {
+    const xs = runs.filter((r) => r.variant === variant).map((r) => r.missingBytes);
+    return xs.length ? Math.max(...xs) : null;
+  };
+  // A variant that did not run (--flood-variants) has no verdict.
+  const ratioAtLeast = (v: number | null, ref: number | null, min: number) =>
+    v === null || ref === null || ref === 0 ? null : v / ref >= min;
+  const metZero = (v: number | null) => (v === null ? null : v === 0);
+  /** Each round's ratio of `variant` to `ssh -tt` (both ran in the same round, next to each other). */
+  const roundRatios = (
+    variant: string,
+    refVariant = 'ssh -tt',
+  ): { min: number; median: number; max: number } | null => {
+    const ref = runs.filter((r) => r.variant === refVariant);
+    const xs = runs
+      .filter((r) => r.variant === variant)
+      .map((r, i) => (ref[i] ? r.mbPerSec / ref[i]!.mbPerSec : NaN))
+      .filter((x) => Number.isFinite(x));
+    if (xs.length === 0) return null;
+    return { min: round(Math.min(...xs), 3), median: round(median(xs), 3), max: round(Math.max(...xs), 3) };
+  };
+  const label = `${Math.round(file.fileBytes / 1e6)} MB cat`;
+  const rows: Row[] = [
+    {
+      scenario: 'flood',
+      metric: `${label} throughput`,
+      unit: 'MB/s',
+      subject: 'SshPtyProvider',
+      value: med('SshPtyProvider'),
+      reference: { label: 'ssh -tt', value: med('ssh -tt') },
+      better: 'higher',
+      target: {
+        text: `≥ ${FLOOD_TARGET_RATIO}× ssh -tt`,
+        met: ratioAtLeast(med('SshPtyProvider'), med('ssh -tt'), FLOOD_TARGET_RATIO),
+      },
+    },
+    {
+      scenario: 'flood',
+      metric: `${label} throughput: A/A control`,
+      unit: 'MB/s',
+      subject: SSH_AA,
+      value: med(SSH_AA),
+      reference: { label: 'ssh -tt', value: med('ssh -tt') },
+      better: 'higher',
+    },
+    {
+      scenario: 'flood',
+      metric: `${label} throughput`,
+      unit: 'MB/s',
+      subject: 'LocalPtyProvider',
+      value: med('LocalPtyProvider'),
+      reference: { label: 'node-pty local', value: med('node-pty local') },
+      better: 'higher',
+      target: {
+        text: `≥ ${FLOOD_TARGET_RATIO}× node-pty`,
+        met: ratioAtLeast(med('LocalPtyProvider'), med('node-pty local'), FLOOD_TARGET_RATIO),
+      },
+    },
+    {
+      scenario: 'flood',
+      metric: `${label}: bytes missing at exit (worst run)`,
+      unit: 'bytes',
+      subject: 'SshPtyProvider',
+      value: worstMissing('SshPtyProvider'),
+      reference: { label: 'ssh -tt', value: worstMissing('ssh -tt') },
+      better: 'lower',
+      target: { text: '= 0 (byte-exact)', met: metZero(worstMissing('SshPtyProvider')) },
+      noPlot: true,
+    },
+    {
+      scenario: 'flood',
+      metric: `${label}: bytes missing at exit (worst run)`,
+      unit: 'bytes',
+      subject: 'LocalPtyProvider',
+      value: worstMissing('LocalPtyProvider'),
+      reference: { label: 'node-pty local', value: worstMissing('node-pty local') },
+      better: 'lower',
+      target: { text: '= 0 (byte-exact)', met: metZero(worstMissing('LocalPtyProvider')) },
+      noPlot: true,
+    },
+    {
+      scenario: 'flood',
+      metric: `${label} throughput`,
+      unit: 'MB/s',
+      subject: 'RelayClient over WebSocket',
+      value: med('RelayClient over WebSocket'),
+      reference: { label: 'ssh -tt', value: med('ssh -tt') },
+      better: 'higher',
+      target: {
+        text: `≥ ${FLOOD_TARGET_RATIO}× ssh -tt`,
+        met: ratioAtLeast(med('RelayClient over WebSocket'), med('ssh -tt'), FLOOD_TARGET_RATIO),
+      },
+    },
+    floorRow(label, FLOOR_SSH, 'ssh -tt', med),
+    floorRow(label, FLOOR_SSH2, 'ssh -tt', med),
+    {
+      scenario: 'flood',
+      metric: `${label} throughput: ssh2 reading what ssh -tt reads`,
+      unit: 'MB/s',
+      subject: SSH2_PTY,
+      value: med(SSH2_PTY),
+      reference: { label: 'ssh -tt', value: med('ssh -tt') },
+      better: 'higher',
+    },
+    floorRow(label, FLOOR_LOCAL, 'node-pty local', med),
+    cpuPerMbRow(runs, file, label, 'SshPtyProvider', 'ssh -tt'),
+    cpuPerMbRow(runs, file, label, 'LocalPtyProvider', 'node-pty local'),
+    cpuPerMbRow(runs, file, label, 'RelayClient over WebSocket', 'ssh -tt'),
+    cpuPerMbRow(runs, file, label, FLOOR_SSH, 'ssh -tt'),
+    cpuPerMbRow(runs, file, label, FLOOR_SSH2, 'ssh -tt'),
+    cpuPerMbRow(runs, file, label, SSH2_PTY, 'ssh -tt'),
+    cpuPerMbRow(runs, file, label, FLOOR_LOCAL, 'node-pty local'),
+  ];
+  return {
+    rows,
+    details: {
+      medianMbPerSec: Object.fromEntries(
+        [
+          'ssh -tt',
+          SSH_AA,
+          'SshPtyProvider',
+          'RelayClient over WebSocket',
+          'node-pty local',
+          'LocalPtyProvider',
+          FLOOR_SSH,
+          FLOOR_SSH2,
+          SSH2_PTY,
+          FLOOR_LOCAL,
+        ].map((v) => [v, med(v)]),
+      ),
+      bestMbPerSec: Object.fromEntries(
+        ['ssh -tt', 'SshPtyProvider', 'node-pty local', 'LocalPtyProvider'].map((v) => [v, best(v)]),
+      ),
+      /** Spread of the per-round ratios: how much one round can say on this machine. */
+      roundRatiosToSsh: {
+        [SSH_AA]: roundRatios(SSH_AA),
+        SshPtyProvider: roundRatios('SshPtyProvider'),
+        'RelayClient over WebSocket': roundRatios('RelayClient over WebSocket'),
+        [FLOOR_SSH]: roundRatios(FLOOR_SSH),
+        [FLOOR_SSH2]: roundRatios(FLOOR_SSH2),
+        [SSH2_PTY]: roundRatios(SSH2_PTY),
+      },
+      roundRatiosToNodePty: {
+        LocalPtyProvider: roundRatios('LocalPtyProvider', 'node-pty local'),
+        [FLOOR_LOCAL]: roundRatios(FLOOR_LOCAL, 'node-pty local'),
+      },
+    },
+  };
+}
