@@ -73,16 +73,45 @@ function cpuPerMbRow(runs: FloodRun[], file: FloodFile, label: string, subject: 
   };
 }
 
-/** A floor's throughput against its reference: no target, the least a Node process on the PTY costs. */
-function floorRow(label: string, subject: string, ref: string, med: (v: string) => number | null): Row {
+type Median = (variant: string) => number | null;
+
+/**
+ * `subject`'s median throughput against `ref`'s (`metric` follows "N MB cat throughput"); with
+ * `target`, the row carries the flood target against it (no verdict when either did not run).
+ */
+function throughputRow(metric: string, subject: string, ref: string, med: Median, target?: string): Row {
+  const v = med(subject);
+  const r = med(ref);
   return {
     scenario: 'flood',
-    metric: `${label} throughput: the floor of a node process on the PTY`,
+    metric,
     unit: 'MB/s',
     subject,
-    value: med(subject),
-    reference: { label: ref, value: med(ref) },
+    value: v,
+    reference: { label: ref, value: r },
     better: 'higher',
+    ...(target && {
+      target: {
+        text: `≥ ${FLOOD_TARGET_RATIO}× ${target}`,
+        met: v === null || r === null || r === 0 ? null : v / r >= FLOOD_TARGET_RATIO,
+      },
+    }),
+  };
+}
+
+/** The bytes `subject` lost at the program's exit in its worst run: none, byte-exact. */
+function missingRow(label: string, subject: string, ref: string, worst: Median): Row {
+  const v = worst(subject);
+  return {
+    scenario: 'flood',
+    metric: `${label}: bytes missing at exit (worst run)`,
+    unit: 'bytes',
+    subject,
+    value: v,
+    reference: { label: ref, value: worst(ref) },
+    better: 'lower',
+    target: { text: '= 0 (byte-exact)', met: v === null ? null : v === 0 },
+    noPlot: true,
   };
 }
 
@@ -109,10 +138,6 @@ export function floodReport(
     const xs = runs.filter((r) => r.variant === variant).map((r) => r.missingBytes);
     return xs.length ? Math.max(...xs) : null;
   };
-  // A variant that did not run (--flood-variants) has no verdict.
-  const ratioAtLeast = (v: number | null, ref: number | null, min: number) =>
-    v === null || ref === null || ref === 0 ? null : v / ref >= min;
-  const metZero = (v: number | null) => (v === null ? null : v === 0);
   /** Each round's ratio of `variant` to `ssh -tt` (both ran in the same round, next to each other). */
   const roundRatios = (
     variant: string,
@@ -127,89 +152,19 @@ export function floodReport(
     return { min: round(Math.min(...xs), 3), median: round(median(xs), 3), max: round(Math.max(...xs), 3) };
   };
   const label = `${Math.round(file.fileBytes / 1e6)} MB cat`;
+  const tp = `${label} throughput`;
+  const floor = `${tp}: the floor of a node process on the PTY`;
   const rows: Row[] = [
-    {
-      scenario: 'flood',
-      metric: `${label} throughput`,
-      unit: 'MB/s',
-      subject: 'SshPtyProvider',
-      value: med('SshPtyProvider'),
-      reference: { label: 'ssh -tt', value: med('ssh -tt') },
-      better: 'higher',
-      target: {
-        text: `≥ ${FLOOD_TARGET_RATIO}× ssh -tt`,
-        met: ratioAtLeast(med('SshPtyProvider'), med('ssh -tt'), FLOOD_TARGET_RATIO),
-      },
-    },
-    {
-      scenario: 'flood',
-      metric: `${label} throughput: A/A control`,
-      unit: 'MB/s',
-      subject: SSH_AA,
-      value: med(SSH_AA),
-      reference: { label: 'ssh -tt', value: med('ssh -tt') },
-      better: 'higher',
-    },
-    {
-      scenario: 'flood',
-      metric: `${label} throughput`,
-      unit: 'MB/s',
-      subject: 'LocalPtyProvider',
-      value: med('LocalPtyProvider'),
-      reference: { label: 'node-pty local', value: med('node-pty local') },
-      better: 'higher',
-      target: {
-        text: `≥ ${FLOOD_TARGET_RATIO}× node-pty`,
-        met: ratioAtLeast(med('LocalPtyProvider'), med('node-pty local'), FLOOD_TARGET_RATIO),
-      },
-    },
-    {
-      scenario: 'flood',
-      metric: `${label}: bytes missing at exit (worst run)`,
-      unit: 'bytes',
-      subject: 'SshPtyProvider',
-      value: worstMissing('SshPtyProvider'),
-      reference: { label: 'ssh -tt', value: worstMissing('ssh -tt') },
-      better: 'lower',
-      target: { text: '= 0 (byte-exact)', met: metZero(worstMissing('SshPtyProvider')) },
-      noPlot: true,
-    },
-    {
-      scenario: 'flood',
-      metric: `${label}: bytes missing at exit (worst run)`,
-      unit: 'bytes',
-      subject: 'LocalPtyProvider',
-      value: worstMissing('LocalPtyProvider'),
-      reference: { label: 'node-pty local', value: worstMissing('node-pty local') },
-      better: 'lower',
-      target: { text: '= 0 (byte-exact)', met: metZero(worstMissing('LocalPtyProvider')) },
-      noPlot: true,
-    },
-    {
-      scenario: 'flood',
-      metric: `${label} throughput`,
-      unit: 'MB/s',
-      subject: 'RelayClient over WebSocket',
-      value: med('RelayClient over WebSocket'),
-      reference: { label: 'ssh -tt', value: med('ssh -tt') },
-      better: 'higher',
-      target: {
-        text: `≥ ${FLOOD_TARGET_RATIO}× ssh -tt`,
-        met: ratioAtLeast(med('RelayClient over WebSocket'), med('ssh -tt'), FLOOD_TARGET_RATIO),
-      },
-    },
-    floorRow(label, FLOOR_SSH, 'ssh -tt', med),
-    floorRow(label, FLOOR_SSH2, 'ssh -tt', med),
-    {
-      scenario: 'flood',
-      metric: `${label} throughput: ssh2 reading what ssh -tt reads`,
-      unit: 'MB/s',
-      subject: SSH2_PTY,
-      value: med(SSH2_PTY),
-      reference: { label: 'ssh -tt', value: med('ssh -tt') },
-      better: 'higher',
-    },
-    floorRow(label, FLOOR_LOCAL, 'node-pty local', med),
+    throughputRow(tp, 'SshPtyProvider', 'ssh -tt', med, 'ssh -tt'),
+    throughputRow(`${tp}: A/A control`, SSH_AA, 'ssh -tt', med),
+    throughputRow(tp, 'LocalPtyProvider', 'node-pty local', med, 'node-pty'),
+    missingRow(label, 'SshPtyProvider', 'ssh -tt', worstMissing),
+    missingRow(label, 'LocalPtyProvider', 'node-pty local', worstMissing),
+    throughputRow(tp, 'RelayClient over WebSocket', 'ssh -tt', med, 'ssh -tt'),
+    throughputRow(floor, FLOOR_SSH, 'ssh -tt', med),
+    throughputRow(floor, FLOOR_SSH2, 'ssh -tt', med),
+    throughputRow(`${tp}: ssh2 reading what ssh -tt reads`, SSH2_PTY, 'ssh -tt', med),
+    throughputRow(floor, FLOOR_LOCAL, 'node-pty local', med),
     cpuPerMbRow(runs, file, label, 'SshPtyProvider', 'ssh -tt'),
     cpuPerMbRow(runs, file, label, 'LocalPtyProvider', 'node-pty local'),
     cpuPerMbRow(runs, file, label, 'RelayClient over WebSocket', 'ssh -tt'),
