@@ -10,7 +10,7 @@ import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { writeBareForwarder } from '../lib/bare-forwarder.js';
 import { type BenchEnv, hostConfig, localProvider, sshArgs } from '../lib/env.js';
 import { expectedPrefixSha256, type FloodFile, generateFloodFile } from '../lib/flood-file.js';
-import { runCommandStream, runProviderStream, type StreamStats } from '../lib/pty-run.js';
+import { type ChunkSink, runCommandStream, runProviderStream, type StreamStats } from '../lib/pty-run.js';
 import { startBenchRelay } from '../lib/relay.js';
 import type { ScenarioResult } from '../lib/results.js';
 import { runSsh2ExecStream } from '../lib/ssh2-exec-stream.js';
@@ -135,33 +135,33 @@ function viaNodePty(file: FloodFile, verify: boolean): Promise<FloodRun> {
   });
 }
 
-/** A flood read from a local command's stdout: the OpenSSH client, or a floor's forwarder. */
-async function viaCommand(
+/**
+ * A flood read from a stream `start` opens: a local command's stdout (the OpenSSH client, a
+ * floor's forwarder) or an ssh2 channel's.
+ */
+async function viaStream(
   variant: string,
-  command: string,
-  args: string[],
   file: FloodFile,
   verify: boolean,
+  start: (sink: ChunkSink, timeoutMs: number) => Promise<StreamStats & { stderr?: string }>,
 ): Promise<FloodRun> {
   const hash = verify ? createHash('sha256') : undefined;
-  const s = await runCommandStream(command, args, (c) => hash?.update(c), timeoutFor(file));
-  if (s.exitCode !== 0) throw new Error(`${variant}: ${command} exited ${s.exitCode}: ${s.stderr}`);
+  const s = await start((c) => hash?.update(c), timeoutFor(file));
+  if (s.exitCode !== 0) throw new Error(`${variant} exited ${s.exitCode}: ${s.stderr ?? ''}`);
   return toRun(variant, s, file, hash);
 }
 
-async function viaSsh2(
+const viaCommand = (variant: string, command: string, args: string[], file: FloodFile, verify: boolean) =>
+  viaStream(variant, file, verify, (sink, ms) => runCommandStream(command, args, sink, ms));
+
+const viaSsh2 = (
   variant: string,
   client: Client,
   command: string,
   pty: boolean,
   file: FloodFile,
   verify: boolean,
-): Promise<FloodRun> {
-  const hash = verify ? createHash('sha256') : undefined;
-  const s = await runSsh2ExecStream(client, command, pty, (c) => hash?.update(c), timeoutFor(file));
-  if (s.exitCode !== 0) throw new Error(`${variant}: ${command} exited ${s.exitCode}`);
-  return toRun(variant, s, file, hash);
-}
+) => viaStream(variant, file, verify, (sink, ms) => runSsh2ExecStream(client, command, pty, sink, ms));
 
 const viaSsh = (env: BenchEnv, file: FloodFile, verify: boolean) =>
   viaCommand('ssh -tt', 'ssh', [...sshArgs(env.sshd), 'cat', file.path], file, verify);
@@ -215,10 +215,10 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
   const want = (v: string) => !env.opts.floodVariants || env.opts.floodVariants.has(v);
   const local = want('local-provider') ? await localProvider(env) : undefined;
   const relay = want('relay-client') ? await startBenchRelay(env) : undefined;
-  const ssh2 =
-    want('ssh2-pty') || want('floor-ssh2') ? await connectSsh(resolveHost(hostConfig(env.sshd))) : undefined;
+  let ssh2: Awaited<ReturnType<typeof connectSsh>> | undefined;
   const runs: FloodRun[] = [];
   try {
+    if (want('ssh2-pty') || want('floor-ssh2')) ssh2 = await connectSsh(resolveHost(hostConfig(env.sshd)));
     await provider.listProcesses();
     const daemonPid = provider.linkInfo('h')?.daemonPid;
     const variants: Array<() => Promise<FloodRun>> = [];
