@@ -1,5 +1,5 @@
 import type { LookupFunction } from 'node:net';
-import type { PtyProcessInfo, PtySpawnOptions, PtySpawnResult } from '../../provider/contract.js';
+import type { PtyProcessInfo } from '../../provider/contract.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import type { DeployResult } from '../deploy/stub-deployer.js';
@@ -61,8 +61,13 @@ export class SshPtyProvider extends StubBackedProvider {
   protected readonly defaultHost: string;
   private readonly links = new Map<string, HostLink>();
   private readonly legacySockets = new Map<string, string>();
-  /** Hosts a spawn went to since their adoption began (releaseIfEmpty keeps their link). */
-  private readonly spawning = new Set<string>();
+  /**
+   * Hosts something used since their adoption began: a spawn, an attach, an LSP query, an agent's
+   * read; every call through {@link link}, a listing aside. releaseIfEmpty keeps their link.
+   */
+  private readonly usedSinceAdoption = new Set<string>();
+  /** Listings of each host under way (releaseIfEmpty lets them finish before it closes the link). */
+  private readonly listings = new Map<string, Set<Promise<unknown>>>();
   /** Hosts being adopted at relay start: their first contact uses an intact install only. */
   private readonly adopting = new Set<string>();
   /** How each host is reached, and what the last attempt learnt (host-setup.ts). */
@@ -123,7 +128,7 @@ export class SshPtyProvider extends StubBackedProvider {
    */
   async adopt(host: string): Promise<boolean> {
     if (this.linkState(host).state !== 'idle') return true;
-    this.spawning.delete(host);
+    this.usedSinceAdoption.delete(host);
     this.adopting.add(host);
     try {
       await super.link(host);
@@ -136,24 +141,42 @@ export class SshPtyProvider extends StubBackedProvider {
     }
   }
 
-  override spawn(opts: PtySpawnOptions): Promise<PtySpawnResult> {
-    this.spawning.add(opts.host ?? this.defaultHost);
-    return super.spawn(opts);
-  }
-
   /**
-   * Closes the link to an adopted `host` that holds no running terminal (once its terminals are
-   * published, an idle relay keeps no SSH connection for it; the next use connects again). Resolves whether it closed.
+   * Closes the link to an adopted `host` that holds no running terminal and that nothing else used
+   * since its adoption began (once its terminals are published, an idle relay keeps no SSH
+   * connection for it; the next use connects again). Resolves whether it closed.
    */
   async releaseIfEmpty(host: string): Promise<boolean> {
-    if (this.linkState(host).state !== 'connected') return false;
+    const client = this.hostLinks.get(host)?.connectedClient;
+    if (!client || this.usedSinceAdoption.has(host) || this.daemons.legacyOf(host).length > 0) return false;
+    // Asked on the link itself: the release's own listing is no use of the host.
+    const { sessions } = await client.call('list', {});
     // Exited terminals are published (their exit codes) but need no link.
-    if ((await this.listHost(host)).some((t) => !t.exited)) return false;
-    // A terminal being opened there meanwhile keeps the link.
-    if (this.spawning.has(host)) return false;
+    if (sessions.some((t) => !t.exited)) return false;
+    // Listings under way (the catalog's on connect, a client's) finish on this link first.
+    for (let under = this.listings.get(host); under?.size; under = this.listings.get(host)) {
+      await Promise.allSettled([...under]);
+    }
+    // Checked and closed in one turn: a use that comes later connects again.
+    if (this.usedSinceAdoption.has(host) || this.hostLinks.get(host)?.connectedClient !== client)
+      return false;
     this.closeHost(host, true);
     this.linkStateEvents.emit({ host, state: { state: 'idle' } });
     return true;
+  }
+
+  /** The host's terminals; counted as under way until it settles (see {@link releaseIfEmpty}). */
+  override listHost(host: string): Promise<PtyProcessInfo[]> {
+    const listing = super.listHost(host);
+    const under = this.listings.get(host) ?? new Set<Promise<unknown>>();
+    this.listings.set(host, under);
+    under.add(listing);
+    const settled = () => {
+      under.delete(listing);
+      if (under.size === 0 && this.listings.get(host) === under) this.listings.delete(host);
+    };
+    listing.then(settled, settled);
+    return listing;
   }
 
   /**
@@ -161,7 +184,17 @@ export class SshPtyProvider extends StubBackedProvider {
    * adopted turns that attempt into a full one; one that joined an adoption attempt as it found
    * no install asks again (and deploys).
    */
-  protected override async link(host: string): Promise<StubClient> {
+  protected override link(host: string): Promise<StubClient> {
+    this.usedSinceAdoption.add(host.split('#')[0]!);
+    return this.reach(host);
+  }
+
+  /** A listing is no lasting use: it does not keep an adopted host's link (releaseIfEmpty). */
+  protected override listingLink(host: string): Promise<StubClient> {
+    return this.reach(host);
+  }
+
+  private async reach(host: string): Promise<StubClient> {
     this.adopting.delete(host.split('#')[0]!);
     try {
       return await super.link(host);

@@ -9,6 +9,8 @@ export interface HostDaemonsLinks {
   defaultHost(): string;
   /** The connected client of a link key (`host` or `host#<build>`), connecting as needed. */
   link(key: string): Promise<StubClient>;
+  /** The same for a listing of the host's terminals, which is no lasting use of the link. */
+  listingLink(key: string): Promise<StubClient>;
   /** Stops reaching a daemon that is gone. */
   closeLink(key: string): void;
   log(): Logger | undefined;
@@ -120,7 +122,7 @@ export class HostDaemons {
    * they were spawned with. Refreshes the routes of every daemon listed.
    */
   async list(host: string): Promise<PtyProcessInfo[]> {
-    const { sessions } = await (await this.links.link(host)).call('list', {});
+    const { sessions } = await (await this.links.listingLink(host)).call('list', {});
     const out = sessions.map((s) => ({ ...s, id: this.globalId(host, s.id), host }));
     this.routes.replaceLink(
       host,
@@ -131,7 +133,7 @@ export class HostDaemons {
       const key = `${host}#${build}`;
       let legacy: typeof sessions;
       try {
-        legacy = (await (await this.links.link(key)).call('list', {})).sessions;
+        legacy = (await (await this.links.listingLink(key)).call('list', {})).sessions;
       } catch (err) {
         this.links.log()?.info({ host, build, err: (err as Error).message }, 'older build daemon gone');
         this.forgetLegacy(key);

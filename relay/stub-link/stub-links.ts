@@ -30,6 +30,7 @@ export abstract class StubLinks {
   protected readonly daemons = new HostDaemons({
     defaultHost: () => this.defaultHost,
     link: (key) => this.link(key),
+    listingLink: (key) => this.listingLink(key),
     closeLink: (key) => {
       this.hostLinks.get(key)?.close();
       this.hostLinks.delete(key);
@@ -73,6 +74,11 @@ export abstract class StubLinks {
   /** How to tell, cheaply and often, that `host` answers again after an outage (none by default). */
   protected reachabilityProbe(_host: string): ReachabilityProbe | undefined {
     return undefined;
+  }
+
+  /** {@link link} for a listing of the host's terminals (the same unless a provider tells uses apart). */
+  protected listingLink(host: string): Promise<StubClient> {
+    return this.link(host);
   }
 
   /** The connected client of `host`, connecting or waiting for a reconnect as needed. */
