@@ -14,47 +14,56 @@ function setup(daemons: Record<string, FakeDaemon>) {
   const lists: string[] = [];
   const closed: string[] = [];
   const clients = new Map<string, StubClient>();
+  /** Link keys reached for a listing (no lasting use of the link: SshPtyProvider.releaseIfEmpty). */
+  const listed: string[] = [];
+  const reach = async (key: string): Promise<StubClient> => {
+    const d = daemons[key];
+    if (!d || d.gone) throw new PtyRelayError('DAEMON_UNAVAILABLE', `no daemon ${key}`);
+    let c = clients.get(key);
+    if (!c) {
+      c = {
+        daemonHello: {
+          t: 'hello',
+          protocol: 1,
+          buildId: key,
+          role: 'stub-daemon',
+          ...(d.hostScoped ? { idScope: 'host' } : {}),
+        },
+        call: async (method: string) => {
+          if (d.gone) throw new PtyRelayError('LINK_CLOSED', 'gone');
+          if (method !== 'list') throw new Error(method);
+          lists.push(key);
+          return { sessions: d.ids.map((id) => ({ id, pid: 1, title: '', cols: 80, rows: 24 })) };
+        },
+      } as unknown as StubClient;
+      clients.set(key, c);
+      hd.connected(key, c);
+    }
+    return c;
+  };
   const hd: HostDaemons = new HostDaemons({
     defaultHost: () => 'h',
-    link: async (key) => {
-      const d = daemons[key];
-      if (!d || d.gone) throw new PtyRelayError('DAEMON_UNAVAILABLE', `no daemon ${key}`);
-      let c = clients.get(key);
-      if (!c) {
-        c = {
-          daemonHello: {
-            t: 'hello',
-            protocol: 1,
-            buildId: key,
-            role: 'stub-daemon',
-            ...(d.hostScoped ? { idScope: 'host' } : {}),
-          },
-          call: async (method: string) => {
-            if (d.gone) throw new PtyRelayError('LINK_CLOSED', 'gone');
-            if (method !== 'list') throw new Error(method);
-            lists.push(key);
-            return { sessions: d.ids.map((id) => ({ id, pid: 1, title: '', cols: 80, rows: 24 })) };
-          },
-        } as unknown as StubClient;
-        clients.set(key, c);
-        hd.connected(key, c);
-      }
-      return c;
+    link: reach,
+    listingLink: (key) => {
+      listed.push(key);
+      return reach(key);
     },
     closeLink: (key) => closed.push(key),
     log: () => undefined,
   });
-  return { hd, lists, closed };
+  return { hd, lists, closed, listed };
 }
 
 describe('HostDaemons', () => {
   it('names an older build daemon’s terminals by their own ids and routes them there', async () => {
-    const { hd } = setup({
+    const { hd, listed } = setup({
       h: { hostScoped: true, ids: ['pty-3'] },
       'h#old': { hostScoped: true, ids: ['pty-1', 'pty-2'] },
     });
     hd.noteLegacy('h', ['old']);
     expect((await hd.list('h')).map((s) => s.id)).toEqual(['h/pty-3', 'h/pty-1', 'h/pty-2']);
+    // A listing reaches each daemon as a listing, not as a use.
+    expect(listed).toEqual(['h', 'h#old']);
     expect(hd.resolve('h/pty-1')).toEqual({ host: 'h#old', localId: 'pty-1' });
     expect(hd.resolve('h/pty-3')).toEqual({ host: 'h', localId: 'pty-3' });
     // The old spelling still reaches the old daemon.
