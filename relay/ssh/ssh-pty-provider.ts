@@ -7,6 +7,8 @@ import type { RaceAttempt } from '../stub-link/attempt-race.js';
 import { type ReachabilityProbe, sshBannerProbe } from '../stub-link/reachability-probe.js';
 import { type LinkPolicy, StubBackedProvider } from '../stub-link/stub-backed-provider.js';
 import { StubClient } from '../stub-link/stub-client.js';
+import { hostOfLinkKey } from '../stub-link/terminal-ids.js';
+import { AdoptionUses } from './adoption-uses.js';
 import { firstHop, type ResolvedHost, resolveHost, type SshHostConfig } from './host-config.js';
 import type { SshConnection } from './host-connection.js';
 import { hostDaemonArgs } from './host-daemon-args.js';
@@ -61,13 +63,8 @@ export class SshPtyProvider extends StubBackedProvider {
   protected readonly defaultHost: string;
   private readonly links = new Map<string, HostLink>();
   private readonly legacySockets = new Map<string, string>();
-  /**
-   * Hosts something used since their adoption began: a spawn, an attach, an LSP query, an agent's
-   * read; every call through {@link link}, a listing aside. releaseIfEmpty keeps their link.
-   */
-  private readonly usedSinceAdoption = new Set<string>();
-  /** Listings of each host under way (releaseIfEmpty lets them finish before it closes the link). */
-  private readonly listings = new Map<string, Set<Promise<unknown>>>();
+  /** What used each adopted host since its adoption began (releaseIfEmpty). */
+  private readonly adoptionUses = new AdoptionUses();
   /** Hosts being adopted at relay start: their first contact uses an intact install only. */
   private readonly adopting = new Set<string>();
   /** How each host is reached, and what the last attempt learnt (host-setup.ts). */
@@ -128,7 +125,7 @@ export class SshPtyProvider extends StubBackedProvider {
    */
   async adopt(host: string): Promise<boolean> {
     if (this.linkState(host).state !== 'idle') return true;
-    this.usedSinceAdoption.delete(host);
+    this.adoptionUses.began(host);
     this.adopting.add(host);
     try {
       await super.link(host);
@@ -148,35 +145,25 @@ export class SshPtyProvider extends StubBackedProvider {
    */
   async releaseIfEmpty(host: string): Promise<boolean> {
     const client = this.hostLinks.get(host)?.connectedClient;
-    if (!client || this.usedSinceAdoption.has(host) || this.daemons.legacyOf(host).length > 0) return false;
+    const uses = this.adoptionUses;
+    if (!client || uses.usedSince(host) || this.daemons.legacyOf(host).length > 0) return false;
     // Asked on the link itself: the release's own listing is no use of the host.
     const { sessions } = await client.call('list', {});
     // Exited terminals are published (their exit codes) but need no link.
     if (sessions.some((t) => !t.exited)) return false;
-    // Listings under way (the catalog's on connect, a client's) finish on this link first.
-    for (let under = this.listings.get(host); under?.size; under = this.listings.get(host)) {
-      await Promise.allSettled([...under]);
-    }
-    // Checked and closed in one turn: a use that comes later connects again.
-    if (this.usedSinceAdoption.has(host) || this.hostLinks.get(host)?.connectedClient !== client)
-      return false;
-    this.closeHost(host, true);
-    this.linkStateEvents.emit({ host, state: { state: 'idle' } });
-    return true;
+    // Listings under way (the catalog's on connect, a client's) finish on this link first; then
+    // checked and closed in one turn: a use that comes later connects again.
+    return uses.afterListings(host, () => {
+      if (uses.usedSince(host) || this.hostLinks.get(host)?.connectedClient !== client) return false;
+      this.closeHost(host, true);
+      this.linkStateEvents.emit({ host, state: { state: 'idle' } });
+      return true;
+    });
   }
 
   /** The host's terminals; counted as under way until it settles (see {@link releaseIfEmpty}). */
   override listHost(host: string): Promise<PtyProcessInfo[]> {
-    const listing = super.listHost(host);
-    const under = this.listings.get(host) ?? new Set<Promise<unknown>>();
-    this.listings.set(host, under);
-    under.add(listing);
-    const settled = () => {
-      under.delete(listing);
-      if (under.size === 0 && this.listings.get(host) === under) this.listings.delete(host);
-    };
-    listing.then(settled, settled);
-    return listing;
+    return this.adoptionUses.listing(host, super.listHost(host));
   }
 
   /**
@@ -185,7 +172,7 @@ export class SshPtyProvider extends StubBackedProvider {
    * no install asks again (and deploys).
    */
   protected override link(host: string): Promise<StubClient> {
-    this.usedSinceAdoption.add(host.split('#')[0]!);
+    this.adoptionUses.use(host);
     return this.reach(host);
   }
 
@@ -195,7 +182,7 @@ export class SshPtyProvider extends StubBackedProvider {
   }
 
   private async reach(host: string): Promise<StubClient> {
-    this.adopting.delete(host.split('#')[0]!);
+    this.adopting.delete(hostOfLinkKey(host));
     try {
       return await super.link(host);
     } catch (err) {
