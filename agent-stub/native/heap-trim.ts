@@ -7,7 +7,9 @@ import { loadNativeAddon } from '../../provider/daemon-runtime/native-addon.js';
  * itself; the pages freed in the middle of its heaps (a model's dropped scrollback rows, the read
  * buffers of a flood) stay resident until something calls malloc_trim, which Node never does.
  * One load per thread (the model worker trims too); a host without the addon (another CPU, musl,
- * no compiler at build time) simply does not trim.
+ * no compiler at build time) simply does not trim. Measured against `MALLOC_TRIM_THRESHOLD_` alone
+ * (bench, Node 24, alternated runs): 50 idle sessions that each wrote 9.7 MiB 161–168 → 106 MB;
+ * the idle relay with only `local` 64.3–64.9 → 63.4 MB.
  */
 export interface HeapTrimAddon {
   /** Gives the free pages of every malloc arena back to the system; true when any went back. */
