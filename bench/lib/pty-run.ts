@@ -16,6 +16,14 @@ export interface StreamStats {
 
 export type ChunkSink = (chunk: Uint8Array) => void;
 
+/** Counts a chunk a consumer received into `s` (its bytes, the times of the first and last). */
+export function tally(s: StreamStats, chunk: Uint8Array): void {
+  const t = now();
+  if (s.bytes === 0) s.tFirst = t;
+  s.tLast = t;
+  s.bytes += chunk.length;
+}
+
 /**
  * Runs `opts` through a provider and feeds every byte of the new session (spawn replay first, then
  * live events, checking seq contiguity) to `sink`, until `until()` says enough or the process exits.
@@ -37,10 +45,7 @@ export async function runProviderStream(
     if (seq !== nextSeq) s.gaps++;
     nextSeq = seq + data.length;
     if (data.length === 0) return;
-    const t = now();
-    if (s.bytes === 0) s.tFirst = t;
-    s.tLast = t;
-    s.bytes += data.length;
+    tally(s, data);
     sink(data);
     if (until(s)) wake();
   };
@@ -102,10 +107,7 @@ export function runCommandStream(
       reject(new Error(`${file} did not finish within ${timeoutMs} ms`));
     }, timeoutMs);
     child.stdout.on('data', (c: Buffer) => {
-      const t = now();
-      if (s.bytes === 0) s.tFirst = t;
-      s.tLast = t;
-      s.bytes += c.length;
+      tally(s, c);
       sink(c);
     });
     child.stderr.on('data', (c: Buffer) => {

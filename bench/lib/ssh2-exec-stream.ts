@@ -1,5 +1,5 @@
 import type { Client } from 'ssh2';
-import type { ChunkSink, StreamStats } from './pty-run.js';
+import { type ChunkSink, type StreamStats, tally } from './pty-run.js';
 import { now } from './util.js';
 
 /**
@@ -27,10 +27,7 @@ export function runSsh2ExecStream(
         reject(new Error(`${command} did not finish within ${timeoutMs} ms`));
       }, timeoutMs);
       ch.on('data', (c: Buffer) => {
-        const t = now();
-        if (s.bytes === 0) s.tFirst = t;
-        s.tLast = t;
-        s.bytes += c.length;
+        tally(s, c);
         sink(c);
       });
       ch.stderr.resume();

@@ -10,7 +10,13 @@ import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { writeBareForwarder } from '../lib/bare-forwarder.js';
 import { type BenchEnv, hostConfig, localProvider, sshArgs } from '../lib/env.js';
 import { expectedPrefixSha256, type FloodFile, generateFloodFile } from '../lib/flood-file.js';
-import { type ChunkSink, runCommandStream, runProviderStream, type StreamStats } from '../lib/pty-run.js';
+import {
+  type ChunkSink,
+  runCommandStream,
+  runProviderStream,
+  type StreamStats,
+  tally,
+} from '../lib/pty-run.js';
 import { startBenchRelay } from '../lib/relay.js';
 import type { ScenarioResult } from '../lib/results.js';
 import { runSsh2ExecStream } from '../lib/ssh2-exec-stream.js';
@@ -124,10 +130,7 @@ function viaNodePty(file: FloodFile, verify: boolean): Promise<FloodRun> {
     }, timeoutFor(file));
     proc.onData((d) => {
       const c = d as unknown as Buffer;
-      const t = now();
-      if (s.bytes === 0) s.tFirst = t;
-      s.tLast = t;
-      s.bytes += c.length;
+      tally(s, c);
       hash?.update(c);
       if (s.bytes >= file.expectedBytes) finish();
     });
