@@ -206,10 +206,14 @@ export class SessionLog {
     const seg = this.segments.shift() as Segment;
     this.index.dropBefore(this.start);
     this.release(seg);
+    this.unlinkDropped(seg);
+    return true;
+  }
+
+  private unlinkDropped(seg: Segment): void {
     unlink(seg.path, (err) => {
       if (err && err.code !== 'ENOENT') this.owner.failed(this, err);
     });
-    return true;
   }
 
   /** Resolves once every queued byte is on disk (or the log failed). For tests and the bench. */
@@ -294,6 +298,8 @@ export class SessionLog {
         if (err) return this.fail(err);
         if (seg.dropped || !this.healthy) {
           close(fd, () => {});
+          // The drop's unlink may have run before this open created the file: unlink it again.
+          if (seg.dropped && !this.destroyed) this.unlinkDropped(seg);
           return this.writeNext();
         }
         seg.fd = fd;

@@ -101,6 +101,30 @@ describe('SessionLog', () => {
     log.destroy();
   });
 
+  it('leaves no file of a segment dropped while its file was being opened', async () => {
+    // The drop's unlink and the writer's open run on the thread pool in either order; when the
+    // unlink ran first, the open made the file again (a few times in a hundred on a 2-core VM),
+    // and a listing showed an empty file older than the log's start. Bounded: 400 tries.
+    const segName = `${'0'.repeat(16)}.seg`;
+    const left: number[] = [];
+    for (let i = 0; i < 400; i++) {
+      const { log, dir } = freshLog(1000, 2000);
+      log.append(Buffer.alloc(1000, 0x61));
+      const first = log.flushed(); // the open of segment 0 is now in flight
+      log.append(Buffer.alloc(1000, 0x62));
+      log.append(Buffer.alloc(1000, 0x63)); // the third segment drops the first
+      expect(log.start).toBe(1000);
+      await first;
+      await log.flushed();
+      // The unlink may still be on its way: a file still there after 100 ms stays.
+      for (let t = 0; t < 50 && readdirSync(dir).includes(segName); t++)
+        await new Promise((r) => realSetTimeout(r, 2));
+      if (readdirSync(dir).includes(segName)) left.push(i);
+      log.destroy();
+    }
+    expect(left).toEqual([]);
+  });
+
   it('keystrokes wait a moment and reach the disk together', async () => {
     const { log, dir } = freshLog(1 << 30, 1 << 30);
     for (const ch of 'typing') log.append(Buffer.from(ch));
