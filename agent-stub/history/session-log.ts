@@ -82,7 +82,8 @@ export class SessionLog {
   private readonly segments: Segment[] = [];
   private headSeq: number;
   private held = 0;
-  private writing = false;
+  /** The segment whose open or write is in flight (one at a time). */
+  private writingTo: Segment | undefined;
   private failure: NodeJS.ErrnoException | undefined;
   private destroyed = false;
   private onIdle: (() => void)[] = [];
@@ -219,7 +220,7 @@ export class SessionLog {
   /** Resolves once every queued byte is on disk (or the log failed). For tests and the bench. */
   flushed(): Promise<void> {
     if (this.writeTimer.armed) this.writeNow();
-    if (!this.writing && this.queued === 0) return Promise.resolve();
+    if (!this.writingTo && this.queued === 0) return Promise.resolve();
     return new Promise((r) => this.onIdle.push(r));
   }
 
@@ -239,6 +240,10 @@ export class SessionLog {
     while (this.segments.length > 0 && this.held + this.limits.segmentBytes > this.limits.sessionBytes) {
       if (!this.dropOldest()) break;
     }
+    // The newest segment is complete now: its file stays open only while a write to it is queued
+    // (the end of that write closes it), or every segment written while newest kept a descriptor.
+    const prev = this.segments.at(-1);
+    if (prev && prev.written === prev.length) this.closeUnlessWriting(prev);
     const seg: Segment = {
       start: this.headSeq,
       length: 0,
@@ -258,7 +263,12 @@ export class SessionLog {
     seg.unwritten = [];
     this.held -= seg.length;
     this.owner.resized(this, -seg.length);
-    if (seg.fd !== undefined && !this.writing) this.closeFd(seg);
+    this.closeUnlessWriting(seg);
+  }
+
+  /** Closes a segment's file unless its open or write is in flight (whose end closes it). */
+  private closeUnlessWriting(seg: Segment): void {
+    if (seg !== this.writingTo) this.closeFd(seg);
   }
 
   private closeFd(seg: Segment): void {
@@ -269,7 +279,7 @@ export class SessionLog {
 
   /** A write now when a full one is queued (or one is in flight: its end writes more), else once the output pauses. */
   private scheduleWrite(): void {
-    if (this.writing) return;
+    if (this.writingTo) return;
     if (this.queued >= WRITE_MAX_BYTES) this.writeNow();
     else this.writeTimer.poke();
   }
@@ -285,16 +295,16 @@ export class SessionLog {
 
   /** One write in flight at a time, oldest queued bytes first. */
   private writeNext(): void {
-    if (this.writing || !this.healthy) return;
+    if (this.writingTo || !this.healthy) return;
     const seg = this.segments.find((s) => s.written < s.length);
     if (!seg) {
       this.idle();
       return;
     }
-    this.writing = true;
+    this.writingTo = seg;
     if (seg.fd === undefined) {
       open(seg.path, 'a', HISTORY_FILE_MODE, (err, fd) => {
-        this.writing = false;
+        this.writingTo = undefined;
         if (err) return this.fail(err);
         if (seg.dropped || !this.healthy) {
           close(fd, () => {});
@@ -323,7 +333,7 @@ export class SessionLog {
     }
     this.writes++;
     writev(seg.fd, chunks, (err, wrote) => {
-      this.writing = false;
+      this.writingTo = undefined;
       if (err) return this.fail(err);
       if (seg.dropped) {
         this.closeFd(seg);

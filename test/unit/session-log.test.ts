@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -123,6 +123,39 @@ describe('SessionLog', () => {
       log.destroy();
     }
     expect(left).toEqual([]);
+  });
+
+  it('holds a descriptor only for the segment being written: none for complete or dropped ones', async () => {
+    // Written while newest, a segment used to keep its file open until it was dropped (16 per
+    // session at the default caps), and one dropped while another was being written kept it for good.
+    const { log, dir } = freshLog(1000, 8000);
+    const openInDir = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${dir}/`);
+        } catch {
+          return false; // closed meanwhile (the readdir's own descriptor)
+        }
+      }).length;
+    // Descriptors close on the thread pool: poll (at most 1 s) until the count is the one expected.
+    const settled = async (want: number) => {
+      for (let t = 0; t < 100 && openInDir() !== want; t++) await new Promise((r) => realSetTimeout(r, 10));
+      return openInDir();
+    };
+    for (let i = 0; i < 6; i++) {
+      log.append(Buffer.alloc(1000, 0x61 + i));
+      await log.flushed();
+    }
+    expect(log.segmentCount).toBe(6);
+    expect(await settled(1)).toBe(1);
+    // A flood: segments rolled and dropped while others are written.
+    for (let i = 0; i < 40; i++) log.append(Buffer.alloc(700, 0x61));
+    await log.flushed();
+    expect(log.start).toBeGreaterThan(0);
+    expect(await settled(1)).toBe(1);
+    expect(readdirSync(dir).length).toBe(log.segmentCount);
+    log.destroy();
+    expect(await settled(0)).toBe(0);
   });
 
   it('keystrokes wait a moment and reach the disk together', async () => {
