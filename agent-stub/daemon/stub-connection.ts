@@ -161,6 +161,29 @@ export class StubConnection implements SessionSink, HandlerConnection {
     s.refreshRingLimit();
   }
 
+  /**
+   * The session is gone: nothing of it stays referenced here (a link that lives for days attaches
+   * many terminals, and each one kept its RAM tail and screen model for as long as the link lived).
+   * A link still catching up on it cannot finish (its log went with it): it closes, as when a
+   * catch-up loses its range, and its relay re-attaches and hears the terminal is gone.
+   */
+  removed(s: PtySession): void {
+    if (!this.attached.has(s)) return;
+    if (this.catchUp.has(s)) {
+      this.ctx.log('a terminal being caught up on was removed; closing the link so it re-attaches', {
+        cid: this.cid,
+        id: s.id,
+      });
+      this.close();
+      return;
+    }
+    this.out.batcher.drop(s);
+    this.background.stop(s);
+    this.heldExits.delete(s);
+    this.attached.delete(s);
+    s.gate.release(this.gateReason);
+  }
+
   data(s: PtySession, seq: number, data: Uint8Array): void {
     // A catching-up link gets these bytes from the history, in order.
     if (this.catchUp.has(s)) return;

@@ -137,7 +137,9 @@ class ModelWorker {
     e.rebuilding = undefined;
     this.release(e);
     this.models.delete(sid);
-    e.model.close();
+    // Its screen and scrollback are garbage once it closed: a worker whose last model went
+    // allocates nothing that would make V8 collect them.
+    e.model.close(collectGarbageSoon);
   }
 
   /** Applies the messages that waited for a rebuild, to whichever model it left in place. */

@@ -53,6 +53,8 @@ export interface SessionSink {
   exit(session: PtySession, info: PtyExitInfo, seq: number): void;
   /** The link gets only a thinned tail of this session (keep-tail background mode). */
   isBackground(session: PtySession): boolean;
+  /** The session is gone from the daemon (shut down, or its exit retention ended): let go of it. */
+  removed(session: PtySession): void;
 }
 
 /** Observes a session's stream for agent readiness (every fact, prompt markers included). */
@@ -352,7 +354,10 @@ export class PtySession {
   dispose(): void {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.model.dispose();
+    for (const sink of [...this.sinks]) sink.removed(this);
     this.sinks.clear();
+    // Its RAM tail is garbage now; with no session left nothing else would make V8 collect it.
+    droppedExternal(this.ring.allocated);
   }
 
   private onOutput(chunk: Buffer): void {

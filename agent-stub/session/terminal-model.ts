@@ -249,9 +249,11 @@ export class TerminalModel {
     }
   }
 
-  close(): void {
+  /** Disposes the model once its queued work is done; then `closed` runs. */
+  close(closed?: () => void): void {
     this.enqueue((next) => {
       this.dispose();
+      closed?.();
       next();
     });
   }

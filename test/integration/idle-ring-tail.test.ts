@@ -74,7 +74,7 @@ describe('the RAM tail of an idle session', () => {
     }).session;
     let background = true;
     // A link as the session sees one (the daemon's connection): only whether it is in the background matters here.
-    s.addSink({ data() {}, fact() {}, exit() {}, isBackground: () => background });
+    s.addSink({ data() {}, fact() {}, exit() {}, isBackground: () => background, removed() {} });
     s.refreshRingLimit();
     expect(s.ring.capacity).toBe(IDLE_TAIL_BYTES);
     // Output does not widen it: those links get a thinned tail of their own. (The output is the
