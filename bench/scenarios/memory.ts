@@ -21,6 +21,11 @@ import {
 
 const FOREGROUND = 5;
 const SAMPLE_MS = 500;
+/**
+ * How long after its sessions were shut down the daemon's RSS is read again: what they held is
+ * given back after a collection the daemon runs 1 s after the last drop, and a heap trim after it.
+ */
+const AFTER_CLOSE_MS = 4000;
 const MB = 1e6;
 
 interface Sample {
@@ -100,6 +105,9 @@ async function relaySide(provider: SshPtyProvider, n: number, durationMs: number
   const stubHwm = procStatusBytes(daemonPid, 'VmHWM');
   const tShut = now();
   await Promise.all(ids.map((id) => provider.shutdown(id, { immediate: true }).catch(() => {})));
+  const shutdownAllMs = round(now() - tShut, 0);
+  await sleep(AFTER_CLOSE_MS);
+  const stubAfterClose = procStatusBytes(daemonPid, 'VmRSS') ?? 0;
   return {
     sessions: n,
     backgrounded: n - fg.size,
@@ -117,7 +125,8 @@ async function relaySide(provider: SshPtyProvider, n: number, durationMs: number
     totalBytes: bytes,
     readSyscallBytesPerSec: rate(samples, 'rchar'),
     cpuPercent: cpuPct,
-    shutdownAllMs: round(now() - tShut, 0),
+    shutdownAllMs,
+    stubRssAfterCloseMB: round(stubAfterClose / MB, 1),
     timeline: samples.map((s) => ({
       t: round((s.t - samples[0]!.t) / 1000, 1),
       relayRssMB: round(s.a / MB, 1),
@@ -260,6 +269,16 @@ function memoryRows(
         text: '≤ the sshd sessions’ PSS sum',
         met: relay.stubRssPeakMB - relay.baselineMB.stubRss <= ssh.serverPssPeakMB,
       },
+    },
+    {
+      scenario: 'memory',
+      metric: `${n} × yes (${relay.backgrounded} bg): host memory once they were shut down`,
+      unit: 'MB',
+      subject: `stub daemon RSS ${AFTER_CLOSE_MS / 1000} s after`,
+      noPlot: true,
+      value: relay.stubRssAfterCloseMB,
+      reference: { label: 'its idle baseline before them', value: relay.baselineMB.stubRss },
+      better: 'lower',
     },
     {
       scenario: 'memory',
