@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { AgentReadResult, ScreenSnapshot } from '../../provider/contract.js';
 import { PtyRelayError } from '../../provider/errors.js';
-import { heapTrimAddonPath } from '../native/heap-trim.js';
+import { heapTrimAddonPath, trimHeapSoon } from '../native/heap-trim.js';
 import type { FromModel, ModelWorkerData, ToModel } from './model-protocol.js';
 import { bundledModelWorker, type ModelWorkerCode } from './model-worker-code.js';
 
@@ -20,6 +20,12 @@ const MODEL_YOUNG_GENERATION_MB = 8;
 const MAX_REBUILDING_LOSSES = 3;
 const MAX_REOPENING_LOSSES = 10;
 const LOSS_WINDOW_MS = 60_000;
+/**
+ * How long the worker stays once no model is open. A terminal opened meanwhile uses it; after
+ * that it ends and gives its memory back (about 20 MB of the daemon's RSS: its heap, its arena,
+ * its copy of the model's code), and the next terminal starts a new one, as the first did.
+ */
+export const WORKER_IDLE_MS = 3000;
 
 /**
  * What the sessions do after the worker was lost: rebuild their models from their logs, open them
@@ -43,13 +49,27 @@ export class ScreenModelHost {
   /** Times the worker ended without being asked to (an uncaught error, its heap exhausted). */
   losses = 0;
   private lossTimes: number[] = [];
+  /** Sessions whose model is open (between their `open` and `close`). */
+  private readonly open = new Set<string>();
+  private idleTimer: NodeJS.Timeout | undefined;
 
   /** `code`: by default the source the stub bundle carries; tests start the worker's file. */
   constructor(private readonly code?: ModelWorkerCode) {}
 
   /** `transfer`: buffers of `m` that move to the worker (the sender must not use them again). */
   post(m: ToModel, transfer?: ArrayBuffer[]): void {
+    if (m.kind === 'open') {
+      this.open.add(m.sid);
+      clearTimeout(this.idleTimer);
+      this.idleTimer = undefined;
+    } else if (m.kind === 'close') this.open.delete(m.sid);
     this.ensureWorker().postMessage(m, transfer);
+    if (this.open.size === 0) this.armIdleEnd();
+  }
+
+  /** Whether the worker runs now (tests). */
+  get running(): boolean {
+    return this.worker !== undefined;
   }
 
   onProgress(sid: string, cb: ((seq: number) => void) | undefined): void {
@@ -110,6 +130,8 @@ export class ScreenModelHost {
   }
 
   async dispose(): Promise<void> {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
     const w = this.worker;
     this.worker = undefined;
     if (w) await w.terminate();
@@ -118,6 +140,25 @@ export class ScreenModelHost {
   /** Ends the worker the way a crash would (tests of the recovery; nothing else calls it). */
   async crashForTest(): Promise<void> {
     await this.worker?.terminate();
+  }
+
+  private armIdleEnd(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.endIdle(), WORKER_IDLE_MS);
+    this.idleTimer.unref();
+  }
+
+  /** No model opened since the last one closed: the worker ends, once it answered every request. */
+  private endIdle(): void {
+    this.idleTimer = undefined;
+    const w = this.worker;
+    if (!w || this.open.size > 0) return;
+    if (this.pending.size > 0) {
+      this.armIdleEnd();
+      return;
+    }
+    this.worker = undefined;
+    void w.terminate().then(() => trimHeapSoon());
   }
 
   private lost(w: Worker, why: string): void {

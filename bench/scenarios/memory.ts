@@ -22,10 +22,12 @@ import {
 const FOREGROUND = 5;
 const SAMPLE_MS = 500;
 /**
- * How long after its sessions were shut down the daemon's RSS is read again: what they held is
- * given back after a collection the daemon runs 1 s after the last drop, and a heap trim after it.
+ * How long after its sessions were shut down the daemon's RSS is read again: long enough for what
+ * the daemon does once they are gone (a collection 1 s after the last drop, the model worker's end
+ * WORKER_IDLE_MS after the last model closed, a heap trim after each) and for V8's own collection
+ * of an idle heap, which came 10-12 s after in probes.
  */
-const AFTER_CLOSE_MS = 4000;
+const AFTER_CLOSE_MS = 15_000;
 const MB = 1e6;
 
 interface Sample {
