@@ -1,3 +1,5 @@
+import { utcIsoTime } from '../../provider/utc-time.js';
+
 /**
  * The loud line an adapter writes once when the library it reads past has another shape than the
  * pinned version's: the daemon's stdout is its log (daemon-server.ts writes JSON lines there).
@@ -9,7 +11,7 @@ export function warnShapeOnce(library: string, pinned: string, problem: string, 
   warned.add(library);
   process.stdout.write(
     `${JSON.stringify({
-      time: new Date().toISOString(),
+      time: utcIsoTime(),
       pid: process.pid,
       level: 'warn',
       msg: `${library} is not shaped as ${pinned} was: ${problem}; ${fallback}`,

@@ -6,6 +6,7 @@ import { assertPrivateRuntime } from '../../provider/daemon-runtime/private-dir.
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
 import type { TerminalPalette } from '../../provider/terminal-queries.js';
+import { utcIsoTime } from '../../provider/utc-time.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { DEFAULT_TAIL_BYTES, type HistoryLimits, resolveHistoryLimits } from '../history/history-limits.js';
 import { HistoryStore } from '../history/history-store.js';
@@ -66,9 +67,7 @@ export interface DaemonOptions {
 }
 
 function log(msg: string, extra: Record<string, unknown> = {}): void {
-  process.stdout.write(
-    `${JSON.stringify({ time: new Date().toISOString(), pid: process.pid, msg, ...extra })}\n`,
-  );
+  process.stdout.write(`${JSON.stringify({ time: utcIsoTime(), pid: process.pid, msg, ...extra })}\n`);
 }
 
 /** sha256 of this bundle, so a relay can tell which build a running daemon is. */
