@@ -32,7 +32,14 @@ describe.skipIf(!available)('the relay re-reads its config file while it runs', 
       .split('\n')
       .filter((l) => l.includes('config reloaded') || l.includes('config edit refused'));
   const nextReload = async (before: number) => {
-    await waitFor(() => reloads().length > before, 20_000, 'the relay to re-read its config');
+    await waitFor(() => reloads().length > before, 20_000, 'the relay to re-read its config').catch(
+      (err: Error) => {
+        // What the relay said meanwhile (a reload that never ended shows there, nowhere else).
+        throw new Error(
+          `${err.message}\nrelay stderr (tail):\n${serve.stderr.slice(-3000)}\nrelay stdout (tail):\n${serve.stdout.slice(-3000)}`,
+        );
+      },
+    );
     return reloads()[before]!;
   };
 
