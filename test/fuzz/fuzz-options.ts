@@ -23,6 +23,11 @@ export const FUZZ_TIME_MS = envInt('FUZZ_TIME_MS') ?? (LONG_FUZZ ? 600_000 : 2_0
 /** vitest timeout of a test running one property (its time limit plus slack for shrinking). */
 export const TEST_TIMEOUT_MS = FUZZ_TIME_MS + 30_000;
 
+/** The seed a property runs: FUZZ_SEED when given, a fresh one under `npm run fuzz`, else `fixed`. */
+export function fuzzSeed(fixed: number): number {
+  return envInt('FUZZ_SEED') ?? (LONG_FUZZ ? Date.now() % 2 ** 31 : fixed);
+}
+
 /**
  * fast-check parameters: `seed` is the property's fixed seed under npm test, `runs` its count
  * there and `longRuns` its count under `npm run fuzz`; `timeMs` raises the npm test time limit of a
@@ -32,7 +37,7 @@ export function fuzzParams<T>(
   name: string,
   p: { seed: number; runs: number; longRuns: number; timeMs?: number },
 ): fc.Parameters<T> {
-  const seed = envInt('FUZZ_SEED') ?? (LONG_FUZZ ? Date.now() % 2 ** 31 : p.seed);
+  const seed = fuzzSeed(p.seed);
   const numRuns = envInt('FUZZ_RUNS') ?? (LONG_FUZZ ? p.longRuns : p.runs);
   if (LONG_FUZZ || env.FUZZ_SEED) console.log(`fuzz ${name}: seed ${seed}, ${numRuns} runs`);
   return {
