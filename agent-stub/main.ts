@@ -1,22 +1,13 @@
 import { isMainThread } from 'node:worker_threads';
 import { restoreUserMallocEnv } from '../provider/daemon-runtime/daemon-allocator.js';
 import {
-  connectDaemonSocket,
-  connectOrStartDaemon,
-  liveLegacyDaemons,
-  socketAnswers,
-} from '../provider/daemon-runtime/daemon-launcher.js';
-import { checkStubDir, stubDirError } from '../provider/daemon-runtime/stub-dir-check.js';
-import {
-  bundleBuildId,
-  daemonSocketPath,
   defaultRuntimeDir,
   defaultStateDir,
   STUB_LIBRARY_ENV,
 } from '../provider/daemon-runtime/stub-paths.js';
 import { isPtyRelayError } from '../provider/errors.js';
-import { runDaemon } from './daemon/daemon-server.js';
-import { daemonFlags, parseStubFlags, type StubFlags } from './stub-flags.js';
+import type { EnsureReport } from './launcher-commands.js';
+import { parseStubFlags, type StubFlags } from './stub-flags.js';
 
 /**
  * Entry of the bundled stub (`stub.cjs`):
@@ -29,21 +20,11 @@ import { daemonFlags, parseStubFlags, type StubFlags } from './stub-flags.js';
  * first (stub-flags.ts): a bad one ends `daemon` and `connect` with its message and exit code 2,
  * and `ensure` with its CONFIG_INVALID report.
  * The screen-model worker runs its own bundle, which this file carries as source.
+ * Each command loads only its own code (dynamic imports, which the bundle runs on first use): a
+ * daemon never loads the launcher, nor a `connect` bridge the daemon.
  */
 
-/** Free space a new daemon wants in its runtime dir: sockets, locks and the log. */
-const RUNTIME_MIN_FREE_BYTES = 64 * 1024;
-/** Free space a new daemon wants in its state dir: snapshots and history segments start small. */
-const STATE_MIN_FREE_BYTES = 1024 * 1024;
-
-/** What `ensure` reports. */
-export interface EnsureReport {
-  socketPath: string;
-  buildId: string;
-  runtimeDir: string;
-  /** Live daemons of older builds (they keep serving their sessions). */
-  legacy: { buildId: string; socketPath: string }[];
-}
+export type { EnsureReport };
 
 /**
  * Starts the daemon of the stub at `stubFile` if none answers, and reports its socket and those
@@ -51,26 +32,8 @@ export interface EnsureReport {
  * relay's first-contact helper calls this in its own node process (see {@link STUB_LIBRARY_ENV}).
  */
 export async function ensureDaemon(stubFile: string, args: string[]): Promise<EnsureReport> {
-  const flags = parseStubFlags(args);
-  const runtimeDir = flags['--runtime-dir'] ?? defaultRuntimeDir();
-  const stateDir = flags['--state-dir'];
-  if (stateDir) process.env.PTYRELAY_STATE_DIR = stateDir; // the daemon started below inherits it
-  const buildId = bundleBuildId(stubFile);
-  // A daemon about to start needs its dirs; a running one is left alone even if they filled up.
-  if (!(await socketAnswers(daemonSocketPath(runtimeDir, buildId)))) {
-    const dirs = [
-      ['runtime', runtimeDir, RUNTIME_MIN_FREE_BYTES],
-      ['state', defaultStateDir(), STATE_MIN_FREE_BYTES],
-    ] as const;
-    for (const [kind, dir, need] of dirs) {
-      const problem = checkStubDir(dir, need, false);
-      if (problem) throw stubDirError(kind, dir, problem);
-    }
-  }
-  const socket = await connectOrStartDaemon(stubFile, runtimeDir, daemonFlags(args));
-  socket.destroy();
-  const legacy = await liveLegacyDaemons(runtimeDir, buildId);
-  return { socketPath: daemonSocketPath(runtimeDir, buildId), buildId, runtimeDir, legacy };
+  const launcher = await import('./launcher-commands.js');
+  return launcher.ensureDaemon(stubFile, args);
 }
 
 /** The command's flags, or its end: the message on stderr and exit code 2. */
@@ -108,6 +71,7 @@ async function main(argv: string[]): Promise<void> {
   const runtimeDir = flags['--runtime-dir'] ?? defaultRuntimeDir();
   if (cmd === 'daemon') {
     restoreUserMallocEnv();
+    const { runDaemon } = await import('./daemon/daemon-server.js');
     await runDaemon({
       runtimeDir,
       stateDir: stateDir ?? defaultStateDir(),
@@ -138,18 +102,7 @@ async function main(argv: string[]): Promise<void> {
     });
     return;
   }
-  // connect: --socket reaches a given daemon (an older build's); otherwise this build's, started if needed.
-  const target = flags['--socket'];
-  const socket = target
-    ? await connectDaemonSocket(target)
-    : await connectOrStartDaemon(process.argv[1], runtimeDir, daemonFlags(args));
-  const marker = flags['--start-marker'];
-  // Everything before this line (a login shell's rc-file chatter) is dropped by the relay.
-  if (marker) process.stdout.write(`${marker}\n`);
-  process.stdin.pipe(socket);
-  socket.pipe(process.stdout);
-  socket.on('close', () => process.exit(0));
-  process.stdin.on('end', () => socket.end());
+  await (await import('./launcher-commands.js')).bridgeToDaemon(process.argv[1], args, flags, runtimeDir);
 }
 
 if (isMainThread && !process.env[STUB_LIBRARY_ENV]) {

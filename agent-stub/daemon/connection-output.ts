@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { monotonicMs } from '../../provider/monotonic-ms.js';
 import { dataFrameIds, encodeDataFrameHeadFrom } from '../../provider/wire/frame-codec.js';
 import type { PtySession } from '../session/pty-session.js';
 import { OutputBatcher } from './output-batcher.js';
@@ -46,7 +47,7 @@ export class ConnectionOutput {
     private readonly socket: Socket,
     private readonly hooks: OutputHooks,
     /** Milliseconds, monotonic (tests pass a fake clock). */
-    clock: () => number = () => performance.now(),
+    clock: () => number = monotonicMs,
   ) {
     const send = (s: PtySession, seq: number, chunks: readonly Uint8Array[], bytes: number) =>
       this.dataFrame(s, seq, chunks, bytes);

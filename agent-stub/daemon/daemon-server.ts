@@ -1,8 +1,8 @@
 import { chmodSync, mkdirSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { socketAnswers } from '../../provider/daemon-runtime/daemon-launcher.js';
 import { assertPrivateRuntime } from '../../provider/daemon-runtime/private-dir.js';
+import { socketAnswers } from '../../provider/daemon-runtime/socket-probe.js';
 import { bundleBuildId, daemonLockPath, daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { type ReadinessConfig, resolveReadinessConfig } from '../../provider/readiness-config.js';
 import type { TerminalPalette } from '../../provider/terminal-queries.js';

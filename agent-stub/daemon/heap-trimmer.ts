@@ -1,4 +1,5 @@
 import { memoryUsage } from 'node:process';
+import { monotonicMs } from '../../provider/monotonic-ms.js';
 
 /** How often the trimmer looks at the daemon's CPU time and RSS. */
 export const TRIM_TICK_MS = 1000;
@@ -101,7 +102,7 @@ export class HeapTrimmer {
     const trim = this.opts.trim;
     if (!trim) return undefined;
     this.busySinceTrim = false;
-    const t0 = performance.now();
+    const t0 = monotonicMs();
     const done = trim().then(
       () => {
         const after = this.rss();
@@ -114,7 +115,7 @@ export class HeapTrimmer {
             why,
             rssBefore: before,
             rssAfter: after,
-            ms: Math.round((performance.now() - t0) * 10) / 10,
+            ms: Math.round((monotonicMs() - t0) * 10) / 10,
           });
       },
       (err: Error) => this.opts.log('heap trim failed', { error: err.message }),

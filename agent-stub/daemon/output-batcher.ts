@@ -1,3 +1,4 @@
+import { monotonicMs } from '../../provider/monotonic-ms.js';
 import type { PtySession } from '../session/pty-session.js';
 
 /**
@@ -99,7 +100,7 @@ export class OutputBatcher {
     private readonly send: SendBatch,
     /** Asks for {@link turnEnded} at the end of this turn of the event loop. */
     private readonly armTurn: () => void,
-    private readonly clock: () => number = () => performance.now(),
+    private readonly clock: () => number = monotonicMs,
   ) {}
 
   get hasPending(): boolean {

@@ -1,3 +1,4 @@
+import { monotonicMs } from '../../provider/monotonic-ms.js';
 import { LinkPace } from './link-pace.js';
 import type { ProducerGate } from './producer-gate.js';
 
@@ -67,7 +68,7 @@ export class CreditWindow {
     const max = opts.maxBytes ?? (() => DEFAULT_CREDIT_WINDOW_MAX);
     this.maxBytes = () => Math.max(this.minBytes, max());
     this.graceMs = opts.graceMs ?? DEFAULT_CREDIT_GRACE_MS;
-    this.now = opts.now ?? (() => performance.now());
+    this.now = opts.now ?? monotonicMs;
     this.lostLinksHold = opts.lostLinksHold ?? (() => true);
     this.lostLinkBytes = opts.lostLinkBytes ?? (() => Number.POSITIVE_INFINITY);
   }

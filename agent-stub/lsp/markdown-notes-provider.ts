@@ -1,7 +1,7 @@
-import type { Dirent } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { type Dirent, readdir, readFile } from 'node:fs';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import {
   assertNever,
   type LspLocation,
@@ -11,6 +11,10 @@ import {
   type LspQueryResult,
 } from '../../provider/lsp-seam.js';
 import { resolveWorkspace } from './workspace-paths.js';
+
+/* Callback functions, promisified: a daemon that never serves code navigation loads no `node:fs/promises`. */
+const readDir = promisify(readdir);
+const readText = promisify(readFile);
 
 /**
  * A provider that needs no language server (docs/lsp.md, the seam's example): `[[note]]` links
@@ -62,7 +66,7 @@ async function notesUnder(root: string, signal: AbortSignal): Promise<string[]> 
     const dir = dirs.shift()!;
     let entries: Dirent[];
     try {
-      entries = await readdir(dir, { withFileTypes: true });
+      entries = await readDir(dir, { withFileTypes: true });
     } catch {
       continue; // unreadable: not part of the workspace's notes
     }
@@ -77,7 +81,7 @@ async function notesUnder(root: string, signal: AbortSignal): Promise<string[]> 
 
 async function readNote(path: string): Promise<string | undefined> {
   try {
-    const text = await readFile(path, 'utf8');
+    const text = await readText(path, 'utf8');
     return text.length > MAX_NOTE_BYTES ? undefined : text;
   } catch {
     return undefined;

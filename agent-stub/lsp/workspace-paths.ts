@@ -1,7 +1,11 @@
-import { existsSync, statSync } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
+import { existsSync, realpath, stat, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { PtyRelayError } from '../../provider/errors.js';
+
+/* Callback functions, promisified: a daemon that never serves code navigation loads no `node:fs/promises`. */
+const statPath = promisify(stat);
+const realPath = promisify(realpath);
 
 /** What marks a workspace for consumers that pick the nearest one (`ptyrelay nav` without `--root`). */
 export const WORKSPACE_MARKER = '.git';
@@ -16,7 +20,7 @@ export async function resolveWorkspace(
   filePath: string,
 ): Promise<{ root: string; file: string }> {
   const root = await real(workspaceRoot, 'workspace root');
-  if (!(await stat(root)).isDirectory())
+  if (!(await statPath(root)).isDirectory())
     throw new PtyRelayError('NOT_FOUND', `workspace root ${workspaceRoot} is not a directory`, {
       workspaceRoot,
     });
@@ -26,7 +30,7 @@ export async function resolveWorkspace(
 
 async function real(path: string, what: string): Promise<string> {
   try {
-    return await realpath(path);
+    return await realPath(path);
   } catch (err) {
     throw new PtyRelayError(
       'NOT_FOUND',

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import type { ForegroundProcess } from '../../provider/contract.js';
+import { monotonicMs } from '../../provider/monotonic-ms.js';
 
 /** Fields of /proc/<pid>/stat we use (1-based field numbers from proc(5)). */
 export interface ProcStat {
@@ -106,7 +107,7 @@ const TREE_REUSE_MS = 25;
 let tree: { at: number; children: Map<number, number[]> } | undefined;
 
 function processTree(): Map<number, number[]> {
-  const now = performance.now();
+  const now = monotonicMs();
   if (tree && now - tree.at < TREE_REUSE_MS) return tree.children;
   const children = new Map<number, number[]>();
   for (const s of allStats()) {

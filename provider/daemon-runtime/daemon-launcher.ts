@@ -1,10 +1,11 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { PtyRelayError } from '../errors.js';
 import { daemonProcessEnv } from './daemon-allocator.js';
 import { assertPrivateRuntime } from './private-dir.js';
+import { socketAnswers, tryConnect } from './socket-probe.js';
 import {
   bundleBuildId,
   daemonLockPath,
@@ -46,25 +47,6 @@ export const DAEMON_NODE_OPTIONS: readonly string[] = [
 /** How long a freshly started daemon may take to accept connections. */
 const START_TIMEOUT_MS = 10_000;
 const POLL_MS = 50;
-
-/** A connected socket, or undefined when nothing answers at `path`. */
-export function tryConnect(path: string): Promise<Socket | undefined> {
-  return new Promise((resolve) => {
-    const s = connect(path);
-    s.once('connect', () => {
-      s.removeAllListeners('error');
-      resolve(s);
-    });
-    s.once('error', () => resolve(undefined));
-  });
-}
-
-/** True when a daemon answers at `path`. */
-export async function socketAnswers(path: string): Promise<boolean> {
-  const s = await tryConnect(path);
-  s?.destroy();
-  return s !== undefined;
-}
 
 /**
  * Connects to the user's daemon, starting it detached (own session, stdio to its log file) when

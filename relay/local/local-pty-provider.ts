@@ -4,8 +4,8 @@ import {
   connectDaemonSocket,
   connectOrStartDaemon,
   liveLegacyDaemons,
-  tryConnect,
 } from '../../provider/daemon-runtime/daemon-launcher.js';
+import { tryConnect } from '../../provider/daemon-runtime/socket-probe.js';
 import { daemonSocketPath, defaultRuntimeDir } from '../../provider/daemon-runtime/stub-paths.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import type { Logger } from '../core/log.js';

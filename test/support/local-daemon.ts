@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { IPtyProvider, PtyDataEvent } from '../../provider/contract.js';
-import { tryConnect } from '../../provider/daemon-runtime/daemon-launcher.js';
+import { tryConnect } from '../../provider/daemon-runtime/socket-probe.js';
 import { daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { stubBuildId } from '../../relay/core/stub-bundle.js';
 import { LocalPtyProvider } from '../../relay/local/local-pty-provider.js';
