@@ -25,8 +25,27 @@ const sample = (): Buffer[] => [
   encodeJsonFrame({ t: 'hello', text: 'ünïcödé ✓' }),
 ];
 
+/**
+ * Frames as comparable values, with the pieces of a Data frame that arrived in parts joined again
+ * (the decoder hands out a Data frame's payload as it arrives: each piece at the seq of its first
+ * byte).
+ */
 function normalize(frames: Frame[]): unknown[] {
-  return frames.map((f) => {
+  const joined: Frame[] = [];
+  for (const f of frames) {
+    const prev = joined.at(-1);
+    if (
+      f.type === FrameType.Data &&
+      prev?.type === FrameType.Data &&
+      prev.id === f.id &&
+      prev.incarnationId === f.incarnationId &&
+      prev.data.length > 0 &&
+      prev.seq + prev.data.length === f.seq
+    )
+      joined[joined.length - 1] = { ...prev, data: Buffer.concat([prev.data, f.data]) };
+    else joined.push(f);
+  }
+  return joined.map((f) => {
     const o: Record<string, unknown> = { ...f };
     for (const k of ['data', 'blob']) if (o[k]) o[k] = Buffer.from(o[k] as Uint8Array).toString('hex');
     return o;
@@ -110,22 +129,50 @@ describe('frame codec', () => {
     expect(d.push(c.subarray(4))).toHaveLength(1);
   });
 
-  it('copies only a frame that spans two reads: the frames after it stay views of their read', () => {
+  it('hands out a data frame that spans reads in pieces, each a view of its read: nothing is copied', () => {
     const first = encodeDataFrame('local/pty-1', 'inc', 0, Buffer.alloc(32 * 1024, 0x61));
     const second = encodeDataFrame('local/pty-1', 'inc', 32 * 1024, Buffer.alloc(1000, 0x62));
-    // Two reads as a socket hands them over: the first frame ends inside the second read.
+    const head = first.length - 32 * 1024;
+    // Two reads as an SSH channel hands them over: the first frame ends inside the second read.
     const cut = 16 * 1024;
+    const read1 = first.subarray(0, cut);
     const read2 = Buffer.concat([first.subarray(cut), second]);
     const d = new FrameDecoder();
-    expect(d.push(first.subarray(0, cut))).toEqual([]);
-    const frames = d.push(read2);
+    const frames = [...d.push(read1), ...d.push(read2)];
     expect(frames.map((f) => (f.type === FrameType.Data ? [f.seq, f.data.length] : f.type))).toEqual([
-      [0, 32 * 1024],
+      [0, cut - head],
+      [cut - head, 32 * 1024 - (cut - head)],
       [32 * 1024, 1000],
     ]);
-    const after = frames[1]!;
-    expect(after.type === FrameType.Data && after.data.buffer).toBe(read2.buffer);
+    const buffers = frames.map((f) => f.type === FrameType.Data && f.data.buffer);
+    expect(buffers).toEqual([read1.buffer, read2.buffer, read2.buffer]);
     expect(d.pendingBytes).toBe(0);
+  });
+
+  it('reads a data frame whose header is cut anywhere, and waits for its payload before handing any out', () => {
+    const frame = encodeDataFrame('local/pty-7', 'incarnation', 4096, Buffer.from('abcdef'));
+    const head = frame.length - 6;
+    for (let i = 1; i < frame.length; i++) {
+      const d = new FrameDecoder();
+      const early = d.push(frame.subarray(0, i));
+      // Nothing before the header is whole; after it, the payload's first bytes at once.
+      expect(normalize(early)).toEqual(
+        i <= head
+          ? []
+          : normalize([
+              {
+                type: FrameType.Data,
+                id: 'local/pty-7',
+                incarnationId: 'incarnation',
+                seq: 4096,
+                data: frame.subarray(head, i),
+              },
+            ]),
+      );
+      expect(normalize([...early, ...d.push(frame.subarray(i))])).toEqual(
+        normalize(new FrameDecoder().push(frame)),
+      );
+    }
   });
 
   it('rejects malformed JSON with PROTOCOL_ERROR', () => {
