@@ -385,7 +385,7 @@ export class FrameDecoder {
     const open: OpenData = {
       id: head.toString('utf8', HEADER_BYTES + 2, HEADER_BYTES + 2 + idLen),
       incarnationId: head.toString('utf8', o, o + incLen),
-      seq: head.readDoubleBE(o + incLen),
+      seq: count(head.readDoubleBE(o + incLen), 'data seq'),
       left: 4 + len - headBytes,
     };
     if (open.left === 0) frames.push(dataFrame(open, head.subarray(headBytes, headBytes)));

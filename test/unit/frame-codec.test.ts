@@ -175,6 +175,16 @@ describe('frame codec', () => {
     }
   });
 
+  it('refuses a data frame whose seq is not a count (its pieces are numbered from it)', () => {
+    for (const seq of [-1, 0.5, Number.NaN, 2 ** 53]) {
+      const frame = encodeDataFrame('pty-1', 'inc', seq, Buffer.from('x'));
+      expect(() => new FrameDecoder().push(frame)).toThrow(/data seq/);
+    }
+    expect(
+      new FrameDecoder().push(encodeDataFrame('pty-1', 'inc', 2 ** 53 - 1, Buffer.alloc(0))),
+    ).toHaveLength(1);
+  });
+
   it('rejects malformed JSON with PROTOCOL_ERROR', () => {
     const body = Buffer.from('{not json');
     const head = Buffer.from([0, 0, 0, body.length + 1, FrameType.Json]);
