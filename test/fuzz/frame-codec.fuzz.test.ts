@@ -10,6 +10,7 @@ import {
   FrameDecoder,
   FrameType,
 } from '../../provider/wire/frame-codec.js';
+import { joinDataPieces, normalizeFrames } from '../support/frame-pieces.js';
 import { fuzzParams, TEST_TIMEOUT_MS } from './fuzz-options.js';
 
 /** A small frame limit, so random lengths often land inside it and reach the payload parsers. */
@@ -59,40 +60,6 @@ function wellFormed(s: string): string {
   return Buffer.from(s, 'utf8').toString('utf8');
 }
 
-function normalize(frames: Frame[]): unknown[] {
-  return joinData(
-    frames.map((f) => {
-      const o: Record<string, unknown> = { ...f };
-      for (const k of ['data', 'blob']) if (o[k]) o[k] = hex(o[k] as Uint8Array);
-      return o;
-    }),
-  );
-}
-
-/**
- * Normalized frames with the pieces of a Data frame joined again: the decoder hands out a Data
- * frame's payload as it arrives, each piece at the seq of its first byte. Expected frames go
- * through it too, so two frames that happen to continue each other compare the same.
- */
-function joinData(frames: unknown[]): unknown[] {
-  type DataLike = { type: number; id: string; incarnationId: string; seq: number; data: string };
-  const out: unknown[] = [];
-  for (const f of frames as DataLike[]) {
-    const prev = out.at(-1) as DataLike | undefined;
-    if (
-      f.type === FrameType.Data &&
-      prev?.type === FrameType.Data &&
-      prev.id === f.id &&
-      prev.incarnationId === f.incarnationId &&
-      prev.data.length > 0 &&
-      prev.seq + prev.data.length / 2 === f.seq
-    )
-      out[out.length - 1] = { ...prev, data: prev.data + f.data };
-    else out.push(f);
-  }
-  return out;
-}
-
 /** Cuts `buf` at the given points (taken modulo its length, sorted, deduplicated). */
 function chunk(buf: Buffer, cuts: number[]): Buffer[] {
   const points = [...new Set(cuts.map((c) => (buf.length ? c % (buf.length + 1) : 0)))].sort((a, b) => a - b);
@@ -117,11 +84,11 @@ function decode(chunks: Uint8Array[], max?: number): Outcome {
     } catch (err) {
       if (!isPtyRelayError(err, 'PROTOCOL_ERROR')) throw err;
       expect(() => d.push(Uint8Array.of(0, 0, 0, 1, 1))).toThrow(/decoder already failed/);
-      return { frames: normalize(frames), error: err.code };
+      return { frames: normalizeFrames(frames), error: err.code };
     }
     expect(d.pendingBytes).toBeLessThanOrEqual(chunks.reduce((n, x) => n + x.length, 0));
   }
-  return { frames: normalize(frames) };
+  return { frames: normalizeFrames(frames) };
 }
 
 /** Bytes that look like frames often enough to reach every payload parser: valid, mutated, raw. */
@@ -162,7 +129,7 @@ describe('fuzz: FrameDecoder', () => {
             const all = Buffer.concat(frames.map((f) => f.bytes));
             const out = decode(chunk(all, cuts));
             expect(out.error).toBeUndefined();
-            expect(out.frames).toEqual(joinData(frames.map((f) => f.expected)));
+            expect(out.frames).toEqual(joinDataPieces(frames.map((f) => f.expected)));
           },
         ),
         fuzzParams('frame round-trip', { seed: 18_401, runs: 150, longRuns: 50_000 }),

@@ -15,6 +15,7 @@ import {
   FrameDecoder,
   FrameType,
 } from '../../provider/wire/frame-codec.js';
+import { normalizeFrames } from '../support/frame-pieces.js';
 
 const sample = (): Buffer[] => [
   encodeJsonFrame({ t: 'req', rid: 1, method: 'list', params: {} }),
@@ -24,33 +25,6 @@ const sample = (): Buffer[] => [
   encodeDataFrame('pty-1', 'c0ffee-inc', 0, Buffer.alloc(0)),
   encodeJsonFrame({ t: 'hello', text: 'ünïcödé ✓' }),
 ];
-
-/**
- * Frames as comparable values, with the pieces of a Data frame that arrived in parts joined again
- * (the decoder hands out a Data frame's payload as it arrives: each piece at the seq of its first
- * byte).
- */
-function normalize(frames: Frame[]): unknown[] {
-  const joined: Frame[] = [];
-  for (const f of frames) {
-    const prev = joined.at(-1);
-    if (
-      f.type === FrameType.Data &&
-      prev?.type === FrameType.Data &&
-      prev.id === f.id &&
-      prev.incarnationId === f.incarnationId &&
-      prev.data.length > 0 &&
-      prev.seq + prev.data.length === f.seq
-    )
-      joined[joined.length - 1] = { ...prev, data: Buffer.concat([prev.data, f.data]) };
-    else joined.push(f);
-  }
-  return joined.map((f) => {
-    const o: Record<string, unknown> = { ...f };
-    for (const k of ['data', 'blob']) if (o[k]) o[k] = Buffer.from(o[k] as Uint8Array).toString('hex');
-    return o;
-  });
-}
 
 describe('frame codec', () => {
   it('round-trips every frame type', () => {
@@ -109,17 +83,17 @@ describe('frame codec', () => {
 
   it('gives the same frames for every split position and for byte-at-a-time input', () => {
     const all = Buffer.concat(sample());
-    const expected = normalize(new FrameDecoder().push(all));
+    const expected = normalizeFrames(new FrameDecoder().push(all));
     for (let i = 0; i <= all.length; i++) {
       const d = new FrameDecoder();
       const got = [...d.push(all.subarray(0, i)), ...d.push(all.subarray(i))];
-      expect(normalize(got)).toEqual(expected);
+      expect(normalizeFrames(got)).toEqual(expected);
       expect(d.pendingBytes).toBe(0);
     }
     const d = new FrameDecoder();
     const got: Frame[] = [];
     for (const b of all) got.push(...d.push(Buffer.from([b])));
-    expect(normalize(got)).toEqual(expected);
+    expect(normalizeFrames(got)).toEqual(expected);
   });
 
   it('decodes merged chunks holding several frames and a partial one', () => {
@@ -156,10 +130,10 @@ describe('frame codec', () => {
       const d = new FrameDecoder();
       const early = d.push(frame.subarray(0, i));
       // Nothing before the header is whole; after it, the payload's first bytes at once.
-      expect(normalize(early)).toEqual(
+      expect(normalizeFrames(early)).toEqual(
         i <= head
           ? []
-          : normalize([
+          : normalizeFrames([
               {
                 type: FrameType.Data,
                 id: 'local/pty-7',
@@ -169,8 +143,8 @@ describe('frame codec', () => {
               },
             ]),
       );
-      expect(normalize([...early, ...d.push(frame.subarray(i))])).toEqual(
-        normalize(new FrameDecoder().push(frame)),
+      expect(normalizeFrames([...early, ...d.push(frame.subarray(i))])).toEqual(
+        normalizeFrames(new FrameDecoder().push(frame)),
       );
     }
   });
