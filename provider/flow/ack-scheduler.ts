@@ -1,4 +1,3 @@
-import { monotonicMs } from '../monotonic-ms.js';
 import { RateMeter } from './rate-meter.js';
 
 /** A slow session's ack goes out at once after this much new credit (a quarter of the stub's smallest window). */
@@ -41,7 +40,7 @@ export class AckScheduler {
   /** `send` returns false when the session's link is down (the ack is then dropped; a reattach re-credits). */
   constructor(
     private readonly send: (id: string, seq: number) => boolean,
-    private readonly now: () => number = monotonicMs,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   queue(id: string, seq: number): void {
