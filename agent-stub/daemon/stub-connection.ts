@@ -7,10 +7,10 @@ import {
   encodeJsonBlobFrame,
   encodeJsonFrame,
   type Frame,
-  FrameDecoder,
   FrameType,
   type InputOriginField,
 } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import { parseHello } from '../../provider/wire/hello-schema.js';
 import { type HelloMessage, isObject, STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { parseMessage } from '../../provider/wire/parse-message.js';

@@ -8,7 +8,8 @@ import type {
   PtySpawnResult,
 } from '../contract.js';
 import { Emitter } from '../emitter.js';
-import { type Frame, FrameDecoder, FrameType } from '../wire/frame-codec.js';
+import { type Frame, FrameType } from '../wire/frame-codec.js';
+import { FrameDecoder } from '../wire/frame-decoder.js';
 import { RelayNotification, type WireAttachResult } from './relay-protocol.js';
 
 /** An event from the relay, as routed on the client. */

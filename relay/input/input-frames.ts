@@ -1,5 +1,6 @@
 import type { IPtyProvider } from '../../provider/contract.js';
-import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
+import { FrameType } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import { needWrite } from '../core/grant.js';
 import type { Logger } from '../core/log.js';
 import type { RpcConnection } from '../core/rpc-types.js';

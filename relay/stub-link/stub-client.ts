@@ -10,9 +10,9 @@ import {
   encodeInputFromFrame,
   encodeJsonFrame,
   type Frame,
-  FrameDecoder,
   FrameType,
 } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import { parseHello } from '../../provider/wire/hello-schema.js';
 import {
   type BackgroundEventMessage,

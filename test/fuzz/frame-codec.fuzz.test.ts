@@ -7,9 +7,9 @@ import {
   encodeJsonBlobFrame,
   encodeJsonFrame,
   type Frame,
-  FrameDecoder,
   FrameType,
 } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import { joinDataPieces, normalizeFrames } from '../support/frame-pieces.js';
 import { fuzzParams, TEST_TIMEOUT_MS } from './fuzz-options.js';
 

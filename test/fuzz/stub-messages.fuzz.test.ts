@@ -6,13 +6,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { daemonSocketPath } from '../../provider/daemon-runtime/stub-paths.js';
 import { ErrorCodes } from '../../provider/errors.js';
-import {
-  encodeInputFrame,
-  encodeJsonFrame,
-  type Frame,
-  FrameDecoder,
-  FrameType,
-} from '../../provider/wire/frame-codec.js';
+import { encodeInputFrame, encodeJsonFrame, type Frame, FrameType } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { stubParamsSchemas } from '../../provider/wire/stub-schemas.js';
 import { stubBuildId } from '../../relay/core/stub-bundle.js';

@@ -7,9 +7,9 @@ import {
   encodeInputFrame,
   encodeJsonFrame,
   type Frame,
-  FrameDecoder,
   FrameType,
 } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import { STUB_PROTOCOL_VERSION } from '../../provider/wire/messages.js';
 import { stubBuildId } from '../../relay/core/stub-bundle.js';
 import { StubClient } from '../../relay/stub-link/stub-client.js';

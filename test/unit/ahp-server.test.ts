@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
+import { FrameType } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import type { RootState, TerminalState } from '../../relay/ahp/types.js';
 import { type RelayServer, startRelayServer } from '../../relay/service/relay-server.js';
 import { TerminalRegistry } from '../../relay/terminals/terminal-registry.js';

@@ -12,9 +12,9 @@ import {
   encodeJsonBlobFrame,
   encodeJsonFrame,
   type Frame,
-  FrameDecoder,
   FrameType,
 } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import { normalizeFrames } from '../support/frame-pieces.js';
 
 const sample = (): Buffer[] => [

@@ -16,9 +16,9 @@ import {
   encodeInputAckFrame,
   encodeJsonFrame,
   type Frame,
-  FrameDecoder,
   FrameType,
 } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 
 const A = { id: 'a', incarnationId: 'i' } as unknown as PtySession;
 const B = { id: 'b', incarnationId: 'i' } as unknown as PtySession;

@@ -7,7 +7,8 @@ import type { InputAckParams, WireAttachResult } from '../../provider/client/rel
 import type { LinkState, PtyDataEvent, PtyReattachEvent } from '../../provider/contract.js';
 import { isPtyRelayError, PtyRelayError } from '../../provider/errors.js';
 import { InputQueue } from '../../provider/input/input-queue.js';
-import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
+import { FrameType } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import { InputLedger } from '../../relay/input/input-ledger.js';
 
 const bytes = (s: string) => new TextEncoder().encode(s);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
+import { FrameType } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import { OutputFlow } from '../../web/output-flow.js';
 import { PageInput } from '../../web/page-input.js';
 

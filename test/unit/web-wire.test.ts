@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PtyRelayError } from '../../provider/errors.js';
-import { encodeDataFrame, FrameDecoder, FrameType } from '../../provider/wire/frame-codec.js';
+import { encodeDataFrame, FrameType } from '../../provider/wire/frame-codec.js';
+import { FrameDecoder } from '../../provider/wire/frame-decoder.js';
 import { decodeDataFrames, encodeInputFrame } from '../../web/wire.js';
 
 /** A copy in an ArrayBuffer of its own (a Buffer may be a view of a shared pool). */
