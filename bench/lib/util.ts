@@ -116,6 +116,28 @@ export function procCpuMs(pid: number): number | undefined {
   }
 }
 
+/**
+ * CPU time of one thread in ms (nanosecond counts, from /proc/<pid>/task/<tid>/schedstat: time on
+ * a CPU, user and kernel); the main thread by default. Undefined when it is gone.
+ */
+export function threadCpuMs(pid: number, tid = pid): number | undefined {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A process's read calls so far (`syscr` of /proc/<pid>/io: read, readv, recv…); undefined when gone or unreadable. */
+export function procReadCalls(pid: number): number | undefined {
+  try {
+    const m = /^syscr:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const CLOCK_TICKS = (() => {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;

@@ -1,4 +1,5 @@
 import type { FloodFile } from '../lib/flood-file.js';
+import type { ReaderCost } from '../lib/pty-reader.js';
 import type { Row } from '../lib/results.js';
 import { median, round } from '../lib/util.js';
 
@@ -31,6 +32,8 @@ export interface FloodRun {
   benchGcs?: { major: number; minor: number; ms: number };
   /** How long the machine stayed busy before this run started (work left over by the previous one). */
   settleMs?: number;
+  /** The thread that read the PTY (the daemon's, a floor's, this process's for node-pty): its cost per MB. */
+  reader?: ReaderCost;
 }
 
 /** A second `ssh -tt` in each round: OpenSSH against itself, the run's A/A spread. */
@@ -68,6 +71,37 @@ function cpuPerMbRow(runs: FloodRun[], file: FloodFile, label: string, subject: 
     subject,
     value: medCpu(subject),
     reference: { label: ref, value: medCpu(ref) },
+    better: 'lower',
+    noPlot: true,
+  };
+}
+
+/** Median of the runs' PTY reader figure `key` for `variant`, or null when it was not measured. */
+function medianReader(
+  runs: FloodRun[],
+  file: FloodFile,
+  variant: string,
+  key: 'cpuMsPerMb' | 'readsPerMb',
+): number | null {
+  const xs = runs
+    .filter((r) => r.variant === variant && r.bytes > file.expectedBytes / 2)
+    .flatMap((r) => (r.reader === undefined ? [] : [r.reader[key]]));
+  return xs.length ? round(median(xs), 2) : null;
+}
+
+/**
+ * The CPU per MB of the thread that reads `subject`'s PTY (the daemon's main thread) against that
+ * of the floor's (a bare node process that only forwards): what the daemon's own work adds to the
+ * step a flood waits for.
+ */
+function readerRow(runs: FloodRun[], file: FloodFile, label: string, subject: string, ref: string): Row {
+  return {
+    scenario: 'flood',
+    metric: `${label}: CPU per MB of the thread that reads the PTY`,
+    unit: 'ms/MB',
+    subject,
+    value: medianReader(runs, file, subject, 'cpuMsPerMb'),
+    reference: { label: ref, value: medianReader(runs, file, ref, 'cpuMsPerMb') },
     better: 'lower',
     noPlot: true,
   };
@@ -172,6 +206,9 @@ export function floodReport(
     cpuPerMbRow(runs, file, label, FLOOR_SSH2, 'ssh -tt'),
     cpuPerMbRow(runs, file, label, SSH2_PTY, 'ssh -tt'),
     cpuPerMbRow(runs, file, label, FLOOR_LOCAL, 'node-pty local'),
+    readerRow(runs, file, label, 'SshPtyProvider', FLOOR_LOCAL),
+    readerRow(runs, file, label, 'LocalPtyProvider', FLOOR_LOCAL),
+    readerRow(runs, file, label, 'RelayClient over WebSocket', FLOOR_LOCAL),
   ];
   return {
     rows,
@@ -192,6 +229,23 @@ export function floodReport(
       ),
       bestMbPerSec: Object.fromEntries(
         ['ssh -tt', 'SshPtyProvider', 'node-pty local', 'LocalPtyProvider'].map((v) => [v, best(v)]),
+      ),
+      /** The thread that reads each variant's PTY: median CPU and read calls per MB. */
+      ptyReader: Object.fromEntries(
+        [
+          'SshPtyProvider',
+          'RelayClient over WebSocket',
+          'LocalPtyProvider',
+          'node-pty local',
+          FLOOR_LOCAL,
+        ].map((v) => [
+          v,
+          {
+            thread: runs.find((r) => r.variant === v && r.reader)?.reader?.thread ?? null,
+            cpuMsPerMb: medianReader(runs, file, v, 'cpuMsPerMb'),
+            readsPerMb: medianReader(runs, file, v, 'readsPerMb'),
+          },
+        ]),
       ),
       /** Spread of the per-round ratios: how much one round can say on this machine. */
       roundRatiosToSsh: {

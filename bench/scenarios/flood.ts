@@ -10,6 +10,7 @@ import type { SshPtyProvider } from '../../relay/ssh/ssh-pty-provider.js';
 import { writeBareForwarder } from '../lib/bare-forwarder.js';
 import { type BenchEnv, hostConfig, localProvider, sshArgs } from '../lib/env.js';
 import { expectedPrefixSha256, type FloodFile, generateFloodFile } from '../lib/flood-file.js';
+import { measureReader, watchReader } from '../lib/pty-reader.js';
 import {
   type ChunkSink,
   runCommandStream,
@@ -157,6 +158,39 @@ async function viaStream(
 const viaCommand = (variant: string, command: string, args: string[], file: FloodFile, verify: boolean) =>
   viaStream(variant, file, verify, (sink, ms) => runCommandStream(command, args, sink, ms));
 
+/** The local floor: the bare forwarder run here, its main thread measured from its first output. */
+async function viaLocalForwarder(forwarder: string[], file: FloodFile, verify: boolean): Promise<FloodRun> {
+  const watch = watchReader('forwarder', forwarder[1]!);
+  const run = await viaStream(FLOOR_LOCAL, file, verify, (sink, ms) =>
+    runCommandStream(
+      forwarder[0]!,
+      forwarder.slice(1),
+      (c) => {
+        watch.started();
+        sink(c);
+      },
+      ms,
+    ),
+  );
+  run.reader = watch.stop(run.bytes);
+  return run;
+}
+
+/** A flood through a provider whose daemon (`pid`) reads the PTY, with that thread's cost. */
+async function viaDaemonProvider(
+  variant: string,
+  p: IPtyProvider,
+  host: string | undefined,
+  pid: number | undefined,
+  file: FloodFile,
+  verify: boolean,
+): Promise<FloodRun> {
+  const reader = measureReader('daemon', pid);
+  const run = await viaProvider(variant, p, host, file, verify);
+  run.reader = reader.stop(run.bytes);
+  return run;
+}
+
 const viaSsh2 = (
   variant: string,
   client: Client,
@@ -232,22 +266,31 @@ export async function floodScenario(env: BenchEnv, provider: SshPtyProvider): Pr
     const viaSshProvider = async (variant: string, p: SshPtyProvider, pid: number | undefined) => {
       const before = cpuSnapshot(env, pid);
       const p0 = p.linkInfo('h')?.packets;
-      const run = await viaProvider(variant, p, 'h', file, verify);
+      const run = await viaDaemonProvider(variant, p, 'h', pid, file, verify);
       run.cpuMs = cpuDelta(before, cpuSnapshot(env, pid));
       run.packetsPerMb = packetRates(p0, p.linkInfo('h')?.packets, run.bytes);
       return run;
     };
     if (want('ssh-provider')) variants.push(() => viaSshProvider('SshPtyProvider', provider, daemonPid));
-    if (want('node-pty')) variants.push(() => viaNodePty(file, verify));
-    if (local) variants.push(() => viaProvider('LocalPtyProvider', local, undefined, file, verify));
+    if (want('node-pty'))
+      variants.push(async () => {
+        const reader = measureReader('bench', process.pid);
+        const run = await viaNodePty(file, verify);
+        run.reader = reader.stop(run.bytes);
+        return run;
+      });
+    const localPid = local ? (await local.daemonInfo()).pid : undefined;
+    if (local)
+      variants.push(() => viaDaemonProvider('LocalPtyProvider', local, undefined, localPid, file, verify));
     if (relay)
-      variants.push(() => viaProvider('RelayClient over WebSocket', relay.client, 'h', file, verify));
+      variants.push(() =>
+        viaDaemonProvider('RelayClient over WebSocket', relay.client, 'h', daemonPid, file, verify),
+      );
     const forwarder =
       want('floor-local') || want('floor-ssh') || want('floor-ssh2')
         ? writeBareForwarder(env.dataDir, file.path)
         : undefined;
-    if (forwarder && want('floor-local'))
-      variants.push(() => viaCommand(FLOOR_LOCAL, forwarder[0]!, forwarder.slice(1), file, verify));
+    if (forwarder && want('floor-local')) variants.push(() => viaLocalForwarder(forwarder, file, verify));
     if (forwarder && want('floor-ssh'))
       variants.push(() =>
         viaCommand(
