@@ -5,6 +5,7 @@ import { dirname, join, posix } from 'node:path';
 import { PtyRelayError } from '../../provider/errors.js';
 import { packageRoot, stubBundlePath } from '../core/stub-bundle.js';
 import { prebuiltPinProblem } from './pty-prebuild-pins.js';
+import { stubPartFiles } from './stub-parts.js';
 
 /** Remote platforms the stub ships a `node-pty` binary for. */
 export type StubPlatform = 'linux-x64' | 'linux-arm64';
@@ -202,7 +203,7 @@ function statKey(paths: string[]): string {
 }
 
 /**
- * Lists the files of the stub install dir for `platform`: `stub.cjs` plus a minimal
+ * Lists the files of the stub install dir for `platform`: `stub.cjs` and its parts (stub-parts.ts), a minimal
  * `node_modules/node-pty` (package.json, LICENSE, the Linux runtime lib files, `pty.node`).
  * Among usable binaries the one needing the oldest glibc wins (the prebuilt @lydell binaries target
  * older glibc than a build on this machine). `stub` is the bundle to ship (default: this package's).
@@ -233,7 +234,8 @@ export function collectStubArtifacts(platform: StubPlatform, stub = stubBundlePa
   }
   const native = candidates[pick]!;
   const addons = ADDON_PATHS.map((rel) => join(dirname(stub), rel)).filter((p) => existsSync(p));
-  const key = statKey([stub, native.path, ptyPkgPath, ...addons]);
+  const parts = stubPartFiles(stub);
+  const key = statKey([stub, native.path, ptyPkgPath, ...addons, ...parts.map((p) => p.source)]);
   const hit = cache.get(platform);
   if (hit?.key === key) return hit.artifacts;
 
@@ -241,6 +243,7 @@ export function collectStubArtifacts(platform: StubPlatform, stub = stubBundlePa
   const libDir = join(ptyRoot, 'lib');
   const files = [
     fileEntry('stub.cjs', stub, REGULAR_MODE),
+    ...parts.map((p) => fileEntry(p.path, p.source, REGULAR_MODE)),
     fileEntry('node_modules/node-pty/package.json', ptyPkgPath, REGULAR_MODE),
     ...(existsSync(join(ptyRoot, 'LICENSE'))
       ? [fileEntry('node_modules/node-pty/LICENSE', join(ptyRoot, 'LICENSE'), REGULAR_MODE)]

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stubBundlePath } from '../../relay/core/stub-bundle.js';
 import { type LocalFixture, OutputCollector, startLocal, waitFor } from '../support/local-daemon.js';
@@ -10,7 +10,8 @@ import { type LocalFixture, OutputCollector, startLocal, waitFor } from '../supp
  * What the stub's processes load (agent-stub/main.ts, provider/monotonic-ms.ts,
  * agent-stub/restore/restore-store.ts). A daemon at work, with a shell, a client and the saved
  * restore record, has not loaded node's perf_hooks or fs/promises modules (about 1 MB of RSS for
- * code it never needs), and a `connect` bridge has not loaded the daemon: no node-pty in it. A
+ * code it never needs) nor the stub's parts it has not used yet (scripts/lib/stub-bundle.mjs), and
+ * a `connect` bridge has not loaded the daemon: no node-pty in it. A
  * probe preloaded with NODE_OPTIONS writes the process's module list when it gets SIGUSR2.
  */
 describe('the stub loads only what its command needs', () => {
@@ -27,7 +28,7 @@ describe('the stub loads only what its command needs', () => {
       probe,
       `const { writeFileSync } = require('node:fs');\n` +
         `process.on('SIGUSR2', () => writeFileSync(${JSON.stringify(join(probeDir, 'modules-'))} + process.pid, ` +
-        `process.moduleLoadList.join('\\n')));\n`,
+        `[...process.moduleLoadList, ...Object.keys(require.cache).map((f) => 'File ' + f)].join('\\n')));\n`,
     );
     process.env.NODE_OPTIONS = `${savedOptions ?? ''} --require ${probe}`.trim();
     try {
@@ -42,7 +43,7 @@ describe('the stub loads only what its command needs', () => {
     await fx?.cleanup();
   });
 
-  /** Node's own modules process `pid` has loaded by now. */
+  /** Node's own modules process `pid` has loaded by now, and its files (`File <path>`). */
   async function loadedNow(pid: number): Promise<string[]> {
     const file = join(probeDir, `modules-${pid}`);
     process.kill(pid, 'SIGUSR2');
@@ -72,6 +73,12 @@ describe('the stub loads only what its command needs', () => {
     expect(
       loaded.filter((m) => /^NativeModule (perf_hooks|fs\/promises|internal\/perf\/performance)$/.test(m)),
     ).toEqual([]);
+    // Of the stub's files only stub.cjs: the LSP libraries and the terminal emulator (parts beside
+    // it) wait for a code-navigation query or a screen to restore; the model worker's part runs in
+    // its own thread.
+    const files = loaded.filter((m) => m.startsWith('File ')).map((m) => basename(m.slice(5)));
+    expect(files).toContain('stub.cjs');
+    expect(files.filter((f) => /^(stub-.*|model-worker)\.cjs$/.test(f))).toEqual([]);
     await fx.provider.shutdown(r.id, { immediate: true });
   }, 30_000);
 

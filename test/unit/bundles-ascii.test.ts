@@ -13,7 +13,9 @@ describe('bundles are ASCII', () => {
   const bin = join(packageRoot(), 'dist', 'bin');
   const files = [
     stubBundlePath(),
-    join(dirname(stubBundlePath()), 'model-worker.cjs'),
+    ...['model-worker.cjs', 'stub-lsp-libs.cjs', 'stub-xterm.cjs'].map((f) =>
+      join(dirname(stubBundlePath()), f),
+    ),
     ...readdirSync(bin)
       .filter((f) => f.endsWith('.js'))
       .map((f) => join(bin, f)),

@@ -1,6 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,6 +22,7 @@ import {
   type StubArtifacts,
   type StubPlatform,
 } from '../../relay/deploy/stub-artifacts.js';
+import { stubParts } from '../../relay/deploy/stub-parts.js';
 import { capability } from '../support/capabilities.js';
 
 const ROOT = packageRoot();
@@ -85,6 +94,8 @@ describe.skipIf(!capability('node-pty', artifactsMissing(LOCAL)))('collectStubAr
     const a = collectStubArtifacts(LOCAL);
     const paths = a.files.map((f) => f.path);
     expect(paths).toContain('stub.cjs');
+    for (const part of ['model-worker.cjs', 'stub-lsp-libs.cjs', 'stub-xterm.cjs'])
+      expect(paths).toContain(part);
     expect(paths).toContain('node_modules/node-pty/package.json');
     expect(paths).toContain(PTY_NODE);
     for (const lib of ['index.js', 'unixTerminal.js', 'terminal.js', 'utils.js', 'eventEmitter2.js']) {
@@ -213,5 +224,65 @@ describe('pinned prebuilt pty.node', () => {
     const native = a.files.find((f) => f.path === PTY_NODE)!;
     expect(native.sha256).toBe(PTY_PREBUILD_SHA256[PTY_VERSION]?.[other]);
     expect(sha(native.source)).toBe(native.sha256);
+  });
+});
+
+/**
+ * A stub bundle and its parts (scripts/lib/stub-bundle.mjs, relay/deploy/stub-parts.ts): copies
+ * of the build's in a fresh dir, one of them missing or changed.
+ */
+describe.skipIf(!capability('node-pty', artifactsMissing(LOCAL)))('the parts of a stub bundle', () => {
+  const PARTS = ['model-worker.cjs', 'stub-lsp-libs.cjs', 'stub-xterm.cjs'];
+
+  function copyBuild(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'ptyrelay-parts-'));
+    tmpDirs.push(dir);
+    for (const f of ['stub.cjs', ...PARTS]) copyFileSync(join(dirname(stubBundlePath()), f), join(dir, f));
+    return join(dir, 'stub.cjs');
+  }
+
+  it('stub.cjs names each part with its digest, and the deploy ships the parts beside it', () => {
+    const stub = copyBuild();
+    const parts = stubParts(stub);
+    expect(Object.keys(parts).sort()).toEqual(PARTS);
+    for (const [file, digest] of Object.entries(parts)) {
+      expect(digest).toBe(
+        createHash('sha256')
+          .update(readFileSync(join(dirname(stub), file)))
+          .digest('hex'),
+      );
+    }
+    const shipped = collectStubArtifacts(LOCAL, stub).files.filter((f) => PARTS.includes(f.path));
+    expect(shipped.map((f) => f.source).sort()).toEqual(PARTS.map((p) => join(dirname(stub), p)));
+  });
+
+  it('a missing or changed part is CONFIG_INVALID, naming the part and the cure', () => {
+    const missing = copyBuild();
+    rmSync(join(dirname(missing), 'stub-xterm.cjs'));
+    const changed = copyBuild();
+    writeFileSync(join(dirname(changed), 'stub-lsp-libs.cjs'), '\n', { flag: 'a' });
+    for (const [stub, part] of [
+      [missing, 'stub-xterm.cjs'],
+      [changed, 'stub-lsp-libs.cjs'],
+    ] as const) {
+      const err = (() => {
+        try {
+          collectStubArtifacts(LOCAL, stub);
+          return undefined;
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(isPtyRelayError(err) && err.code).toBe('CONFIG_INVALID');
+      expect((err as Error).message).toContain(part);
+      expect((err as Error).message).toContain('npm run build');
+    }
+  });
+
+  it('a bundle without the parts line has none (a stub of another build shape ships alone)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ptyrelay-parts-'));
+    tmpDirs.push(dir);
+    writeFileSync(join(dir, 'stub.cjs'), '"use strict";\n');
+    expect(stubParts(join(dir, 'stub.cjs'))).toEqual({});
   });
 });

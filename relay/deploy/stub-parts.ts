@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import * as z from 'zod/mini';
+import { PtyRelayError } from '../../provider/errors.js';
+
+/**
+ * The parts of a stub build: files beside `stub.cjs` that it loads on first use (the model worker,
+ * the LSP libraries, the terminal emulator of its main thread). scripts/lib/stub-bundle.mjs names
+ * each with its sha256 in stub.cjs's first line, `/* ptyrelay-stub-parts {"file":"sha256",…} *\/`,
+ * so the build id (stub.cjs's digest) covers them.
+ */
+const PARTS_LINE = /^\/\* ptyrelay-stub-parts (\{[^\n]*\}) \*\/\n/;
+/** The first line is read in a buffer of this size: ample for a handful of names and digests. */
+const HEAD_BYTES = 4096;
+
+const PartsSchema = z.record(
+  z.string().check(z.regex(/^[a-z0-9-]+\.cjs$/)),
+  z.string().check(z.regex(/^[0-9a-f]{64}$/)),
+);
+
+/** The parts `stub` names (file name → sha256); none for a bundle without the line. */
+export function stubParts(stub: string): Record<string, string> {
+  const fd = openSync(stub, 'r');
+  let head: string;
+  try {
+    const buf = Buffer.alloc(HEAD_BYTES);
+    head = buf.subarray(0, readSync(fd, buf, 0, HEAD_BYTES, 0)).toString('latin1');
+  } finally {
+    closeSync(fd);
+  }
+  const m = PARTS_LINE.exec(head);
+  if (!m) return {};
+  const parsed = PartsSchema.safeParse(JSON.parse(m[1]!));
+  if (!parsed.success)
+    throw new PtyRelayError('CONFIG_INVALID', `the stub bundle ${stub} names its parts wrongly`);
+  return parsed.data;
+}
+
+/**
+ * The part files beside `stub`, each as it names it.
+ * @throws PtyRelayError CONFIG_INVALID when a part is missing or differs from its digest (a
+ *   bundle and parts of different builds): `npm run build` writes them together.
+ */
+export function stubPartFiles(stub: string): { path: string; source: string }[] {
+  return Object.entries(stubParts(stub)).map(([file, digest]) => {
+    const source = join(dirname(stub), file);
+    if (!existsSync(source))
+      throw new PtyRelayError(
+        'CONFIG_INVALID',
+        `the stub part ${file} is missing beside ${stub}; run npm run build`,
+      );
+    if (createHash('sha256').update(readFileSync(source)).digest('hex') !== digest)
+      throw new PtyRelayError(
+        'CONFIG_INVALID',
+        `the stub part ${source} is not the one ${stub} was built with; run npm run build`,
+      );
+    return { path: file, source };
+  });
+}
