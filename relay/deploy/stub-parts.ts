@@ -31,9 +31,18 @@ export function stubParts(stub: string): Record<string, string> {
   }
   const m = PARTS_LINE.exec(head);
   if (!m) return {};
-  const parsed = PartsSchema.safeParse(JSON.parse(m[1]!));
+  let json: unknown;
+  try {
+    json = JSON.parse(m[1]!);
+  } catch {
+    json = undefined;
+  }
+  const parsed = PartsSchema.safeParse(json);
   if (!parsed.success)
-    throw new PtyRelayError('CONFIG_INVALID', `the stub bundle ${stub} names its parts wrongly`);
+    throw new PtyRelayError(
+      'CONFIG_INVALID',
+      `the stub bundle ${stub} names its parts wrongly; run npm run build`,
+    );
   return parsed.data;
 }
 

@@ -22,8 +22,11 @@ import { rewriteAscii } from './ascii-only.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** The first line of stub.cjs: this marker, then the parts as JSON (file name → sha256). */
-export const STUB_PARTS_MARKER = 'ptyrelay-stub-parts';
+/**
+ * The first line of stub.cjs: this marker, then the parts as JSON (file name → sha256); read by
+ * relay/deploy/stub-parts.ts.
+ */
+const STUB_PARTS_MARKER = 'ptyrelay-stub-parts';
 
 const common = {
   bundle: true,

@@ -279,6 +279,28 @@ describe.skipIf(!capability('node-pty', artifactsMissing(LOCAL)))('the parts of 
     }
   });
 
+  it('a parts line that is not a list of names and digests is CONFIG_INVALID', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ptyrelay-parts-'));
+    tmpDirs.push(dir);
+    for (const [i, line] of [
+      '{"x.cjs":"nope"}',
+      '{"../x.cjs":"' + '0'.repeat(64) + '"}',
+      '{not json}',
+    ].entries()) {
+      const stub = join(dir, `stub-${i}.cjs`);
+      writeFileSync(stub, `/* ptyrelay-stub-parts ${line} */\n"use strict";\n`);
+      const err = (() => {
+        try {
+          stubParts(stub);
+          return undefined;
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(isPtyRelayError(err) && err.code, line).toBe('CONFIG_INVALID');
+    }
+  });
+
   it('a bundle without the parts line has none (a stub of another build shape ships alone)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ptyrelay-parts-'));
     tmpDirs.push(dir);
