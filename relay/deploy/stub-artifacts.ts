@@ -5,7 +5,7 @@ import { dirname, join, posix } from 'node:path';
 import { PtyRelayError } from '../../provider/errors.js';
 import { packageRoot, stubBundlePath } from '../core/stub-bundle.js';
 import { prebuiltPinProblem } from './pty-prebuild-pins.js';
-import { stubPartFiles } from './stub-parts.js';
+import { partMismatch, stubPartFiles } from './stub-parts.js';
 
 /** Remote platforms the stub ships a `node-pty` binary for. */
 export type StubPlatform = 'linux-x64' | 'linux-arm64';
@@ -243,7 +243,12 @@ export function collectStubArtifacts(platform: StubPlatform, stub = stubBundlePa
   const libDir = join(ptyRoot, 'lib');
   const files = [
     fileEntry('stub.cjs', stub, REGULAR_MODE),
-    ...parts.map((p) => fileEntry(p.path, p.source, REGULAR_MODE)),
+    ...parts.map((p) => {
+      // Hashed once, here, for the manifest: a part of another build is refused.
+      const f = fileEntry(p.path, p.source, REGULAR_MODE);
+      if (f.sha256 !== p.sha256) throw partMismatch(p.source, stub);
+      return f;
+    }),
     fileEntry('node_modules/node-pty/package.json', ptyPkgPath, REGULAR_MODE),
     ...(existsSync(join(ptyRoot, 'LICENSE'))
       ? [fileEntry('node_modules/node-pty/LICENSE', join(ptyRoot, 'LICENSE'), REGULAR_MODE)]

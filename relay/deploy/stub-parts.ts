@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as z from 'zod/mini';
 import { PtyRelayError } from '../../provider/errors.js';
@@ -47,23 +46,26 @@ export function stubParts(stub: string): Record<string, string> {
 }
 
 /**
- * The part files beside `stub`, each as it names it.
- * @throws PtyRelayError CONFIG_INVALID when a part is missing or differs from its digest (a
- *   bundle and parts of different builds): `npm run build` writes them together.
+ * The part files beside `stub`, each with the sha256 it names. The caller checks each part's bytes
+ * against it when it hashes them anyway ({@link partMismatch}).
+ * @throws PtyRelayError CONFIG_INVALID when a part is missing: `npm run build` writes them together.
  */
-export function stubPartFiles(stub: string): { path: string; source: string }[] {
-  return Object.entries(stubParts(stub)).map(([file, digest]) => {
+export function stubPartFiles(stub: string): { path: string; source: string; sha256: string }[] {
+  return Object.entries(stubParts(stub)).map(([file, sha256]) => {
     const source = join(dirname(stub), file);
     if (!existsSync(source))
       throw new PtyRelayError(
         'CONFIG_INVALID',
         `the stub part ${file} is missing beside ${stub}; run npm run build`,
       );
-    if (createHash('sha256').update(readFileSync(source)).digest('hex') !== digest)
-      throw new PtyRelayError(
-        'CONFIG_INVALID',
-        `the stub part ${source} is not the one ${stub} was built with; run npm run build`,
-      );
-    return { path: file, source };
+    return { path: file, source, sha256 };
   });
+}
+
+/** The error for a part whose bytes are not the ones `stub` names (a bundle and parts of different builds). */
+export function partMismatch(source: string, stub: string): PtyRelayError {
+  return new PtyRelayError(
+    'CONFIG_INVALID',
+    `the stub part ${source} is not the one ${stub} was built with; run npm run build`,
+  );
 }
